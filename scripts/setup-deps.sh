@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs, idempotently, every Debian package shapeshift builds, tests and
+# fuzzes with. Safe to run repeatedly; skips apt entirely when all are present.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential g++ cmake ninja-build ccache pkg-config git
+  libz3-dev llvm-14-dev libabsl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
+  libdnnl-dev nlohmann-json3-dev
+  clang clang-14 libclang-rt-14-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

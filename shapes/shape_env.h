@@ -1,0 +1,119 @@
+// ShapeEnv: the symbols of one compilation, their declared ranges and hints,
+// and the single place where shape questions are answered.
+//
+// A pass that wants a shape fact asks `env.Query(pred, provenance)`. The
+// answer is proven (true/false for every input in the domain: range and
+// modular analysis first, Z3 second), specialized (the symbol's policy lets
+// this compile specialize: the answer comes from the hint and the *question*
+// is recorded as a guard atom with its provenance), or unknown (the caller
+// must emit code correct either way). Guards are therefore the questions the
+// compiler asked, never the values it observed.
+//
+// Facts can be assumed for a scope with `ShapeEnv::Assume` (RAII), the way a
+// code generator enters the body of a runtime branch.
+#ifndef SHAPESHIFT_SHAPES_SHAPE_ENV_H_
+#define SHAPESHIFT_SHAPES_SHAPE_ENV_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "shapes/predicate.h"
+#include "shapes/sym_expr.h"
+
+namespace shapeshift {
+
+// How a compile may treat one symbol.
+enum class SymbolPolicy {
+  kPolymorphic,  // never specialize: unknown answers stay unknown
+  kBucketed,     // may specialize; answers come from the hint, recorded as guards
+  kStatic,       // may specialize on anything, including exact equality
+};
+
+struct SymbolInfo {
+  std::string name;
+  int64_t min = 1;  // inclusive
+  int64_t max = 1;  // inclusive
+  std::optional<int64_t> hint;
+  SymbolPolicy policy = SymbolPolicy::kPolymorphic;
+};
+
+// Who asked a question and why; carried by every recorded guard atom.
+struct Provenance {
+  std::string pass;    // e.g. "fusion", "shape-inference", "codegen/cpu"
+  std::string node;    // graph node name, or "" when not about one node
+  std::string reason;  // e.g. "drop the vector remainder loop"
+};
+
+struct GuardAtom {
+  Predicate predicate;  // the question, oriented so it held at the hint
+  Provenance provenance;
+};
+
+enum class Answer {
+  kProvenTrue,
+  kProvenFalse,
+  kSpecializedTrue,   // recorded `predicate` as a guard
+  kSpecializedFalse,  // recorded `!predicate` as a guard
+  kUnknown,
+};
+bool IsTrue(Answer a);    // kProvenTrue or kSpecializedTrue
+bool IsFalse(Answer a);   // kProvenFalse or kSpecializedFalse
+const char* AnswerName(Answer a);
+
+class Z3Bridge;
+
+class ShapeEnv {
+ public:
+  ShapeEnv();
+  ~ShapeEnv();
+  ShapeEnv(const ShapeEnv&) = delete;
+  ShapeEnv& operator=(const ShapeEnv&) = delete;
+
+  // Declares a symbol with an inclusive range; an error if min > max or if the
+  // name is already declared with a different range.
+  absl::StatusOr<SymExpr> DeclareSymbol(SymbolInfo info);
+  // A fresh symbol named `<prefix><n>` with the given range (anonymous dims).
+  SymExpr FreshSymbol(absl::string_view prefix, int64_t min, int64_t max);
+  bool HasSymbol(absl::string_view name) const;
+  const SymbolInfo* FindSymbol(absl::string_view name) const;
+  const std::vector<SymbolInfo>& symbols() const;
+  absl::Status SetHint(absl::string_view name, int64_t hint);
+  absl::Status SetPolicy(absl::string_view name, SymbolPolicy policy);
+
+  // The question interface (see top of file).
+  Answer Query(const Predicate& question, const Provenance& provenance);
+  // Questions that read as verbs; none records a guard.
+  bool CanProve(const Predicate& p);
+  bool CanProveEqual(SymExpr a, SymExpr b) { return CanProve(Predicate::Eq(a, b)); }
+
+  // Recorded guard atoms, in the order they were asked.
+  const std::vector<GuardAtom>& guards() const;
+  // The declared ranges as one predicate (min <= s && s <= max for each s).
+  Predicate DomainPredicate() const;
+
+  // Facts assumed true while a scope is alive (RAII).
+  class Scope {
+   public:
+    Scope(ShapeEnv* env, Predicate fact);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    ShapeEnv* env_;
+  };
+  Scope Assume(Predicate fact) { return Scope(this, std::move(fact)); }
+
+  Z3Bridge& z3();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shapeshift
+
+#endif  // SHAPESHIFT_SHAPES_SHAPE_ENV_H_
