@@ -1,0 +1,28 @@
+// Conversion between onnx::TensorProto and Tensor: initializers, Constant
+// values and the backend test data (`input_0.pb`) all travel as TensorProto.
+// Handles raw_data and the typed repeated fields, and external data files
+// (resolved relative to `base_dir`, never escaping it).
+#ifndef SHAPESHIFT_GRAPH_TENSOR_PROTO_H_
+#define SHAPESHIFT_GRAPH_TENSOR_PROTO_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "graph/tensor.h"
+
+namespace onnx {
+class TensorProto;
+}
+
+namespace shapeshift {
+
+// `what` names the tensor in error messages (e.g. "initializer 'bert.w0'").
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
+                                       const std::string& what);
+void TensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto);
+// Reads a serialized TensorProto file (e.g. test_data_set_0/input_0.pb).
+absl::StatusOr<Tensor> ReadTensorProtoFile(const std::string& path, std::string* name = nullptr);
+
+}  // namespace shapeshift
+
+#endif  // SHAPESHIFT_GRAPH_TENSOR_PROTO_H_
