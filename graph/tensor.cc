@@ -1,0 +1,150 @@
+// Tensor storage, element access for tests/printing, and reshaping.
+#include "graph/tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace shapeshift {
+namespace {
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+// Element count of `shape`, or an error for negative dims, overflow, or more
+// than Tensor::kMaxElements elements.
+absl::StatusOr<int64_t> CountElements(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor shape ", ShapeString(shape), " has a negative dimension"));
+    }
+    if (d != 0 && count > Tensor::kMaxElements / d) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "tensor shape ", ShapeString(shape), " has more than ", Tensor::kMaxElements, " elements"));
+    }
+    count *= d;
+  }
+  return count;
+}
+
+// IEEE half and bfloat16 bit patterns to float, so 16-bit tensors can at
+// least be printed and compared even though kernels do not compute on them.
+float HalfBitsToFloat(uint16_t h) {
+  const int sign = (h >> 15) & 1;
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  float magnitude;
+  if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+  } else if (exponent == 31) {
+    magnitude = mantissa ? std::numeric_limits<float>::quiet_NaN()
+                         : std::numeric_limits<float>::infinity();
+  } else {
+    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
+  }
+  return sign ? -magnitude : magnitude;
+}
+
+float BFloat16BitsToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+}  // namespace
+
+Tensor::Tensor() : data_(std::make_shared<std::vector<std::byte>>(sizeof(float))) {}
+
+absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
+  absl::StatusOr<int64_t> count = CountElements(shape);
+  if (!count.ok()) return count.status();
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = *count;
+  t.data_ = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(*count) * DTypeSize(dtype));
+  return t;
+}
+
+Tensor Tensor::Scalar(float v) { return FromVector<float>(DType::kF32, {}, {v}); }
+
+Tensor Tensor::ScalarI64(int64_t v) { return FromVector<int64_t>(DType::kI64, {}, {v}); }
+
+double Tensor::GetAsDouble(int64_t i) const {
+  switch (dtype_) {
+    case DType::kF32: return data<float>()[i];
+    case DType::kF64: return data<double>()[i];
+    case DType::kF16: return HalfBitsToFloat(data<uint16_t>()[i]);
+    case DType::kBF16: return BFloat16BitsToFloat(data<uint16_t>()[i]);
+    case DType::kI64: return static_cast<double>(data<int64_t>()[i]);
+    case DType::kI32: return data<int32_t>()[i];
+    case DType::kI8: return data<int8_t>()[i];
+    case DType::kU8: return data<uint8_t>()[i];
+    case DType::kBool: return data<uint8_t>()[i] != 0 ? 1.0 : 0.0;
+  }
+  return 0.0;
+}
+
+int64_t Tensor::GetAsInt64(int64_t i) const {
+  switch (dtype_) {
+    case DType::kI64: return data<int64_t>()[i];
+    case DType::kI32: return data<int32_t>()[i];
+    case DType::kI8: return data<int8_t>()[i];
+    case DType::kU8: return data<uint8_t>()[i];
+    case DType::kBool: return data<uint8_t>()[i] != 0 ? 1 : 0;
+    default: {
+      const double v = GetAsDouble(i);
+      if (std::isnan(v)) return 0;
+      if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+      if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+      return static_cast<int64_t>(v);
+    }
+  }
+}
+
+Tensor Tensor::Clone() const {
+  Tensor copy = *this;
+  if (data_) copy.data_ = std::make_shared<std::vector<std::byte>>(*data_);
+  return copy;
+}
+
+absl::StatusOr<Tensor> Tensor::Reshaped(std::vector<int64_t> shape) const {
+  absl::StatusOr<int64_t> count = CountElements(shape);
+  if (!count.ok()) return count.status();
+  if (*count != num_elements_) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", ShapeString(shape_), " (",
+                                                   num_elements_, " elements) to ",
+                                                   ShapeString(shape), " (", *count, " elements)"));
+  }
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+std::string Tensor::DebugString(int max_elements) const {
+  std::string out = absl::StrCat(DTypeName(dtype_), ShapeString(shape_), " {");
+  const int64_t shown = std::min<int64_t>(num_elements_, std::max(max_elements, 0));
+  for (int64_t i = 0; i < shown; ++i) {
+    if (i > 0) absl::StrAppend(&out, ", ");
+    if (IsFloat(dtype_)) {
+      absl::StrAppend(&out, GetAsDouble(i));
+    } else if (dtype_ == DType::kBool) {
+      absl::StrAppend(&out, GetAsInt64(i) ? "true" : "false");
+    } else {
+      absl::StrAppend(&out, GetAsInt64(i));
+    }
+  }
+  if (shown < num_elements_) absl::StrAppend(&out, shown > 0 ? ", ..." : "...");
+  absl::StrAppend(&out, "}");
+  return out;
+}
+
+}  // namespace shapeshift
