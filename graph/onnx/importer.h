@@ -1,0 +1,73 @@
+// ONNX importer: ModelProto → Graph with symbolic dimensions, plus the
+// ShapeEnv holding those symbols and their declared ranges.
+//
+// Why a symbol per named dim: an exporter marks dynamic axes with
+// `dim_param` names (`batch`, `sequence`); every occurrence of the same name
+// is the same symbol, so `input_ids[batch, sequence]` and
+// `attention_mask[batch, sequence]` are known to agree without a guard.
+// Dynamic dims without a name get fresh symbols (`unk0`, `unk1`, ...).
+//
+// Ranges: ImportOptions::dim_ranges declares [min, max] per dim_param name;
+// an undeclared dynamic dim defaults to [kDefaultDimMin, kDefaultDimMax] =
+// [1, 65536] (dims of size 0 are rare in serving and a positive lower bound
+// lets broadcasting and Reshape questions be proven).
+//
+// The importer runs the ONNX checker, converts initializers (inline and
+// external data, relative to the model's directory), runs symbolic shape
+// inference node by node, and reports every unsupported op (op type, node
+// name, opset) in one error — never a crash, never a partial graph.
+#ifndef SHAPESHIFT_GRAPH_ONNX_IMPORTER_H_
+#define SHAPESHIFT_GRAPH_ONNX_IMPORTER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "shapes/shape_env.h"
+
+namespace shapeshift {
+
+struct DimRange {
+  int64_t min = 1;
+  int64_t max = 65536;
+};
+
+inline constexpr int64_t kDefaultDimMin = 1;
+inline constexpr int64_t kDefaultDimMax = 65536;
+
+struct ImportOptions {
+  // dim_param name → declared inclusive range (e.g. {"seq", {1, 512}}).
+  std::map<std::string, DimRange> dim_ranges;
+  // Directory external-data paths are resolved against; ImportOnnxFile sets
+  // it to the model file's directory when empty.
+  std::string base_dir;
+  // Run onnx::checker::check_model first (on by default).
+  bool run_checker = true;
+};
+
+// The result owns both the symbols and the graph that mentions them.
+struct ImportedModel {
+  std::unique_ptr<ShapeEnv> env;
+  std::unique_ptr<Graph> graph;
+  int64_t ir_version = 0;
+  int opset = 0;                // default-domain opset
+  std::string producer;         // producer_name + version, e.g. "pytorch 2.1"
+};
+
+absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path,
+                                             const ImportOptions& options = {});
+// `what` names the source in error messages (e.g. a file name).
+absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes,
+                                              const ImportOptions& options = {},
+                                              const std::string& what = "<bytes>");
+
+// Parses `name=lo..hi` (the CLI's --dim syntax) into `options->dim_ranges`.
+absl::Status ParseDimRangeFlag(const std::string& flag, ImportOptions* options);
+
+}  // namespace shapeshift
+
+#endif  // SHAPESHIFT_GRAPH_ONNX_IMPORTER_H_
