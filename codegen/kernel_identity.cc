@@ -1,0 +1,74 @@
+// Structural hash and equality of kernels. Names of the kernel and of its
+// buffers are labels for humans and are ignored; everything that changes the
+// generated code (types, roles, dims order, loop structure, expressions) is
+// compared. SymExprs are interned, so comparing them is a pointer compare.
+#include "absl/hash/hash.h"
+#include "codegen/kernel_ir.h"
+
+namespace shapeshift::codegen {
+namespace {
+
+size_t HashValue(const Value& v) {
+  if (!v) return 0;
+  size_t h = absl::HashOf(v->kind, v->type, v->f_value, v->i_value, v->buffer, v->index, v->name, v->op);
+  for (const Value& o : v->operands) h = absl::HashOf(h, HashValue(o));
+  return h;
+}
+
+bool EqualValue(const Value& a, const Value& b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  if (a->kind != b->kind || a->type != b->type || a->f_value != b->f_value ||
+      a->i_value != b->i_value || a->buffer != b->buffer || a->index != b->index ||
+      a->name != b->name || a->op != b->op || a->operands.size() != b->operands.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a->operands.size(); ++i) {
+    if (!EqualValue(a->operands[i], b->operands[i])) return false;
+  }
+  return true;
+}
+
+size_t HashBlock(const std::vector<Stmt>& body) {
+  size_t h = body.size();
+  for (const Stmt& s : body) {
+    h = absl::HashOf(h, s.kind, s.name, s.begin, s.end, s.buffer, s.index, s.reduce,
+                     HashValue(s.value), HashBlock(s.body));
+  }
+  return h;
+}
+
+bool EqualBlock(const std::vector<Stmt>& a, const std::vector<Stmt>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Stmt& x = a[i];
+    const Stmt& y = b[i];
+    if (x.kind != y.kind || x.name != y.name || x.begin != y.begin || x.end != y.end ||
+        x.buffer != y.buffer || x.index != y.index || x.reduce != y.reduce ||
+        !EqualValue(x.value, y.value) || !EqualBlock(x.body, y.body)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+size_t StructuralHash(const Kernel& kernel) {
+  size_t h = absl::HashOf(kernel.dims, kernel.parallel_var, kernel.parallel_extent);
+  for (const BufferParam& b : kernel.buffers) h = absl::HashOf(h, b.dtype, b.role);
+  return absl::HashOf(h, HashBlock(kernel.body));
+}
+
+bool StructurallyEqual(const Kernel& a, const Kernel& b) {
+  if (a.dims != b.dims || a.parallel_var != b.parallel_var ||
+      a.parallel_extent != b.parallel_extent || a.buffers.size() != b.buffers.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.buffers.size(); ++i) {
+    if (a.buffers[i].dtype != b.buffers[i].dtype || a.buffers[i].role != b.buffers[i].role) return false;
+  }
+  return EqualBlock(a.body, b.body);
+}
+
+}  // namespace shapeshift::codegen
