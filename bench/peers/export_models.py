@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Exports the peer models to ONNX with dynamic batch/sequence axes, with both
+torch exporters, and writes a report of what worked.
+
+Why both exporters: they produce different graphs for the same model (the
+TorchScript one traces, the dynamo one goes through torch.export and the
+onnxscript optimizer), and shapeshift has to import what users actually have.
+A failure of one exporter is a result, recorded with its reason, not a crash.
+
+Layout, per model and exporter (the ONNX backend-test layout):
+  OUT/<model>-<exporter>/model.onnx
+  OUT/<model>-<exporter>/test_data_set_N/input_K.pb, output_K.pb   (--tiny only)
+  OUT/export_report.txt, OUT/export_report.json
+
+Each export is checked by running it in ONNX Runtime against torch eager on the
+same inputs (max abs difference in the report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import pathlib
+import sys
+import time
+import traceback
+import warnings
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import onnxruntime
+import torch
+
+import peer_models as pm
+
+EXPORTERS = ("torchscript", "dynamo")
+# TorchScript: 17 is the oldest opset with LayerNormalization. Dynamo: 18 is the
+# opset its op library is written for (asking for less makes it down-convert).
+OPSET = {"torchscript": 17, "dynamo": 18}
+
+# (batch, sequence, past_sequence, padded tail tokens in rows after the first)
+TINY_TEST_SETS = ((1, 5, 4, 0), (2, 37, 16, 9), (3, 128, 64, 0), (1, 1, 127, 0))
+# Example shapes the exporters trace with: not 0 or 1, so no dim is specialized.
+EXAMPLE = dict(batch=2, seq=16, past=8)
+# Full-size exports are checked on one small input only.
+FULL_CHECK = dict(batch=2, seq=24, past=8, pad_tail=5)
+
+
+def default_cache_dir() -> pathlib.Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / "shapeshift" / "models"
+
+
+def export_torchscript(spec, config, module, args, path):
+    in_names = pm.input_names(spec, config)
+    out_names = pm.output_names(spec, config)
+    dynamic_axes = {n: pm.dim_names(spec, n) for n in in_names}
+    dynamic_axes.update({n: pm.output_dim_names(spec, n) for n in out_names})
+    torch.onnx.export(module, args, str(path), dynamo=False, opset_version=OPSET["torchscript"],
+                      input_names=in_names, output_names=out_names, dynamic_axes=dynamic_axes,
+                      do_constant_folding=True)
+
+
+def export_dynamo(spec, config, module, args, path):
+    in_names = pm.input_names(spec, config)
+    dynamic_shapes = {
+        "input_ids": pm.dim_names(spec, "input_ids"),
+        "attention_mask": pm.dim_names(spec, "attention_mask"),
+    }
+    if spec.family == "bert":
+        dynamic_shapes["token_type_ids"] = pm.dim_names(spec, "token_type_ids")
+    if spec.with_past:
+        past_dims = pm.dim_names(spec, "past_key_values.0.key")
+        dynamic_shapes["past_key_values"] = tuple(
+            (past_dims, past_dims) for _ in range(pm.num_layers(config)))
+    program = torch.onnx.export(module, args, dynamo=True, opset_version=OPSET["dynamo"],
+                                input_names=in_names, output_names=pm.output_names(spec, config),
+                                dynamic_shapes=dynamic_shapes)
+    program.save(str(path), external_data=False)
+
+
+def describe_values(values) -> list[dict]:
+    def dims(value):
+        return [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
+    return [{"name": v.name, "dtype": onnx.TensorProto.DataType.Name(v.type.tensor_type.elem_type),
+             "shape": dims(v)} for v in values]
+
+
+def check_dim_names(spec, model: onnx.ModelProto) -> list[str]:
+    """Input axes whose ONNX name is not the one promised (dim names are the contract)."""
+    problems = []
+    for value in model.graph.input:
+        shape = value.type.tensor_type.shape.dim
+        for axis, want in pm.dim_names(spec, value.name).items():
+            got = shape[axis].dim_param or shape[axis].dim_value
+            if got != want:
+                problems.append(f"{value.name}[{axis}] is {got!r}, expected {want!r}")
+    return problems
+
+
+def run_ort(path: pathlib.Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 2
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    feed = {i.name: inputs[i.name] for i in session.get_inputs()}
+    return dict(zip(names, session.run(names, feed)))
+
+
+def run_eager(spec, config, module, inputs) -> dict[str, np.ndarray]:
+    with torch.no_grad():
+        return pm.flatten_outputs(spec, config, module(*pm.to_torch_args(spec, config, inputs)))
+
+
+def agrees(expected: dict, actual: dict) -> bool:
+    """fp32 agreement: absolute error within 1e-4 of the output's magnitude (kernels
+    sum in different orders; anything larger is a wrong graph, not rounding)."""
+    scale = max(float(np.max(np.abs(v))) if v.size else 0.0 for v in expected.values())
+    return max_abs_diff(expected, actual) <= 1e-4 * max(1.0, scale)
+
+
+def max_abs_diff(expected: dict, actual: dict) -> float:
+    return max(float(np.max(np.abs(expected[n] - actual[n]))) if expected[n].size else 0.0
+               for n in expected)
+
+
+def test_cases(spec, tiny: bool):
+    if tiny:
+        return [dict(batch=b, seq=s, past=p if spec.with_past else 0, pad_tail=t)
+                for b, s, p, t in TINY_TEST_SETS]
+    case = dict(FULL_CHECK)
+    if not spec.with_past:
+        case["past"] = 0
+    return [case]
+
+
+def write_test_set(directory: pathlib.Path, model: onnx.ModelProto, inputs, outputs):
+    directory.mkdir(parents=True, exist_ok=True)
+    for k, value in enumerate(model.graph.input):
+        tensor = onnx.numpy_helper.from_array(inputs[value.name], value.name)
+        (directory / f"input_{k}.pb").write_bytes(tensor.SerializeToString())
+    for k, value in enumerate(model.graph.output):
+        tensor = onnx.numpy_helper.from_array(outputs[value.name], value.name)
+        (directory / f"output_{k}.pb").write_bytes(tensor.SerializeToString())
+
+
+def export_one(spec, exporter: str, tiny: bool, out: pathlib.Path) -> dict:
+    config = pm.make_config(spec.family, tiny)
+    module = pm.wrap(spec, pm.build_hf_model(spec, tiny))
+    example = pm.make_inputs(spec, config, EXAMPLE["batch"], EXAMPLE["seq"],
+                             EXAMPLE["past"] if spec.with_past else 0, seed=99)
+    args = pm.to_torch_args(spec, config, example)
+    directory = out / f"{spec.name}-{exporter}"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "model.onnx"
+    record = {"model": spec.name, "exporter": exporter, "tiny": tiny, "path": str(path),
+              "opset": OPSET[exporter]}
+    start = time.perf_counter()
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (export_torchscript if exporter == "torchscript" else export_dynamo)(
+                spec, config, module, args, path)
+    except Exception as error:  # an exporter failure is a result to report
+        record.update(status="failed", seconds=round(time.perf_counter() - start, 2),
+                      error=f"{type(error).__name__}: {str(error).strip().splitlines()[0][:300]}",
+                      traceback=traceback.format_exc(limit=-8))
+        path.unlink(missing_ok=True)
+        return record
+    record["seconds"] = round(time.perf_counter() - start, 2)
+    model = onnx.load(str(path))
+    record.update(bytes=path.stat().st_size, inputs=describe_values(model.graph.input),
+                  outputs=describe_values(model.graph.output),
+                  ops=dict(sorted(collections.Counter(n.op_type for n in model.graph.node).items())))
+    problems = check_dim_names(spec, model)
+    checks = []
+    for k, case in enumerate(test_cases(spec, tiny)):
+        inputs = pm.make_inputs(spec, config, seed=k, **case)
+        expected = run_eager(spec, config, module, inputs)
+        try:
+            actual = run_ort(path, inputs)
+        except Exception as error:
+            problems.append(f"ORT failed on {case}: {type(error).__name__}: "
+                            f"{str(error).strip().splitlines()[0][:300]}")
+            continue
+        checks.append(dict(case, max_abs_diff=max_abs_diff(expected, actual)))
+        if not agrees(expected, actual):
+            problems.append(f"ORT disagrees with torch eager on {case}: max abs diff "
+                            f"{checks[-1]['max_abs_diff']:.3g}")
+        if tiny:
+            write_test_set(directory / f"test_data_set_{k}", model, inputs, expected)
+    record.update(status="ok" if not problems else "problems", checks=checks, problems=problems)
+    return record
+
+
+def write_report(out: pathlib.Path, records: list[dict]):
+    versions = {"torch": torch.__version__, "onnxruntime": onnxruntime.__version__,
+                "onnx": onnx.__version__, "transformers": pm.transformers.__version__}
+    (out / "export_report.json").write_text(json.dumps(
+        {"versions": versions, "exports": records}, indent=1) + "\n")
+    lines = ["shapeshift peer model exports", "versions: " + ", ".join(
+        f"{k} {v}" for k, v in versions.items()), ""]
+    for r in records:
+        head = f"{r['model']}-{r['exporter']} (opset {r['opset']}): {r['status']} in {r['seconds']} s"
+        if r["status"] == "failed":
+            lines += [head, f"  error: {r['error']}"]
+            continue
+        lines.append(head + f", {r['bytes'] / 1e6:.2f} MB")
+        for io in ("inputs", "outputs"):
+            lines.append(f"  {io}: " + "; ".join(
+                f"{v['name']} {v['dtype']} {v['shape']}" for v in r[io]))
+        for c in r["checks"]:
+            lines.append(f"  ORT vs torch eager at batch={c['batch']} seq={c['seq']} "
+                         f"past={c['past']} pad_tail={c['pad_tail']}: max abs diff "
+                         f"{c['max_abs_diff']:.3g}")
+        lines += [f"  problem: {p}" for p in r["problems"]]
+    (out / "export_report.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tiny", action="store_true",
+                        help="2 layers, hidden 64, 4 heads, intermediate 256, vocab 1000; "
+                             "writes ONNX test data sets")
+    parser.add_argument("--out", type=pathlib.Path,
+                        help="output directory (default: ${XDG_CACHE_HOME:-~/.cache}/shapeshift/models, "
+                             "and its tiny/ with --tiny)")
+    parser.add_argument("--models", default=",".join(pm.MODELS),
+                        help="comma-separated subset of " + ",".join(pm.MODELS))
+    parser.add_argument("--exporters", default=",".join(EXPORTERS))
+    parser.add_argument("--skip-existing", action="store_true",
+                        help="keep a model.onnx that is already there (its report entry is "
+                             "taken from the previous export_report.json)")
+    args = parser.parse_args()
+    out = args.out or (default_cache_dir() / "tiny" if args.tiny else default_cache_dir())
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(2)
+
+    previous = {}
+    if args.skip_existing and (out / "export_report.json").exists():
+        for r in json.loads((out / "export_report.json").read_text())["exports"]:
+            previous[(r["model"], r["exporter"])] = r
+    records = []
+    for name in args.models.split(","):
+        if name not in pm.MODELS:
+            parser.error(f"unknown model {name!r}; known: {', '.join(pm.MODELS)}")
+        for exporter in args.exporters.split(","):
+            if exporter not in EXPORTERS:
+                parser.error(f"unknown exporter {exporter!r}; known: {', '.join(EXPORTERS)}")
+            old = previous.get((name, exporter))
+            if old and old["status"] != "failed" and pathlib.Path(old["path"]).exists():
+                records.append(old)
+                continue
+            print(f"exporting {name} with {exporter} ...", file=sys.stderr, flush=True)
+            records.append(export_one(pm.MODELS[name], exporter, args.tiny, out))
+    write_report(out, records)
+    return 0 if all(r["status"] != "failed" for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
