@@ -1,0 +1,277 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "graph/printer.h"
+
+namespace shapeshift {
+
+Value* Node::input(int i) const {
+  if (i < 0 || i >= num_inputs()) return nullptr;
+  return inputs_[i];
+}
+
+void Node::SetInput(int i, Value* v) {
+  Value* old = inputs_.at(i);
+  if (old != nullptr) {
+    auto& uses = old->uses_;
+    uses.erase(std::find(uses.begin(), uses.end(), Use{this, i}));
+  }
+  inputs_[i] = v;
+  if (v != nullptr) v->uses_.push_back(Use{this, i});
+}
+
+Graph::Graph(int opset) : opset_(opset) {}
+Graph::~Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+
+std::string Graph::UniqueName(const std::string& base) {
+  if (!base.empty() && !values_by_name_.contains(base)) return base;
+  std::string stem = base.empty() ? "v" : base;
+  for (int n = static_cast<int>(values_.size());; ++n) {
+    std::string candidate = absl::StrCat(stem, "_", n);
+    if (!values_by_name_.contains(candidate)) return candidate;
+  }
+}
+
+Value* Graph::NewValue(const std::string& name) {
+  auto v = std::make_unique<Value>();
+  v->id_ = static_cast<int>(values_.size());
+  v->name_ = UniqueName(name);
+  Value* raw = v.get();
+  values_by_name_[raw->name_] = raw;
+  values_.push_back(std::move(v));
+  return raw;
+}
+
+Value* Graph::AddInput(const std::string& name, TensorType type) {
+  Value* v = NewValue(name);
+  v->type_ = std::move(type);
+  v->is_graph_input_ = true;
+  inputs_.push_back(v);
+  return v;
+}
+
+Value* Graph::AddConstant(const std::string& name, Tensor value) {
+  Value* v = NewValue(name);
+  std::vector<SymExpr> shape(value.shape().begin(), value.shape().end());
+  v->type_ = TensorType(value.dtype(), std::move(shape));
+  if ((IsInteger(value.dtype()) || value.dtype() == DType::kBool) &&
+      value.num_elements() <= kMaxElementsTracked) {
+    std::vector<SymExpr> elements;
+    for (int64_t i = 0; i < value.num_elements(); ++i) elements.push_back(value.GetAsInt64(i));
+    v->elements_ = std::move(elements);
+  }
+  v->constant_ = std::move(value);
+  return v;
+}
+
+Node* Graph::AddNode(const std::string& op_type, std::vector<Value*> inputs, int num_outputs,
+                     Attributes attrs, const std::string& name,
+                     const std::vector<std::string>& output_names) {
+  auto node = std::make_unique<Node>();
+  node->id_ = next_node_id_++;
+  node->op_type_ = op_type;
+  node->name_ = name.empty() ? absl::StrCat(op_type, "_", node->id_) : name;
+  node->attrs_ = std::move(attrs);
+  node->inputs_.resize(inputs.size(), nullptr);
+  Node* raw = node.get();
+  for (size_t i = 0; i < inputs.size(); ++i) raw->SetInput(static_cast<int>(i), inputs[i]);
+  for (int i = 0; i < num_outputs; ++i) {
+    std::string out_name = i < static_cast<int>(output_names.size()) ? output_names[i] : "";
+    if (out_name.empty()) out_name = absl::StrCat(raw->name_, ":", i);
+    Value* v = NewValue(out_name);
+    v->producer_ = raw;
+    v->output_index_ = i;
+    raw->outputs_.push_back(v);
+  }
+  nodes_.push_back(std::move(node));
+  return raw;
+}
+
+void Graph::AddOutput(Value* v) { outputs_.push_back(v); }
+
+std::vector<Value*> Graph::constants() const {
+  std::vector<Value*> out;
+  for (const auto& v : values_) {
+    if (v && v->is_constant()) out.push_back(v.get());
+  }
+  return out;
+}
+
+std::vector<Node*> Graph::nodes() const {
+  std::vector<Node*> out;
+  out.reserve(nodes_.size());
+  for (const auto& n : nodes_) out.push_back(n.get());
+  return out;
+}
+
+Value* Graph::FindValue(const std::string& name) const {
+  auto it = values_by_name_.find(name);
+  return it == values_by_name_.end() ? nullptr : it->second;
+}
+
+Node* Graph::FindNode(const std::string& name) const {
+  for (const auto& n : nodes_) {
+    if (n->name() == name) return n.get();
+  }
+  return nullptr;
+}
+
+void Graph::ReplaceAllUsesWith(Value* from, Value* to) {
+  if (from == to) return;
+  std::vector<Use> uses = from->uses_;
+  for (const Use& u : uses) u.user->SetInput(u.input_index, to);
+  for (Value*& out : outputs_) {
+    if (out == from) out = to;
+  }
+}
+
+absl::Status Graph::RemoveNode(Node* node) {
+  for (Value* out : node->outputs_) {
+    if (out->HasUses()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot remove node '", node->name(), "': its output '", out->name(), "' is still used by '",
+          out->uses_.front().user->name(), "'"));
+    }
+    if (std::find(outputs_.begin(), outputs_.end(), out) != outputs_.end()) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot remove node '", node->name(),
+                                                        "': its output '", out->name(),
+                                                        "' is a graph output"));
+    }
+  }
+  for (int i = 0; i < node->num_inputs(); ++i) node->SetInput(i, nullptr);
+  for (Value* out : node->outputs_) {
+    values_by_name_.erase(out->name_);
+    values_[out->id_].reset();
+  }
+  auto it = std::find_if(nodes_.begin(), nodes_.end(),
+                         [node](const std::unique_ptr<Node>& n) { return n.get() == node; });
+  nodes_.erase(it);
+  return absl::OkStatus();
+}
+
+void Graph::RemoveUnusedConstants() {
+  absl::flat_hash_set<Value*> outs(outputs_.begin(), outputs_.end());
+  for (auto& v : values_) {
+    if (v && v->is_constant() && !v->HasUses() && !outs.contains(v.get())) {
+      values_by_name_.erase(v->name_);
+      v.reset();
+    }
+  }
+}
+
+absl::Status Graph::TopologicalSort() {
+  // Kahn's algorithm, always taking the earliest node (in the current order)
+  // whose producers are placed, so independent nodes keep their order.
+  absl::flat_hash_map<Node*, int> pending;
+  for (const auto& n : nodes_) {
+    int count = 0;
+    for (Value* in : n->inputs_) {
+      if (in != nullptr && in->producer_ != nullptr) ++count;
+    }
+    pending[n.get()] = count;
+  }
+  std::vector<std::unique_ptr<Node>> sorted;
+  sorted.reserve(nodes_.size());
+  while (sorted.size() < nodes_.size()) {
+    auto ready = std::find_if(nodes_.begin(), nodes_.end(), [&](const std::unique_ptr<Node>& n) {
+      return n != nullptr && pending[n.get()] == 0;
+    });
+    if (ready == nodes_.end()) {
+      auto stuck = std::find_if(nodes_.begin(), nodes_.end(),
+                                [](const std::unique_ptr<Node>& n) { return n != nullptr; });
+      std::string name = (*stuck)->name();
+      for (auto& n : nodes_) {
+        if (n) sorted.push_back(std::move(n));
+      }
+      nodes_ = std::move(sorted);
+      return absl::FailedPreconditionError(absl::StrCat("graph has a cycle through node '", name, "'"));
+    }
+    for (Value* out : (*ready)->outputs_) {
+      for (const Use& u : out->uses_) --pending[u.user];
+    }
+    sorted.push_back(std::move(*ready));
+  }
+  nodes_ = std::move(sorted);
+  return absl::OkStatus();
+}
+
+absl::Status Graph::Verify() const {
+  absl::flat_hash_set<const Value*> defined;
+  absl::flat_hash_set<std::string> names;
+  auto define = [&](const Value* v, const std::string& where) -> absl::Status {
+    if (!names.insert(v->name()).second) {
+      return absl::InternalError(absl::StrCat("value name '", v->name(), "' defined twice (", where, ")"));
+    }
+    defined.insert(v);
+    return absl::OkStatus();
+  };
+  for (const Value* in : inputs_) {
+    if (!in->is_graph_input_ || in->producer_ != nullptr) {
+      return absl::InternalError(absl::StrCat("graph input '", in->name(), "' is not marked as an input"));
+    }
+    if (absl::Status s = define(in, "graph input"); !s.ok()) return s;
+  }
+  for (const auto& v : values_) {
+    if (!v || !v->is_constant()) continue;
+    const Tensor& t = *v->constant_;
+    std::vector<SymExpr> shape(t.shape().begin(), t.shape().end());
+    if (v->type_ != TensorType(t.dtype(), shape)) {
+      return absl::InternalError(absl::StrCat("constant '", v->name(), "' has type ",
+                                              v->type_.ToString(), " but holds ",
+                                              t.DebugString(0)));
+    }
+    if (absl::Status s = define(v.get(), "constant"); !s.ok()) return s;
+  }
+  for (const auto& n : nodes_) {
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const Value* in = n->inputs_[i];
+      if (in == nullptr) continue;
+      if (!defined.contains(in)) {
+        return absl::InternalError(absl::StrCat("node '", n->name(), "' input ", i, " ('",
+                                                in->name(), "') is not defined before the node"));
+      }
+      if (std::find(in->uses_.begin(), in->uses_.end(), Use{n.get(), i}) == in->uses_.end()) {
+        return absl::InternalError(absl::StrCat("value '", in->name(), "' does not list node '",
+                                                n->name(), "' input ", i, " among its uses"));
+      }
+    }
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      const Value* out = n->outputs_[i];
+      if (out->producer_ != n.get() || out->output_index_ != i) {
+        return absl::InternalError(absl::StrCat("output ", i, " of node '", n->name(),
+                                                "' does not name the node as its producer"));
+      }
+      if (absl::Status s = define(out, "node output"); !s.ok()) return s;
+    }
+  }
+  for (const auto& v : values_) {
+    if (!v) continue;
+    for (const Use& u : v->uses_) {
+      if (u.user->input(u.input_index) != v.get()) {
+        return absl::InternalError(absl::StrCat("value '", v->name(), "' lists a stale use by node '",
+                                                u.user->name(), "'"));
+      }
+    }
+    if (v->elements_ && static_cast<int64_t>(v->elements_->size()) !=
+                            v->type_.NumElements().AsConst().value_or(-1)) {
+      return absl::InternalError(absl::StrCat("value '", v->name(), "' carries ",
+                                              v->elements_->size(), " elements but has type ",
+                                              v->type_.ToString()));
+    }
+  }
+  for (const Value* out : outputs_) {
+    if (!defined.contains(out)) {
+      return absl::InternalError(absl::StrCat("graph output '", out->name(), "' is not defined"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string Graph::ToString() const { return PrintGraph(*this); }
+
+}  // namespace shapeshift

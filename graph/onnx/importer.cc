@@ -1,0 +1,288 @@
+#include "graph/onnx/importer.h"
+
+#include <exception>
+#include <fstream>
+#include <sstream>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "graph/onnx/node_attributes.h"
+#include "graph/op_registry.h"
+#include "graph/shape_inference.h"
+#include "graph/tensor_proto.h"
+#include "onnx/checker.h"
+#include "onnx/onnx_pb.h"
+
+namespace shapeshift {
+namespace {
+
+constexpr int kMinOpset = 7;
+constexpr int kMaxOpset = 18;
+
+bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+absl::Status Prefixed(const std::string& what, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+}
+
+// Builds one model; `what` prefixes every error.
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, const ImportOptions& options, std::string what)
+      : model_(model), options_(options), what_(std::move(what)) {}
+
+  absl::StatusOr<ImportedModel> Run() {
+    if (options_.run_checker) {
+      try {
+        onnx::checker::check_model(model_);
+      } catch (const std::exception& e) {
+        return Error(absl::InvalidArgumentError(absl::StrCat("ONNX checker rejected the model: ", e.what())));
+      }
+    }
+    absl::StatusOr<int> opset = DefaultOpset();
+    if (!opset.ok()) return Error(opset.status());
+    result_.opset = *opset;
+    result_.ir_version = model_.ir_version();
+    result_.producer = absl::StrCat(model_.producer_name(), model_.producer_version().empty() ? "" : " ",
+                                    model_.producer_version());
+    result_.env = std::make_unique<ShapeEnv>();
+    result_.graph = std::make_unique<Graph>(*opset);
+    using Step = absl::Status (Importer::*)();
+    for (Step step : {&Importer::CheckSupportedOps, &Importer::AddInitializers, &Importer::AddInputs,
+                      &Importer::CheckDimFlags, &Importer::AddNodes, &Importer::AddOutputs}) {
+      if (absl::Status s = (this->*step)(); !s.ok()) return Error(s);
+    }
+    if (absl::Status s = result_.graph->Verify(); !s.ok()) return Error(s);
+    return std::move(result_);
+  }
+
+ private:
+  absl::Status Error(const absl::Status& s) const { return Prefixed(what_, s); }
+
+  absl::StatusOr<int> DefaultOpset() const {
+    for (const onnx::OperatorSetIdProto& id : model_.opset_import()) {
+      if (!IsDefaultDomain(id.domain())) continue;
+      if (id.version() < kMinOpset || id.version() > kMaxOpset) {
+        return absl::UnimplementedError(absl::StrCat("default-domain opset ", id.version(),
+                                                     " is not supported (supported: ", kMinOpset, "..",
+                                                     kMaxOpset, ")"));
+      }
+      return static_cast<int>(id.version());
+    }
+    return absl::InvalidArgumentError("the model imports no default-domain (ai.onnx) opset");
+  }
+
+  // Every unsupported op, listed once in a single error.
+  absl::Status CheckSupportedOps() {
+    std::vector<std::string> problems;
+    for (const onnx::NodeProto& node : model_.graph().node()) {
+      if (!IsDefaultDomain(node.domain())) {
+        problems.push_back(absl::StrCat("'", node.domain(), "::", node.op_type(), "' (node '", node.name(),
+                                        "', custom domain)"));
+      } else if (FindOpSchema(node.op_type()) == nullptr) {
+        problems.push_back(absl::StrCat("'", node.op_type(), "' (node '", node.name(), "', opset ",
+                                        result_.opset, ")"));
+      }
+    }
+    if (problems.empty()) return absl::OkStatus();
+    return absl::UnimplementedError(absl::StrCat(problems.size(), " unsupported op(s): ",
+                                                 absl::StrJoin(problems, ", ")));
+  }
+
+  absl::Status AddInitializers() {
+    for (const onnx::TensorProto& init : model_.graph().initializer()) {
+      absl::StatusOr<Tensor> t = TensorFromProto(init, options_.base_dir,
+                                                 absl::StrCat("initializer '", init.name(), "'"));
+      if (!t.ok()) return t.status();
+      if (result_.graph->FindValue(init.name()) != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("initializer '", init.name(), "' is defined twice"));
+      }
+      result_.graph->AddConstant(init.name(), *std::move(t));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<SymExpr> DimFromProto(const onnx::TensorShapeProto::Dimension& dim, const std::string& input) {
+    if (dim.has_dim_value()) {
+      if (dim.dim_value() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", input, "' has a negative dimension ", dim.dim_value()));
+      }
+      return SymExpr(dim.dim_value());
+    }
+    ShapeEnv& env = *result_.env;
+    if (dim.has_dim_param() && !dim.dim_param().empty()) {
+      const std::string& name = dim.dim_param();
+      if (env.HasSymbol(name)) return SymExpr::Symbol(name);
+      SymbolInfo info;
+      info.name = name;
+      auto it = options_.dim_ranges.find(name);
+      info.min = it != options_.dim_ranges.end() ? it->second.min : kDefaultDimMin;
+      info.max = it != options_.dim_ranges.end() ? it->second.max : kDefaultDimMax;
+      absl::StatusOr<SymExpr> s = env.DeclareSymbol(info);
+      if (!s.ok()) return Prefixed(absl::StrCat("dim '", name, "' of input '", input, "'"), s.status());
+      return *s;
+    }
+    return env.FreshSymbol("unk", kDefaultDimMin, kDefaultDimMax);
+  }
+
+  absl::Status AddInputs() {
+    for (const onnx::ValueInfoProto& in : model_.graph().input()) {
+      if (result_.graph->FindValue(in.name()) != nullptr) continue;  // an initializer (IR < 4 style)
+      if (!in.type().has_tensor_type()) {
+        return absl::UnimplementedError(absl::StrCat("input '", in.name(), "' is not a tensor"));
+      }
+      const onnx::TypeProto::Tensor& tt = in.type().tensor_type();
+      std::optional<DType> dtype = DTypeFromOnnx(tt.elem_type());
+      if (!dtype) {
+        return absl::UnimplementedError(absl::StrCat("input '", in.name(), "' has unsupported element type ",
+                                                     onnx::TensorProto::DataType_Name(
+                                                         static_cast<onnx::TensorProto::DataType>(tt.elem_type()))));
+      }
+      if (!tt.has_shape()) {
+        return absl::InvalidArgumentError(absl::StrCat("input '", in.name(), "' has no shape (unknown rank)"));
+      }
+      std::vector<SymExpr> shape;
+      for (const auto& dim : tt.shape().dim()) {
+        absl::StatusOr<SymExpr> d = DimFromProto(dim, in.name());
+        if (!d.ok()) return d.status();
+        shape.push_back(*d);
+      }
+      result_.graph->AddInput(in.name(), TensorType(*dtype, std::move(shape)));
+    }
+    return absl::OkStatus();
+  }
+
+  // A --dim for a name the model never mentions is almost certainly a typo.
+  absl::Status CheckDimFlags() {
+    for (const auto& [name, range] : options_.dim_ranges) {
+      if (result_.env->HasSymbol(name)) continue;
+      std::vector<std::string> known;
+      for (const SymbolInfo& s : result_.env->symbols()) known.push_back(s.name);
+      return absl::InvalidArgumentError(absl::StrCat("declared dim '", name,
+                                                     "' is not a dynamic dim of the model's inputs (they are: ",
+                                                     known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddNodes() {
+    Graph& g = *result_.graph;
+    for (const onnx::NodeProto& proto : model_.graph().node()) {
+      std::vector<Value*> inputs;
+      for (const std::string& name : proto.input()) {
+        if (name.empty()) {
+          inputs.push_back(nullptr);
+          continue;
+        }
+        Value* v = g.FindValue(name);
+        if (v == nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat("node '", proto.name(), "' (", proto.op_type(),
+                                                         ") reads '", name, "', which is not defined before it"));
+        }
+        inputs.push_back(v);
+      }
+      for (const std::string& name : proto.output()) {
+        if (!name.empty() && g.FindValue(name) != nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat("node '", proto.name(), "' redefines value '", name, "'"));
+        }
+      }
+      absl::StatusOr<Attributes> attrs = AttributesFromNode(proto, options_.base_dir);
+      if (!attrs.ok()) return attrs.status();
+      if (proto.op_type() == "Constant" && attrs->Has("value") && proto.output_size() == 1) {
+        // A Constant holding a tensor becomes a graph constant, so passes see
+        // one kind of constant; the value keeps the node output's name.
+        absl::StatusOr<Tensor> value = attrs->GetTensor("value");
+        if (!value.ok()) return value.status();
+        g.AddConstant(proto.output(0), *std::move(value));
+        continue;
+      }
+      std::vector<std::string> outputs(proto.output().begin(), proto.output().end());
+      Node* node = g.AddNode(proto.op_type(), std::move(inputs), static_cast<int>(outputs.size()),
+                             *std::move(attrs), proto.name(), outputs);
+      if (absl::Status s = InferNode(*node, *result_.env, g.opset()); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddOutputs() {
+    Graph& g = *result_.graph;
+    for (const onnx::ValueInfoProto& out : model_.graph().output()) {
+      Value* v = g.FindValue(out.name());
+      if (v == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("graph output '", out.name(), "' is never defined"));
+      }
+      if (out.type().has_tensor_type()) {
+        const onnx::TypeProto::Tensor& tt = out.type().tensor_type();
+        std::optional<DType> declared = DTypeFromOnnx(tt.elem_type());
+        if (tt.elem_type() != 0 && declared && *declared != v->type().dtype) {
+          return absl::InvalidArgumentError(absl::StrCat("graph output '", out.name(), "' is declared ",
+                                                         DTypeName(*declared), " but computes ",
+                                                         v->type().ToString()));
+        }
+        if (tt.has_shape() && tt.shape().dim_size() != v->type().rank()) {
+          return absl::InvalidArgumentError(absl::StrCat("graph output '", out.name(), "' is declared with rank ",
+                                                         tt.shape().dim_size(), " but computes ",
+                                                         v->type().ToString()));
+        }
+      }
+      g.AddOutput(v);
+    }
+    return absl::OkStatus();
+  }
+
+  const onnx::ModelProto& model_;
+  const ImportOptions& options_;
+  std::string what_;
+  ImportedModel result_;
+};
+
+}  // namespace
+
+absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes, const ImportOptions& options,
+                                              const std::string& what) {
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": not a valid ONNX model (protobuf parsing failed; truncated or not a model file)"));
+  }
+  if (!model.has_graph()) return absl::InvalidArgumentError(absl::StrCat(what, ": the model has no graph"));
+  return Importer(model, options, what).Run();
+}
+
+absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the model file"));
+  std::ostringstream buffer;
+  buffer << file.rdbuf();
+  ImportOptions with_dir = options;
+  if (with_dir.base_dir.empty()) {
+    size_t slash = path.find_last_of('/');
+    with_dir.base_dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  }
+  return ImportOnnxBytes(buffer.str(), with_dir, path);
+}
+
+absl::Status ParseDimRangeFlag(const std::string& flag, ImportOptions* options) {
+  std::vector<std::string> name_range = absl::StrSplit(flag, absl::MaxSplits('=', 1));
+  if (name_range.size() != 2 || name_range[0].empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--dim '", flag, "': expected name=lo..hi"));
+  }
+  std::vector<std::string> bounds = absl::StrSplit(name_range[1], absl::MaxSplits("..", 1));
+  DimRange range;
+  if (bounds.size() != 2 || !absl::SimpleAtoi(bounds[0], &range.min) ||
+      !absl::SimpleAtoi(bounds[1], &range.max)) {
+    return absl::InvalidArgumentError(absl::StrCat("--dim '", flag, "': expected name=lo..hi with integers"));
+  }
+  if (range.min < 0 || range.min > range.max) {
+    return absl::InvalidArgumentError(absl::StrCat("--dim '", flag, "': need 0 <= lo <= hi"));
+  }
+  options->dim_ranges[name_range[0]] = range;
+  return absl::OkStatus();
+}
+
+}  // namespace shapeshift

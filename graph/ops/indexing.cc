@@ -1,0 +1,196 @@
+// Shape rules for Slice, Gather and GatherElements.
+//
+// Slice follows the ONNX clamping rules symbolically: a negative start/end
+// counts from the end (`s + dim`), then start/end are clamped to the dim
+// with Min/Max — and the Min/Max collapse whenever the env proves which side
+// wins, so `x[:, 0:INT64_MAX]` on a `seq` dim is just `seq`. A symbolic start
+// whose sign is not provable makes the sliced dim data-dependent.
+// Gather on a shape vector with constant indices picks the symbolic
+// elements (`Shape(x)[1]` is `seq`).
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "graph/op_registry.h"
+#include "graph/ops/common.h"
+
+namespace shapeshift {
+namespace {
+
+// Constants beyond any real dim (INT64_MAX "to the end") are pinned here so
+// that `s + dim` cannot overflow.
+constexpr int64_t kHugeIndex = int64_t{1} << 62;
+
+SymExpr Clamp(InferenceContext& ctx, SymExpr x, SymExpr lo, SymExpr hi) {
+  return ctx.SimplifiedMin(ctx.SimplifiedMax(x, lo), hi);
+}
+
+// `index` made non-negative (counting from the end when negative); nullopt
+// when the sign of a symbolic index is not provable.
+std::optional<SymExpr> FromEnd(InferenceContext& ctx, SymExpr index, SymExpr dim) {
+  if (std::optional<int64_t> c = index.AsConst()) {
+    int64_t v = std::clamp(*c, -kHugeIndex, kHugeIndex);
+    return v < 0 ? dim + v : SymExpr(v);
+  }
+  if (ctx.CanProve(Predicate::Ge(index, 0))) return index;
+  if (ctx.CanProve(Predicate::Lt(index, 0))) return dim + index;
+  return std::nullopt;
+}
+
+absl::Status Slice(InferenceContext& ctx) {
+  const auto& in = ctx.input_shape(0);
+  int64_t rank = ctx.input_rank(0);
+  std::vector<SymExpr> starts, ends;
+  std::vector<int64_t> axes, steps;
+  if (ctx.opset() < 10) {
+    auto s = ctx.attrs().GetInts("starts");
+    auto e = ctx.attrs().GetInts("ends");
+    if (!s.ok() || !e.ok()) return ctx.Error("attributes 'starts' and 'ends' are required before opset 10");
+    starts.assign(s->begin(), s->end());
+    ends.assign(e->begin(), e->end());
+    auto a = ctx.attrs().GetInts("axes", {});
+    if (!a.ok()) return ctx.Error(a.status().message());
+    axes = *a;
+  } else {
+    if (!ctx.HasInput(1) || !ctx.HasInput(2)) return ctx.Error("inputs 'starts' and 'ends' are required");
+    const auto& s = ctx.input_elements(1);
+    const auto& e = ctx.input_elements(2);
+    if (s && e) {
+      starts = *s;
+      ends = *e;
+    }
+    for (int i : {3, 4}) {
+      if (!ctx.HasInput(i)) continue;
+      std::optional<std::vector<int64_t>> v = ctx.input_constant_ints(i);
+      if (!v) return ctx.Error(absl::StrCat(i == 3 ? "axes" : "steps", " must be constant"));
+      (i == 3 ? axes : steps) = *v;
+    }
+    if (!s || !e) {
+      // Bounds depend on data: the sliced axes get data-dependent sizes.
+      std::vector<SymExpr> shape = in;
+      std::optional<int64_t> n = ctx.input_shape(1).empty() ? std::nullopt : ctx.input_shape(1)[0].AsConst();
+      if (!n) return ctx.Error("starts has a symbolic length");
+      if (axes.empty()) {
+        for (int64_t d = 0; d < *n; ++d) axes.push_back(d);
+      }
+      for (int64_t a : axes) {
+        absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, a, rank);
+        if (!axis.ok()) return axis.status();
+        shape[*axis] = ctx.DataDependentDim();
+      }
+      ctx.SetOutput(0, TensorType(ctx.input_dtype(0), std::move(shape)));
+      return absl::OkStatus();
+    }
+  }
+  if (starts.size() != ends.size()) return ctx.Error("starts and ends differ in length");
+  if (axes.empty()) {
+    for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size()) {
+    return ctx.Error("starts, ends, axes and steps differ in length");
+  }
+  std::vector<SymExpr> shape = in;
+  std::vector<SymExpr> first(rank, 0);
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, axes[i], rank);
+    if (!axis.ok()) return axis.status();
+    int64_t step = steps[i];
+    if (step == 0) return ctx.Error("step must not be 0");
+    SymExpr dim = in[*axis];
+    std::optional<SymExpr> s = FromEnd(ctx, starts[i], dim), e = FromEnd(ctx, ends[i], dim);
+    if (!s || !e) {
+      shape[*axis] = ctx.DataDependentDim();
+      continue;
+    }
+    SymExpr len;
+    if (step > 0) {
+      SymExpr cs = Clamp(ctx, *s, 0, dim), ce = Clamp(ctx, *e, 0, dim);
+      len = ctx.SimplifiedMax(CeilDiv(ce - cs, step), 0);
+      first[*axis] = cs;
+    } else {
+      SymExpr cs = Clamp(ctx, *s, 0, dim - 1), ce = Clamp(ctx, *e, -1, dim - 1);
+      len = ctx.SimplifiedMax(CeilDiv(cs - ce, -step), 0);
+      first[*axis] = cs;
+    }
+    shape[*axis] = len;
+    stride[*axis] = step;
+  }
+  std::optional<std::vector<SymExpr>> elements;
+  const auto& e = ctx.input_elements(0);
+  if (e && rank == 1) {
+    std::optional<int64_t> begin = first[0].AsConst(), count = shape[0].AsConst();
+    if (begin && count) {
+      elements.emplace();
+      for (int64_t k = 0; k < *count; ++k) elements->push_back((*e)[*begin + k * stride[0]]);
+    }
+  } else if (e && rank == 0) {
+    return ctx.Error("cannot slice a scalar");
+  }
+  ctx.SetOutput(0, TensorType(ctx.input_dtype(0), std::move(shape)), std::move(elements));
+  return absl::OkStatus();
+}
+
+absl::Status Gather(InferenceContext& ctx) {
+  DType index_type = ctx.input_dtype(1);
+  if (index_type != DType::kI64 && index_type != DType::kI32) return ctx.Error("indices must be i32 or i64");
+  absl::StatusOr<int64_t> axis_attr = ctx.attrs().GetInt("axis", 0);
+  if (!axis_attr.ok()) return ctx.Error(axis_attr.status().message());
+  const auto& data = ctx.input_shape(0);
+  int64_t rank = ctx.input_rank(0);
+  absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, *axis_attr, rank);
+  if (!axis.ok()) return axis.status();
+  SymExpr dim = data[*axis];
+  std::optional<std::vector<int64_t>> indices = ctx.input_constant_ints(1);
+  if (indices) {
+    for (int64_t i : *indices) {
+      // In range iff -dim <= i < dim; a provably out-of-range index is an error.
+      if (ctx.CanProve(Predicate::Ge(SymExpr(i), dim)) || ctx.CanProve(Predicate::Lt(SymExpr(i), -dim))) {
+        return ctx.Error(absl::StrCat("index ", i, " is out of range for dim ", dim.ToString()));
+      }
+    }
+  }
+  std::vector<SymExpr> shape(data.begin(), data.begin() + *axis);
+  shape.insert(shape.end(), ctx.input_shape(1).begin(), ctx.input_shape(1).end());
+  shape.insert(shape.end(), data.begin() + *axis + 1, data.end());
+  std::optional<std::vector<SymExpr>> elements;
+  const auto& values = ctx.input_elements(0);
+  auto static_data = StaticDims(data);
+  if (values && indices && static_data) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < *axis; ++d) outer *= (*static_data)[d];
+    for (int64_t d = *axis + 1; d < rank; ++d) inner *= (*static_data)[d];
+    int64_t n = (*static_data)[*axis];
+    elements.emplace();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i : *indices) {
+        int64_t idx = i < 0 ? i + n : i;
+        for (int64_t k = 0; k < inner; ++k) elements->push_back((*values)[(o * n + idx) * inner + k]);
+      }
+    }
+  }
+  ctx.SetOutput(0, TensorType(ctx.input_dtype(0), std::move(shape)), std::move(elements));
+  return absl::OkStatus();
+}
+
+absl::Status GatherElements(InferenceContext& ctx) {
+  if (ctx.input_rank(0) != ctx.input_rank(1)) {
+    return ctx.Error(absl::StrCat("data ", ctx.input_type(0).ToString(), " and indices ",
+                                  ctx.input_type(1).ToString(), " must have the same rank"));
+  }
+  absl::StatusOr<int64_t> axis_attr = ctx.attrs().GetInt("axis", 0);
+  if (!axis_attr.ok()) return ctx.Error(axis_attr.status().message());
+  if (auto a = NormalizeAxis(ctx, *axis_attr, ctx.input_rank(0)); !a.ok()) return a.status();
+  ctx.SetOutput(0, TensorType(ctx.input_dtype(0), ctx.input_shape(1)));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterIndexingOps(std::vector<OpSchema>& table) {
+  table.push_back({"Slice", 1, 5, 1, 1, Slice});
+  table.push_back({"Gather", 2, 2, 1, 1, Gather});
+  table.push_back({"GatherElements", 2, 2, 1, 1, GatherElements});
+}
+
+}  // namespace shapeshift
