@@ -2,12 +2,12 @@
 #include "graph/tensor.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/reference/float16.h"
 
 namespace shapeshift {
 namespace {
@@ -32,31 +32,6 @@ absl::StatusOr<int64_t> CountElements(const std::vector<int64_t>& shape) {
     count *= d;
   }
   return count;
-}
-
-// IEEE half and bfloat16 bit patterns to float, so 16-bit tensors can at
-// least be printed and compared even though kernels do not compute on them.
-float HalfBitsToFloat(uint16_t h) {
-  const int sign = (h >> 15) & 1;
-  const int exponent = (h >> 10) & 0x1f;
-  const int mantissa = h & 0x3ff;
-  float magnitude;
-  if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-  } else if (exponent == 31) {
-    magnitude = mantissa ? std::numeric_limits<float>::quiet_NaN()
-                         : std::numeric_limits<float>::infinity();
-  } else {
-    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
-  }
-  return sign ? -magnitude : magnitude;
-}
-
-float BFloat16BitsToFloat(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
 }
 
 }  // namespace

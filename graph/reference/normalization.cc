@@ -1,0 +1,145 @@
+// Softmax, LogSoftmax and LayerNormalization, computed in double.
+//
+// Opset difference that changes results, not just syntax: before opset 13
+// Softmax/LogSoftmax flatten the input to 2-D at `axis` (default 1) and
+// normalize each row over ALL trailing dims; from 13 on they normalize over
+// the single dim `axis` (default -1).
+#include <cmath>
+#include <limits>
+
+#include "graph/reference/kernel_util.h"
+
+namespace shapeshift::reference {
+namespace {
+
+KernelResult SoftmaxFamily(const KernelArgs& args) {
+  const bool log = args.op_type == "LogSoftmax";
+  const bool coerce_2d = args.opset < 13;
+  absl::StatusOr<const Tensor*> x = RequiredInput(args, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<int64_t> axis_attr = args.attrs->GetInt("axis", coerce_2d ? 1 : -1);
+  if (!axis_attr.ok()) return axis_attr.status();
+  const int64_t rank = (*x)->rank();
+  if (rank == 0) return Invalid(args.op_type, " needs rank >= 1");
+  absl::StatusOr<int64_t> axis = NormalizeAxis(*axis_attr, rank);
+  if (!axis.ok()) return axis.status();
+  const std::vector<int64_t>& shape = (*x)->shape();
+  const int64_t outer = Product(shape, 0, *axis);
+  const int64_t n = coerce_2d ? Product(shape, *axis) : shape[*axis];
+  const int64_t inner = coerce_2d ? 1 : Product(shape, *axis + 1);
+  absl::StatusOr<Tensor> out = NewOutput((*x)->dtype(), shape);
+  if (!out.ok()) return out.status();
+  absl::Status st = VisitFloat(args, (*x)->dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = (*x)->data<T>();
+    T* o = out->mutable_data<T>();
+    for (int64_t a = 0; a < outer; ++a) {
+      for (int64_t b = 0; b < inner; ++b) {
+        const int64_t base = a * n * inner + b;
+        double max = -std::numeric_limits<double>::infinity();
+        for (int64_t k = 0; k < n; ++k) max = std::max(max, static_cast<double>(in[base + k * inner]));
+        double sum = 0;
+        for (int64_t k = 0; k < n; ++k) sum += std::exp(in[base + k * inner] - max);
+        for (int64_t k = 0; k < n; ++k) {
+          const double shifted = in[base + k * inner] - max;
+          o[base + k * inner] = static_cast<T>(log ? shifted - std::log(sum) : std::exp(shifted) / sum);
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return std::vector<Tensor>{*std::move(out)};
+}
+
+// LayerNormalization over dims [axis, rank): Y = (X - mean) * invstd *
+// Scale + B, with Scale and B broadcast to the normalized shape. Also
+// returns Mean and InvStdDev (shape X[:axis] + 1s, f32 for stash_type 1).
+KernelResult LayerNormalization(const KernelArgs& args) {
+  absl::StatusOr<const Tensor*> x = RequiredInput(args, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<const Tensor*> scale = RequiredInput(args, 1);
+  if (!scale.ok()) return scale.status();
+  const Tensor* bias = OptionalInput(args, 2);
+  absl::StatusOr<int64_t> axis_attr = args.attrs->GetInt("axis", -1);
+  absl::StatusOr<float> epsilon = args.attrs->GetFloat("epsilon", 1e-5f);
+  absl::StatusOr<int64_t> stash_type = args.attrs->GetInt("stash_type", 1);
+  if (!axis_attr.ok()) return axis_attr.status();
+  if (!epsilon.ok()) return epsilon.status();
+  if (!stash_type.ok()) return stash_type.status();
+  std::optional<DType> stash = DTypeFromOnnx(static_cast<int>(*stash_type));
+  if (!stash || !IsFloat(*stash) || *stash == DType::kF16 || *stash == DType::kBF16) {
+    return Unsupported(absl::StrCat("LayerNormalization stash_type ", *stash_type));
+  }
+  std::vector<const Tensor*> same = {*x, *scale};
+  if (bias != nullptr) same.push_back(bias);
+  absl::Status same_dtype = RequireSameDType(args, same);
+  if (!same_dtype.ok()) return same_dtype;
+  absl::StatusOr<int64_t> axis = NormalizeAxis(*axis_attr, (*x)->rank());
+  if (!axis.ok()) return axis.status();
+  const std::vector<int64_t>& shape = (*x)->shape();
+  const std::vector<int64_t> norm_shape(shape.begin() + *axis, shape.end());
+  for (const Tensor* p : {*scale, bias}) {
+    if (p == nullptr) continue;
+    absl::StatusOr<std::vector<int64_t>> b = BroadcastShapes({p->shape(), norm_shape});
+    if (!b.ok() || *b != norm_shape) {
+      return Invalid("Scale/B ", ShapeToString(p->shape()), " does not broadcast to ",
+                     ShapeToString(norm_shape));
+    }
+  }
+  std::vector<int64_t> stat_shape(shape.begin(), shape.begin() + *axis);
+  stat_shape.resize(shape.size(), 1);
+  const int64_t outer = Product(shape, 0, *axis);
+  const int64_t n = Product(shape, *axis);
+  absl::StatusOr<Tensor> y = NewOutput((*x)->dtype(), shape);
+  absl::StatusOr<Tensor> mean_out = NewOutput(*stash, stat_shape);
+  absl::StatusOr<Tensor> inv_out = NewOutput(*stash, stat_shape);
+  for (const auto* t : {&y, &mean_out, &inv_out}) {
+    if (!t->ok()) return t->status();
+  }
+  const std::vector<int64_t> no_shape;
+  absl::Status st = VisitFloat(args, (*x)->dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = (*x)->data<T>();
+    const T* s = (*scale)->data<T>();
+    const T* bptr = bias != nullptr ? bias->data<T>() : nullptr;
+    T* o = y->mutable_data<T>();
+    for (int64_t a = 0; a < outer; ++a) {
+      const T* row = in + a * n;
+      double mean = 0;
+      for (int64_t k = 0; k < n; ++k) mean += row[k];
+      mean /= static_cast<double>(n);
+      double var = 0;
+      for (int64_t k = 0; k < n; ++k) var += (row[k] - mean) * (row[k] - mean);
+      var /= static_cast<double>(n);
+      const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(*epsilon));
+      IndexWalker walk = IndexWalker::Broadcast(
+          norm_shape, {(*scale)->shape(), bias != nullptr ? bias->shape() : no_shape});
+      for (int64_t k = 0; k < n; ++k, walk.Next()) {
+        double v = (row[k] - mean) * inv_std * static_cast<double>(s[walk.offset(0)]);
+        if (bptr != nullptr) v += static_cast<double>(bptr[walk.offset(1)]);
+        o[a * n + k] = static_cast<T>(v);
+      }
+      if (*stash == DType::kF32) {
+        mean_out->mutable_data<float>()[a] = static_cast<float>(mean);
+        inv_out->mutable_data<float>()[a] = static_cast<float>(inv_std);
+      } else {
+        mean_out->mutable_data<double>()[a] = mean;
+        inv_out->mutable_data<double>()[a] = inv_std;
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return std::vector<Tensor>{*std::move(y), *std::move(mean_out), *std::move(inv_out)};
+}
+
+}  // namespace
+
+void RegisterNormalizationKernels(KernelRegistry& registry) {
+  registry.Add("Softmax", SoftmaxFamily);
+  registry.Add("LogSoftmax", SoftmaxFamily);
+  registry.Add("LayerNormalization", LayerNormalization);
+}
+
+}  // namespace shapeshift::reference

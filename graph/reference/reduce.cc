@@ -1,0 +1,252 @@
+// Reductions over a set of axes (Reduce*), along one axis (ArgMax/ArgMin)
+// and prefix reductions (CumSum).
+// Floating-point reductions accumulate in double; integer ones in int64.
+//
+// Opset differences: the axes list moved from an attribute to an optional
+// second input (ReduceSum at opset 13, the other Reduce* at 18). The kernel
+// reads the input when present and the attribute otherwise, so both forms
+// work at any opset; with neither, all axes are reduced unless
+// noop_with_empty_axes=1, which makes the op an identity.
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "graph/reference/kernel_util.h"
+
+namespace shapeshift::reference {
+namespace {
+
+enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
+
+struct ReduceOp {
+  const char* name;
+  ReduceKind kind;
+};
+
+constexpr ReduceOp kReduceOps[] = {
+    {"ReduceSum", ReduceKind::kSum},          {"ReduceMean", ReduceKind::kMean},
+    {"ReduceMax", ReduceKind::kMax},          {"ReduceMin", ReduceKind::kMin},
+    {"ReduceProd", ReduceKind::kProd},        {"ReduceL1", ReduceKind::kL1},
+    {"ReduceL2", ReduceKind::kL2},            {"ReduceLogSum", ReduceKind::kLogSum},
+    {"ReduceLogSumExp", ReduceKind::kLogSumExp}, {"ReduceSumSquare", ReduceKind::kSumSquare},
+};
+
+template <typename Acc>
+Acc Initial(ReduceKind kind) {
+  switch (kind) {
+    case ReduceKind::kMax: return std::numeric_limits<Acc>::lowest();
+    case ReduceKind::kMin: return std::numeric_limits<Acc>::max();
+    case ReduceKind::kProd: return Acc{1};
+    default: return Acc{0};
+  }
+}
+
+template <typename Acc>
+Acc Combine(ReduceKind kind, Acc acc, Acc x) {
+  switch (kind) {
+    case ReduceKind::kMax: return x > acc ? x : acc;
+    case ReduceKind::kMin: return x < acc ? x : acc;
+    case ReduceKind::kProd: return acc * x;
+    case ReduceKind::kL1: return acc + (x < 0 ? -x : x);
+    case ReduceKind::kL2:
+    case ReduceKind::kSumSquare: return acc + x * x;
+    case ReduceKind::kLogSumExp: return acc + static_cast<Acc>(std::exp(static_cast<double>(x)));
+    default: return acc + x;
+  }
+}
+
+template <typename Acc>
+double Finish(ReduceKind kind, Acc acc, int64_t count) {
+  const double v = static_cast<double>(acc);
+  switch (kind) {
+    case ReduceKind::kMean: return v / static_cast<double>(count);
+    case ReduceKind::kL2: return std::sqrt(v);
+    case ReduceKind::kLogSum:
+    case ReduceKind::kLogSumExp: return std::log(v);
+    default: return v;
+  }
+}
+
+// The axes to reduce, or nullopt for "no reduction" (noop_with_empty_axes).
+absl::StatusOr<std::optional<std::vector<int64_t>>> ReduceAxes(const KernelArgs& args,
+                                                               int64_t rank) {
+  std::vector<int64_t> axes;
+  if (const Tensor* t = OptionalInput(args, 1)) {
+    absl::StatusOr<std::vector<int64_t>> v = ToInt64s(*t, "axes input");
+    if (!v.ok()) return v.status();
+    axes = *v;
+  } else {
+    absl::StatusOr<std::vector<int64_t>> v = args.attrs->GetInts("axes", {});
+    if (!v.ok()) return v.status();
+    axes = *v;
+  }
+  if (axes.empty()) {
+    absl::StatusOr<int64_t> noop = args.attrs->GetInt("noop_with_empty_axes", 0);
+    if (!noop.ok()) return noop.status();
+    if (*noop) return std::optional<std::vector<int64_t>>();
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  absl::StatusOr<std::vector<int64_t>> normalized = NormalizeAxes(axes, rank);
+  if (!normalized.ok()) return normalized.status();
+  return std::optional<std::vector<int64_t>>(*normalized);
+}
+
+KernelResult Reduce(const KernelArgs& args) {
+  const ReduceOp* op = nullptr;
+  for (const ReduceOp& candidate : kReduceOps) {
+    if (args.op_type == candidate.name) op = &candidate;
+  }
+  if (op == nullptr) return absl::InternalError("not a reduce op");
+  absl::StatusOr<const Tensor*> x = RequiredInput(args, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<int64_t> keepdims = args.attrs->GetInt("keepdims", 1);
+  if (!keepdims.ok()) return keepdims.status();
+  absl::StatusOr<std::optional<std::vector<int64_t>>> axes = ReduceAxes(args, (*x)->rank());
+  if (!axes.ok()) return axes.status();
+  if (!axes->has_value()) return std::vector<Tensor>{**x};
+
+  const std::vector<int64_t>& in_shape = (*x)->shape();
+  const std::set<int64_t> reduced(axes->value().begin(), axes->value().end());
+  std::vector<int64_t> kept_shape;  // rank preserved, reduced dims are 1
+  std::vector<int64_t> out_shape;
+  int64_t count = 1;
+  for (int64_t d = 0; d < (*x)->rank(); ++d) {
+    const bool r = reduced.count(d) > 0;
+    kept_shape.push_back(r ? 1 : in_shape[d]);
+    if (r) count *= in_shape[d];
+    if (!r || *keepdims) out_shape.push_back(r ? 1 : in_shape[d]);
+  }
+  absl::StatusOr<Tensor> out = NewOutput((*x)->dtype(), out_shape);
+  if (!out.ok()) return out.status();
+  absl::Status st = VisitNumeric(args, (*x)->dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+    std::vector<Acc> acc(out->num_elements(), Initial<Acc>(op->kind));
+    const T* in = (*x)->data<T>();
+    IndexWalker walk = IndexWalker::Broadcast(in_shape, {kept_shape});
+    for (int64_t i = 0; i < (*x)->num_elements(); ++i, walk.Next()) {
+      Acc& a = acc[walk.offset(0)];
+      a = Combine<Acc>(op->kind, a, static_cast<Acc>(in[i]));
+    }
+    T* o = out->mutable_data<T>();
+    for (int64_t i = 0; i < out->num_elements(); ++i) {
+      o[i] = static_cast<T>(Finish<Acc>(op->kind, acc[i], count));
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return std::vector<Tensor>{*std::move(out)};
+}
+
+// ArgMax/ArgMin along `axis`; ties go to the first index unless
+// select_last_index=1.
+KernelResult ArgReduce(const KernelArgs& args) {
+  const bool is_max = args.op_type == "ArgMax";
+  absl::StatusOr<const Tensor*> x = RequiredInput(args, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<int64_t> axis_attr = args.attrs->GetInt("axis", 0);
+  absl::StatusOr<int64_t> keepdims = args.attrs->GetInt("keepdims", 1);
+  absl::StatusOr<int64_t> last = args.attrs->GetInt("select_last_index", 0);
+  for (const auto* s : {&axis_attr, &keepdims, &last}) {
+    if (!s->ok()) return s->status();
+  }
+  absl::StatusOr<int64_t> axis = NormalizeAxis(*axis_attr, (*x)->rank());
+  if (!axis.ok()) return axis.status();
+  const std::vector<int64_t>& shape = (*x)->shape();
+  const int64_t outer = Product(shape, 0, *axis);
+  const int64_t n = shape[*axis];
+  const int64_t inner = Product(shape, *axis + 1);
+  if (n == 0) return Invalid("cannot take ", args.op_type, " over an empty axis");
+  std::vector<int64_t> out_shape;
+  for (int64_t d = 0; d < (*x)->rank(); ++d) {
+    if (d != *axis) {
+      out_shape.push_back(shape[d]);
+    } else if (*keepdims) {
+      out_shape.push_back(1);
+    }
+  }
+  absl::StatusOr<Tensor> out = NewOutput(DType::kI64, out_shape);
+  if (!out.ok()) return out.status();
+  int64_t* o = out->mutable_data<int64_t>();
+  absl::Status st = VisitNumeric(args, (*x)->dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = (*x)->data<T>();
+    for (int64_t a = 0; a < outer; ++a) {
+      for (int64_t b = 0; b < inner; ++b) {
+        const T* base = in + a * n * inner + b;
+        int64_t best = 0;
+        for (int64_t k = 1; k < n; ++k) {
+          const T v = base[k * inner];
+          const T cur = base[best * inner];
+          const bool better = is_max ? (v > cur || (*last && v == cur))
+                                     : (v < cur || (*last && v == cur));
+          if (better) best = k;
+        }
+        o[a * inner + b] = best;
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return std::vector<Tensor>{*std::move(out)};
+}
+
+
+// CumSum along the axis given by a scalar input; `exclusive` shifts the sum
+// by one element, `reverse` runs from the end.
+KernelResult CumSum(const KernelArgs& args) {
+  absl::StatusOr<const Tensor*> x = RequiredInput(args, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<const Tensor*> axis_input = RequiredInput(args, 1);
+  if (!axis_input.ok()) return axis_input.status();
+  absl::StatusOr<int64_t> axis_value = ToScalarInt64(**axis_input, "axis input");
+  if (!axis_value.ok()) return axis_value.status();
+  absl::StatusOr<int64_t> axis = NormalizeAxis(*axis_value, (*x)->rank());
+  if (!axis.ok()) return axis.status();
+  absl::StatusOr<int64_t> exclusive = args.attrs->GetInt("exclusive", 0);
+  absl::StatusOr<int64_t> reverse = args.attrs->GetInt("reverse", 0);
+  if (!exclusive.ok()) return exclusive.status();
+  if (!reverse.ok()) return reverse.status();
+  const std::vector<int64_t>& shape = (*x)->shape();
+  const int64_t outer = Product(shape, 0, *axis);
+  const int64_t n = shape[*axis];
+  const int64_t inner = Product(shape, *axis + 1);
+  absl::StatusOr<Tensor> out = NewOutput((*x)->dtype(), shape);
+  if (!out.ok()) return out.status();
+  absl::Status st = VisitNumeric(args, (*x)->dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+    const T* in = (*x)->data<T>();
+    T* o = out->mutable_data<T>();
+    for (int64_t a = 0; a < outer; ++a) {
+      for (int64_t b = 0; b < inner; ++b) {
+        Acc sum = 0;
+        for (int64_t step = 0; step < n; ++step) {
+          const int64_t k = *reverse ? n - 1 - step : step;
+          const int64_t at = (a * n + k) * inner + b;
+          if (*exclusive) {
+            o[at] = static_cast<T>(sum);
+            sum += static_cast<Acc>(in[at]);
+          } else {
+            sum += static_cast<Acc>(in[at]);
+            o[at] = static_cast<T>(sum);
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return std::vector<Tensor>{*std::move(out)};
+}
+
+}  // namespace
+
+void RegisterReduceKernels(KernelRegistry& registry) {
+  for (const ReduceOp& op : kReduceOps) registry.Add(op.name, Reduce);
+  registry.Add("ArgMax", ArgReduce);
+  registry.Add("ArgMin", ArgReduce);
+  registry.Add("CumSum", CumSum);
+}
+
+}  // namespace shapeshift::reference
