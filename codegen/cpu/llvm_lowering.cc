@@ -1,0 +1,554 @@
+#include "codegen/cpu/llvm_lowering.h"
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "codegen/cpu/vector_math.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/MDBuilder.h"
+
+namespace shapeshift::codegen::cpu {
+namespace {
+
+// A Let's value or an accumulator's scalar stack slot.
+struct Binding {
+  llvm::Value* value = nullptr;  // the let's value, or the accumulator's alloca
+  bool is_accumulator = false;
+  ScalarType type = ScalarType::kF32;
+  int width = 1;  // lanes of a let's value
+};
+
+// How an index varies with the vector loop variable.
+enum class Access { kUniform, kContiguous, kGather };
+
+class KernelLowering {
+ public:
+  KernelLowering(const Kernel& kernel, const LoweringOptions& options, llvm::Module* module)
+      : kernel_(kernel), options_(options), module_(module), ctx_(module->getContext()), b_(ctx_) {}
+
+  absl::Status Run(const std::string& symbol) {
+    EmitExtentFunction(symbol + "_extent");
+    EmitKernelFunction(symbol);
+    return status_;
+  }
+
+ private:
+  // ---- Functions ----------------------------------------------------------
+
+  llvm::Function* NewFunction(const std::string& name, llvm::FunctionType* type) {
+    llvm::Function* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    if (!options_.cpu.empty()) fn->addFnAttr("target-cpu", options_.cpu);
+    if (!options_.features.empty()) fn->addFnAttr("target-features", options_.features);
+    int bits = options_.vector_width * 32;
+    if (bits >= 512) {
+      // Without these, LLVM splits 512-bit vectors into 256-bit halves on
+      // CPUs where it prefers narrower vectors.
+      fn->addFnAttr("prefer-vector-width", std::to_string(bits));
+      fn->addFnAttr("min-legal-vector-width", std::to_string(bits));
+    }
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn);
+    b_.SetInsertPoint(entry_);
+    return fn;
+  }
+
+  void LoadDims(llvm::Value* dims_arg) {
+    dims_.clear();
+    for (size_t i = 0; i < kernel_.dims.size(); ++i) {
+      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), dims_arg, i);
+      dims_[kernel_.dims[i]] = b_.CreateLoad(b_.getInt64Ty(), slot, kernel_.dims[i]);
+    }
+  }
+
+  void EmitExtentFunction(const std::string& name) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    auto* type = llvm::FunctionType::get(i64, {i64->getPointerTo()}, false);
+    llvm::Function* fn = NewFunction(name, type);
+    LoadDims(fn->getArg(0));
+    b_.CreateRet(EmitSym(kernel_.parallel_extent, 1));
+  }
+
+  void EmitKernelFunction(const std::string& name) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Type* i8p = b_.getInt8PtrTy();
+    auto* type = llvm::FunctionType::get(b_.getVoidTy(), {i64, i64, i8p->getPointerTo(), i64->getPointerTo()}, false);
+    llvm::Function* fn = NewFunction(name, type);
+    for (unsigned arg : {2u, 3u}) {
+      fn->addParamAttr(arg, llvm::Attribute::NoAlias);
+      fn->addParamAttr(arg, llvm::Attribute::ReadOnly);
+    }
+    LoadDims(fn->getArg(3));
+    for (size_t i = 0; i < kernel_.buffers.size(); ++i) {
+      const BufferParam& param = kernel_.buffers[i];
+      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(i8p, fn->getArg(2), i);
+      llvm::Value* raw = b_.CreateLoad(i8p, slot);
+      buffers_.push_back(b_.CreateBitCast(raw, MemoryType(param.dtype)->getPointerTo(), param.name));
+    }
+    EmitLoop(kernel_.parallel_var, fn->getArg(0), fn->getArg(1), 1, /*vectorizer_off=*/false,
+             [&](llvm::Value*) { EmitBlock(kernel_.body, 1); });
+    b_.CreateRetVoid();
+  }
+
+  // ---- Types and constants ------------------------------------------------
+
+  llvm::Type* ScalarLlvmType(ScalarType t) {
+    switch (t) {
+      case ScalarType::kF32: return b_.getFloatTy();
+      case ScalarType::kI64: return b_.getInt64Ty();
+      case ScalarType::kI32: return b_.getInt32Ty();
+      case ScalarType::kBool: return b_.getInt1Ty();
+    }
+    return nullptr;
+  }
+  llvm::Type* MemoryType(ScalarType t) { return t == ScalarType::kBool ? b_.getInt8Ty() : ScalarLlvmType(t); }
+  llvm::Type* Widen(llvm::Type* t, int width) {
+    return width == 1 ? t : llvm::FixedVectorType::get(t, width);
+  }
+  llvm::Type* LlvmType(ScalarType t, int width) { return Widen(ScalarLlvmType(t), width); }
+  llvm::Value* Splat(llvm::Value* v, int width) {
+    return width == 1 || v->getType()->isVectorTy() ? v : b_.CreateVectorSplat(width, v);
+  }
+  llvm::Value* I64Const(int64_t v, int width) {
+    return llvm::ConstantInt::get(Widen(b_.getInt64Ty(), width), v, /*isSigned=*/true);
+  }
+
+  void Fail(const std::string& message) {
+    if (status_.ok()) {
+      status_ = absl::InternalError(absl::StrCat("kernel '", kernel_.name, "': ", message));
+    }
+  }
+
+  // ---- Index arithmetic (SymExpr) -------------------------------------------
+
+  // Floor semantics (shapes/sym_expr.h): the quotient rounds toward -inf and
+  // the remainder has the divisor's sign.
+  llvm::Value* NeedsFloorFix(llvm::Value* rem, llvm::Value* divisor, int width) {
+    llvm::Value* zero = I64Const(0, width);
+    llvm::Value* nonzero = b_.CreateICmpNE(rem, zero);
+    llvm::Value* signs_differ = b_.CreateICmpNE(b_.CreateICmpSLT(rem, zero), b_.CreateICmpSLT(divisor, zero));
+    return b_.CreateAnd(nonzero, signs_differ);
+  }
+
+  llvm::Value* EmitSym(SymExpr e, int width) {
+    auto operand = [&](size_t i) { return EmitSym(e.operands()[i], width); };
+    switch (e.kind()) {
+      case ExprKind::kConst: return I64Const(*e.AsConst(), width);
+      case ExprKind::kSymbol: return EmitSymbol(e.symbol_name(), width);
+      case ExprKind::kAdd:
+      case ExprKind::kMul: {
+        llvm::Value* acc = operand(0);
+        for (size_t i = 1; i < e.operands().size(); ++i) {
+          acc = e.kind() == ExprKind::kAdd ? b_.CreateAdd(acc, operand(i)) : b_.CreateMul(acc, operand(i));
+        }
+        return acc;
+      }
+      case ExprKind::kFloorDiv: {
+        llvm::Value* a = operand(0);
+        llvm::Value* d = operand(1);
+        llvm::Value* q = b_.CreateSDiv(a, d);
+        llvm::Value* fix = NeedsFloorFix(b_.CreateSRem(a, d), d, width);
+        return b_.CreateSelect(fix, b_.CreateSub(q, I64Const(1, width)), q);
+      }
+      case ExprKind::kMod: {
+        llvm::Value* d = operand(1);
+        llvm::Value* r = b_.CreateSRem(operand(0), d);
+        return b_.CreateSelect(NeedsFloorFix(r, d, width), b_.CreateAdd(r, d), r);
+      }
+      case ExprKind::kMin:
+      case ExprKind::kMax: {
+        llvm::Value* a = operand(0);
+        llvm::Value* c = operand(1);
+        llvm::Value* a_less = b_.CreateICmpSLT(a, c);
+        return e.kind() == ExprKind::kMin ? b_.CreateSelect(a_less, a, c) : b_.CreateSelect(a_less, c, a);
+      }
+    }
+    Fail("unknown SymExpr kind in " + e.ToString());
+    return I64Const(0, width);
+  }
+
+  llvm::Value* EmitSymbol(const std::string& name, int width) {
+    if (auto it = loop_vars_.find(name); it != loop_vars_.end()) {
+      llvm::Value* v = Splat(it->second, width);
+      if (width > 1 && name == vector_var_) {
+        std::vector<llvm::Constant*> lanes;
+        for (int i = 0; i < width; ++i) lanes.push_back(b_.getInt64(i));
+        v = b_.CreateAdd(v, llvm::ConstantVector::get(lanes));
+      }
+      return v;
+    }
+    if (auto it = dims_.find(name); it != dims_.end()) return Splat(it->second, width);
+    Fail("unbound symbol '" + name + "'");
+    return I64Const(0, width);
+  }
+
+  Access Classify(SymExpr index) {
+    if (vector_var_.empty()) return Access::kUniform;
+    SymExpr var = SymExpr::Symbol(vector_var_);
+    SymExpr base = index.Substitute({{vector_var_, SymExpr(int64_t{0})}});
+    SymExpr stride = index.Substitute({{vector_var_, SymExpr(int64_t{1})}}) - base;
+    if (base + stride * var != index) return Access::kGather;
+    if (stride == SymExpr(int64_t{0})) return Access::kUniform;
+    if (stride == SymExpr(int64_t{1})) return Access::kContiguous;
+    return Access::kGather;
+  }
+
+  // ---- Memory --------------------------------------------------------------
+
+  llvm::Value* EmitLoad(int buffer, SymExpr index, ScalarType type, int width) {
+    llvm::Type* mem = MemoryType(type);
+    llvm::Align align(ScalarTypeSize(type));
+    Access access = width == 1 ? Access::kUniform : Classify(index);
+    llvm::Value* loaded;
+    if (access == Access::kGather) {
+      llvm::Value* ptrs = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, width));
+      loaded = b_.CreateMaskedGather(Widen(mem, width), ptrs, align);
+    } else {
+      llvm::Value* ptr = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, 1));
+      if (access == Access::kContiguous) {
+        llvm::Type* vec = Widen(mem, width);
+        loaded = b_.CreateAlignedLoad(vec, b_.CreateBitCast(ptr, vec->getPointerTo()), align);
+      } else {
+        loaded = Splat(b_.CreateAlignedLoad(mem, ptr, align), width);
+      }
+    }
+    if (type == ScalarType::kBool) loaded = b_.CreateICmpNE(loaded, llvm::Constant::getNullValue(loaded->getType()));
+    return loaded;
+  }
+
+  void EmitStore(int buffer, SymExpr index, ScalarType type, llvm::Value* value, int width) {
+    llvm::Type* mem = MemoryType(type);
+    llvm::Align align(ScalarTypeSize(type));
+    if (type == ScalarType::kBool) value = b_.CreateZExt(value, Widen(mem, width));
+    Access access = width == 1 ? Access::kUniform : Classify(index);
+    if (access == Access::kGather) {
+      llvm::Value* ptrs = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, width));
+      b_.CreateMaskedScatter(value, ptrs, align);
+      return;
+    }
+    llvm::Value* ptr = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, 1));
+    if (access == Access::kContiguous) {
+      b_.CreateAlignedStore(value, b_.CreateBitCast(ptr, value->getType()->getPointerTo()), align);
+    } else {
+      // Every lane writes the same place; the last iteration wins, as in order.
+      if (width > 1) value = b_.CreateExtractElement(value, width - 1);
+      b_.CreateAlignedStore(value, ptr, align);
+    }
+  }
+
+  // ---- Values ----------------------------------------------------------------
+
+  llvm::Value* EmitValue(const Value& v, int width) {
+    switch (v->kind) {
+      case ValueKind::kConst:
+        if (v->type == ScalarType::kF32) return llvm::ConstantFP::get(LlvmType(v->type, width), v->f_value);
+        return llvm::ConstantInt::get(LlvmType(v->type, width), v->i_value, /*isSigned=*/true);
+      case ValueKind::kLoad: return EmitLoad(v->buffer, v->index, v->type, width);
+      case ValueKind::kIndex: return EmitSym(v->index, width);
+      case ValueKind::kVar: {
+        auto it = bindings_.find(v->name);
+        if (it == bindings_.end()) {
+          Fail("unbound name '" + v->name + "'");
+          return llvm::Constant::getNullValue(LlvmType(v->type, width));
+        }
+        const Binding& bind = it->second;
+        if (bind.is_accumulator) return Splat(b_.CreateLoad(ScalarLlvmType(bind.type), bind.value), width);
+        return Splat(bind.value, width);
+      }
+      case ValueKind::kUnary: return EmitUnary(static_cast<UnaryOp>(v->op), EmitValue(v->operands[0], width), v->type);
+      case ValueKind::kBinary:
+        return EmitBinary(static_cast<BinaryOp>(v->op), EmitValue(v->operands[0], width),
+                          EmitValue(v->operands[1], width), v->type);
+      case ValueKind::kCompare:
+        return EmitCompare(static_cast<CompareOp>(v->op), EmitValue(v->operands[0], width),
+                           EmitValue(v->operands[1], width), v->operands[0]->type);
+      case ValueKind::kSelect:
+        return b_.CreateSelect(EmitValue(v->operands[0], width), EmitValue(v->operands[1], width),
+                               EmitValue(v->operands[2], width));
+      case ValueKind::kCast: return EmitCast(EmitValue(v->operands[0], width), v->operands[0]->type, v->type, width);
+    }
+    Fail("unknown value kind");
+    return llvm::Constant::getNullValue(LlvmType(v->type, width));
+  }
+
+  llvm::Value* EmitUnary(UnaryOp op, llvm::Value* x, ScalarType type) {
+    llvm::Type* t = x->getType();
+    bool is_float = type == ScalarType::kF32;
+    switch (op) {
+      case UnaryOp::kNeg: return is_float ? b_.CreateFNeg(x) : b_.CreateNeg(x);
+      case UnaryOp::kAbs:
+        if (is_float) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+        return b_.CreateSelect(b_.CreateICmpSLT(x, llvm::Constant::getNullValue(t)), b_.CreateNeg(x), x);
+      case UnaryOp::kExp: return EmitExp(b_, x);
+      case UnaryOp::kLog: return EmitLog(b_, x);
+      case UnaryOp::kSqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+      case UnaryOp::kRsqrt:
+        return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+      case UnaryOp::kTanh: return EmitTanh(b_, x);
+      case UnaryOp::kErf: return EmitErf(b_, x);
+      case UnaryOp::kSigmoid: return EmitSigmoid(b_, x);
+      case UnaryOp::kRecip: return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), x);
+    }
+    Fail("unknown unary op");
+    return x;
+  }
+
+  llvm::Value* EmitBinary(BinaryOp op, llvm::Value* a, llvm::Value* c, ScalarType type) {
+    if (type == ScalarType::kF32) {
+      switch (op) {
+        case BinaryOp::kAdd: return b_.CreateFAdd(a, c);
+        case BinaryOp::kSub: return b_.CreateFSub(a, c);
+        case BinaryOp::kMul: return b_.CreateFMul(a, c);
+        case BinaryOp::kDiv: return b_.CreateFDiv(a, c);
+        case BinaryOp::kMax: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, c);
+        case BinaryOp::kMin: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, c);
+      }
+    }
+    switch (op) {
+      case BinaryOp::kAdd: return b_.CreateAdd(a, c);
+      case BinaryOp::kSub: return b_.CreateSub(a, c);
+      case BinaryOp::kMul: return b_.CreateMul(a, c);
+      case BinaryOp::kMax: return b_.CreateSelect(b_.CreateICmpSGT(a, c), a, c);
+      case BinaryOp::kMin: return b_.CreateSelect(b_.CreateICmpSLT(a, c), a, c);
+      case BinaryOp::kDiv: break;  // rejected by Verify()
+    }
+    Fail("integer division is not supported");
+    return a;
+  }
+
+  llvm::Value* EmitCompare(CompareOp op, llvm::Value* a, llvm::Value* c, ScalarType operand_type) {
+    if (operand_type == ScalarType::kF32) {
+      switch (op) {
+        case CompareOp::kLt: return b_.CreateFCmpOLT(a, c);
+        case CompareOp::kLe: return b_.CreateFCmpOLE(a, c);
+        case CompareOp::kGt: return b_.CreateFCmpOGT(a, c);
+        case CompareOp::kGe: return b_.CreateFCmpOGE(a, c);
+        case CompareOp::kEq: return b_.CreateFCmpOEQ(a, c);
+        case CompareOp::kNe: return b_.CreateFCmpUNE(a, c);
+      }
+    }
+    switch (op) {
+      case CompareOp::kLt: return b_.CreateICmpSLT(a, c);
+      case CompareOp::kLe: return b_.CreateICmpSLE(a, c);
+      case CompareOp::kGt: return b_.CreateICmpSGT(a, c);
+      case CompareOp::kGe: return b_.CreateICmpSGE(a, c);
+      case CompareOp::kEq: return b_.CreateICmpEQ(a, c);
+      case CompareOp::kNe: return b_.CreateICmpNE(a, c);
+    }
+    Fail("unknown comparison");
+    return a;
+  }
+
+  llvm::Value* EmitCast(llvm::Value* x, ScalarType from, ScalarType to, int width) {
+    if (from == to) return x;
+    llvm::Type* dst = LlvmType(to, width);
+    llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
+    if (to == ScalarType::kBool) {
+      return from == ScalarType::kF32 ? b_.CreateFCmpUNE(x, zero) : b_.CreateICmpNE(x, zero);
+    }
+    if (from == ScalarType::kBool) return to == ScalarType::kF32 ? b_.CreateUIToFP(x, dst) : b_.CreateZExt(x, dst);
+    if (from == ScalarType::kF32) return b_.CreateFPToSI(x, dst);
+    if (to == ScalarType::kF32) return b_.CreateSIToFP(x, dst);
+    return b_.CreateSExtOrTrunc(x, dst);
+  }
+
+  // ---- Reductions -------------------------------------------------------------
+
+  llvm::Value* Combine(ReduceOp op, ScalarType type, llvm::Value* acc, llvm::Value* x) {
+    return EmitBinary(op == ReduceOp::kSum ? BinaryOp::kAdd : BinaryOp::kMax, acc, x, type);
+  }
+
+  llvm::Value* Identity(ReduceOp op, ScalarType type, int width) {
+    llvm::Type* t = LlvmType(type, width);
+    if (op == ReduceOp::kSum) return llvm::Constant::getNullValue(t);
+    if (type == ScalarType::kF32) return llvm::ConstantFP::getInfinity(t, /*Negative=*/true);
+    int64_t lowest = type == ScalarType::kI64 ? std::numeric_limits<int64_t>::min()
+                                              : std::numeric_limits<int32_t>::min();
+    return llvm::ConstantInt::get(t, lowest, /*isSigned=*/true);
+  }
+
+  llvm::Value* HorizontalReduce(ReduceOp op, ScalarType type, llvm::Value* vec) {
+    if (type == ScalarType::kF32) {
+      if (op == ReduceOp::kMax) return b_.CreateFPMaxReduce(vec);
+      llvm::CallInst* sum = b_.CreateFAddReduce(llvm::ConstantFP::get(b_.getFloatTy(), 0.0), vec);
+      llvm::FastMathFlags reassoc;
+      reassoc.setAllowReassoc();
+      sum->setFastMathFlags(reassoc);  // a tree, not a lane-by-lane chain
+      return sum;
+    }
+    return op == ReduceOp::kSum ? b_.CreateAddReduce(vec) : b_.CreateIntMaxReduce(vec, /*IsSigned=*/true);
+  }
+
+  llvm::AllocaInst* EntryAlloca(llvm::Type* type, const std::string& name) {
+    llvm::IRBuilder<> entry(entry_, entry_->getFirstInsertionPt());
+    return entry.CreateAlloca(type, nullptr, name);
+  }
+
+  // ---- Statements ---------------------------------------------------------------
+
+  // for var in [begin, end) step `step`; the body is emitted once by `body`.
+  void EmitLoop(const std::string& var, llvm::Value* begin, llvm::Value* end, int64_t step,
+                bool vectorizer_off, const std::function<void(llvm::Value*)>& body) {
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    llvm::BasicBlock* preheader = b_.GetInsertBlock();
+    llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, var + ".header", fn);
+    llvm::BasicBlock* body_block = llvm::BasicBlock::Create(ctx_, var + ".body", fn);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, var + ".exit", fn);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, var);
+    i->addIncoming(begin, preheader);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, end), body_block, exit);
+    b_.SetInsertPoint(body_block);
+    loop_vars_[var] = i;
+    body(i);
+    loop_vars_.erase(var);
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(step), var + ".next", /*HasNUW=*/false, /*HasNSW=*/true);
+    llvm::BranchInst* back = b_.CreateBr(header);
+    if (vectorizer_off) back->setMetadata(llvm::LLVMContext::MD_loop, NoVectorizeLoopId());
+    i->addIncoming(next, b_.GetInsertBlock());
+    b_.SetInsertPoint(exit);
+  }
+
+  // Remainder loops run < W iterations; vectorizing or unrolling them again
+  // only costs compile time and code size.
+  llvm::MDNode* NoVectorizeLoopId() {
+    llvm::Metadata* off[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                             llvm::ConstantAsMetadata::get(b_.getFalse())};
+    llvm::Metadata* no_unroll[] = {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")};
+    llvm::TempMDTuple placeholder = llvm::MDNode::getTemporary(ctx_, {});
+    llvm::Metadata* ops[] = {placeholder.get(), llvm::MDNode::get(ctx_, off), llvm::MDNode::get(ctx_, no_unroll)};
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
+    id->replaceOperandWith(0, id);
+    return id;
+  }
+
+  // An innermost loop is vectorized when its body has no nested loops or
+  // accumulator declarations and never reads an accumulator it updates.
+  bool CanVectorize(const Stmt& loop, absl::flat_hash_map<std::string, ReduceOp>* reduced) {
+    for (const Stmt& s : loop.body) {
+      if (s.kind == StmtKind::kLoop || s.kind == StmtKind::kAccumulator) return false;
+      if (s.kind == StmtKind::kAccumulate) {
+        auto [it, inserted] = reduced->try_emplace(s.name, s.reduce);
+        if (!inserted && it->second != s.reduce) return false;
+      }
+    }
+    for (const Stmt& s : loop.body) {
+      if (ReadsAny(s.value, *reduced)) return false;
+    }
+    return true;
+  }
+
+  static bool ReadsAny(const Value& v, const absl::flat_hash_map<std::string, ReduceOp>& names) {
+    if (!v) return false;
+    if (v->kind == ValueKind::kVar && names.contains(v->name)) return true;
+    for (const Value& o : v->operands) {
+      if (ReadsAny(o, names)) return true;
+    }
+    return false;
+  }
+
+  void EmitVectorizedLoop(const Stmt& loop, llvm::Value* begin, llvm::Value* end,
+                          const absl::flat_hash_map<std::string, ReduceOp>& reduced) {
+    const int w = options_.vector_width;
+    llvm::Value* count = b_.CreateSub(end, begin);
+    count = b_.CreateSelect(b_.CreateICmpSGT(count, b_.getInt64(0)), count, b_.getInt64(0));
+    llvm::Value* vector_end = b_.CreateAdd(begin, b_.CreateMul(b_.CreateSDiv(count, b_.getInt64(w)), b_.getInt64(w)));
+    for (const auto& [name, op] : reduced) {
+      const Binding& acc = bindings_[name];
+      llvm::AllocaInst* slot = EntryAlloca(LlvmType(acc.type, w), name + ".vec");
+      b_.CreateStore(Identity(op, acc.type, w), slot);
+      vector_accumulators_[name] = slot;
+    }
+    vector_var_ = loop.name;
+    EmitLoop(loop.name, begin, vector_end, w, /*vectorizer_off=*/false,
+             [&](llvm::Value*) { EmitBlock(loop.body, w); });
+    vector_var_.clear();
+    for (const auto& [name, op] : reduced) {
+      const Binding& acc = bindings_[name];
+      llvm::Value* vec = b_.CreateLoad(LlvmType(acc.type, w), vector_accumulators_[name]);
+      llvm::Value* scalar = b_.CreateLoad(ScalarLlvmType(acc.type), acc.value);
+      b_.CreateStore(Combine(op, acc.type, scalar, HorizontalReduce(op, acc.type, vec)), acc.value);
+    }
+    vector_accumulators_.clear();
+    EmitLoop(loop.name, vector_end, end, 1, /*vectorizer_off=*/true,
+             [&](llvm::Value*) { EmitBlock(loop.body, 1); });
+  }
+
+  void EmitBlock(const std::vector<Stmt>& body, int width) {
+    absl::flat_hash_map<std::string, Binding> saved = bindings_;
+    for (const Stmt& s : body) EmitStmt(s, width);
+    bindings_ = std::move(saved);
+  }
+
+  void EmitStmt(const Stmt& s, int width) {
+    switch (s.kind) {
+      case StmtKind::kLoop: {
+        llvm::Value* begin = EmitSym(s.begin, 1);
+        llvm::Value* end = EmitSym(s.end, 1);
+        absl::flat_hash_map<std::string, ReduceOp> reduced;
+        if (options_.vector_width > 1 && CanVectorize(s, &reduced)) {
+          EmitVectorizedLoop(s, begin, end, reduced);
+        } else {
+          EmitLoop(s.name, begin, end, 1, /*vectorizer_off=*/false, [&](llvm::Value*) { EmitBlock(s.body, 1); });
+        }
+        return;
+      }
+      case StmtKind::kStore:
+        EmitStore(s.buffer, s.index, kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width);
+        return;
+      case StmtKind::kLet:
+        bindings_[s.name] = Binding{EmitValue(s.value, width), false, s.value->type, width};
+        return;
+      case StmtKind::kAccumulator: {
+        llvm::AllocaInst* slot = EntryAlloca(ScalarLlvmType(s.value->type), s.name);
+        b_.CreateStore(EmitValue(s.value, 1), slot);
+        bindings_[s.name] = Binding{slot, true, s.value->type, 1};
+        return;
+      }
+      case StmtKind::kAccumulate: {
+        const Binding& acc = bindings_[s.name];
+        llvm::Value* x = EmitValue(s.value, width);
+        auto vec = vector_accumulators_.find(s.name);
+        if (width > 1 && vec != vector_accumulators_.end()) {
+          llvm::Type* t = LlvmType(acc.type, width);
+          b_.CreateStore(Combine(s.reduce, acc.type, b_.CreateLoad(t, vec->second), x), vec->second);
+        } else {
+          llvm::Value* current = b_.CreateLoad(ScalarLlvmType(acc.type), acc.value);
+          b_.CreateStore(Combine(s.reduce, acc.type, current, x), acc.value);
+        }
+        return;
+      }
+    }
+    Fail("unknown statement kind");
+  }
+
+  const Kernel& kernel_;
+  const LoweringOptions& options_;
+  llvm::Module* module_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  absl::Status status_;
+  llvm::BasicBlock* entry_ = nullptr;
+  absl::flat_hash_map<std::string, llvm::Value*> dims_;
+  absl::flat_hash_map<std::string, llvm::Value*> loop_vars_;
+  absl::flat_hash_map<std::string, Binding> bindings_;
+  std::vector<llvm::Value*> buffers_;
+  std::string vector_var_;  // the loop variable of the vector loop being emitted
+  absl::flat_hash_map<std::string, llvm::AllocaInst*> vector_accumulators_;
+};
+
+}  // namespace
+
+absl::Status LowerKernel(const Kernel& kernel, const LoweringOptions& options, const std::string& symbol,
+                         llvm::Module* module) {
+  return KernelLowering(kernel, options, module).Run(symbol);
+}
+
+}  // namespace shapeshift::codegen::cpu

@@ -1,0 +1,30 @@
+#include "codegen/cpu/parallel_run.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+namespace shapeshift::codegen::cpu {
+
+void RunParallel(KernelFn fn, int64_t total, void* const* buffers, const int64_t* dims) {
+  if (total <= 0) return;
+  int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), total));
+  if (threads <= 1 || omp_in_parallel()) {
+    fn(0, total, buffers, dims);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t t = omp_get_thread_num();
+    int64_t n = omp_get_num_threads();
+    int64_t begin = total * t / n;
+    int64_t end = total * (t + 1) / n;
+    if (begin < end) fn(begin, end, buffers, dims);
+  }
+}
+
+void RunParallel(const CompiledKernel& kernel, void* const* buffers, const int64_t* dims) {
+  RunParallel(kernel.fn, kernel.extent(dims), buffers, dims);
+}
+
+}  // namespace shapeshift::codegen::cpu
