@@ -34,6 +34,7 @@ import onnx.numpy_helper
 import onnxruntime
 import torch
 
+import peer_inputs as pi
 import peer_models as pm
 
 EXPORTERS = ("torchscript", "dynamo")
@@ -54,30 +55,30 @@ def default_cache_dir() -> pathlib.Path:
     return pathlib.Path(base) / "shapeshift" / "models"
 
 
-def export_torchscript(spec, config, module, args, path):
-    in_names = pm.input_names(spec, config)
-    out_names = pm.output_names(spec, config)
-    dynamic_axes = {n: pm.dim_names(spec, n) for n in in_names}
-    dynamic_axes.update({n: pm.output_dim_names(spec, n) for n in out_names})
+def export_torchscript(spec, size, module, args, path):
+    in_names = pi.input_names(spec, size)
+    out_names = pi.output_names(spec, size)
+    dynamic_axes = {n: pi.dim_names(spec, n) for n in in_names}
+    dynamic_axes.update({n: pi.output_dim_names(spec, n) for n in out_names})
     torch.onnx.export(module, args, str(path), dynamo=False, opset_version=OPSET["torchscript"],
                       input_names=in_names, output_names=out_names, dynamic_axes=dynamic_axes,
                       do_constant_folding=True)
 
 
-def export_dynamo(spec, config, module, args, path):
-    in_names = pm.input_names(spec, config)
+def export_dynamo(spec, size, module, args, path):
+    in_names = pi.input_names(spec, size)
     dynamic_shapes = {
-        "input_ids": pm.dim_names(spec, "input_ids"),
-        "attention_mask": pm.dim_names(spec, "attention_mask"),
+        "input_ids": pi.dim_names(spec, "input_ids"),
+        "attention_mask": pi.dim_names(spec, "attention_mask"),
     }
     if spec.family == "bert":
-        dynamic_shapes["token_type_ids"] = pm.dim_names(spec, "token_type_ids")
+        dynamic_shapes["token_type_ids"] = pi.dim_names(spec, "token_type_ids")
     if spec.with_past:
-        past_dims = pm.dim_names(spec, "past_key_values.0.key")
+        past_dims = pi.dim_names(spec, "past_key_values.0.key")
         dynamic_shapes["past_key_values"] = tuple(
-            (past_dims, past_dims) for _ in range(pm.num_layers(config)))
+            (past_dims, past_dims) for _ in range(size.layers))
     program = torch.onnx.export(module, args, dynamo=True, opset_version=OPSET["dynamo"],
-                                input_names=in_names, output_names=pm.output_names(spec, config),
+                                input_names=in_names, output_names=pi.output_names(spec, size),
                                 dynamic_shapes=dynamic_shapes)
     program.save(str(path), external_data=False)
 
@@ -94,7 +95,7 @@ def check_dim_names(spec, model: onnx.ModelProto) -> list[str]:
     problems = []
     for value in model.graph.input:
         shape = value.type.tensor_type.shape.dim
-        for axis, want in pm.dim_names(spec, value.name).items():
+        for axis, want in pi.dim_names(spec, value.name).items():
             got = shape[axis].dim_param or shape[axis].dim_value
             if got != want:
                 problems.append(f"{value.name}[{axis}] is {got!r}, expected {want!r}")
@@ -111,9 +112,9 @@ def run_ort(path: pathlib.Path, inputs: dict[str, np.ndarray]) -> dict[str, np.n
     return dict(zip(names, session.run(names, feed)))
 
 
-def run_eager(spec, config, module, inputs) -> dict[str, np.ndarray]:
+def run_eager(spec, module, inputs) -> dict[str, np.ndarray]:
     with torch.no_grad():
-        return pm.flatten_outputs(spec, config, module(*pm.to_torch_args(spec, config, inputs)))
+        return pm.flatten_outputs(spec, module(*pm.to_torch_args(spec, inputs)))
 
 
 def agrees(expected: dict, actual: dict) -> bool:
@@ -149,11 +150,11 @@ def write_test_set(directory: pathlib.Path, model: onnx.ModelProto, inputs, outp
 
 
 def export_one(spec, exporter: str, tiny: bool, out: pathlib.Path) -> dict:
-    config = pm.make_config(spec.family, tiny)
+    size = pi.sizes(spec.family, tiny)
     module = pm.wrap(spec, pm.build_hf_model(spec, tiny))
-    example = pm.make_inputs(spec, config, EXAMPLE["batch"], EXAMPLE["seq"],
+    example = pi.make_inputs(spec, size, EXAMPLE["batch"], EXAMPLE["seq"],
                              EXAMPLE["past"] if spec.with_past else 0, seed=99)
-    args = pm.to_torch_args(spec, config, example)
+    args = pm.to_torch_args(spec, example)
     directory = out / f"{spec.name}-{exporter}"
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "model.onnx"
@@ -164,7 +165,7 @@ def export_one(spec, exporter: str, tiny: bool, out: pathlib.Path) -> dict:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             (export_torchscript if exporter == "torchscript" else export_dynamo)(
-                spec, config, module, args, path)
+                spec, size, module, args, path)
     except Exception as error:  # an exporter failure is a result to report
         record.update(status="failed", seconds=round(time.perf_counter() - start, 2),
                       error=f"{type(error).__name__}: {str(error).strip().splitlines()[0][:300]}",
@@ -179,8 +180,8 @@ def export_one(spec, exporter: str, tiny: bool, out: pathlib.Path) -> dict:
     problems = check_dim_names(spec, model)
     checks = []
     for k, case in enumerate(test_cases(spec, tiny)):
-        inputs = pm.make_inputs(spec, config, seed=k, **case)
-        expected = run_eager(spec, config, module, inputs)
+        inputs = pi.make_inputs(spec, size, seed=k, **case)
+        expected = run_eager(spec, module, inputs)
         try:
             actual = run_ort(path, inputs)
         except Exception as error:
@@ -230,8 +231,8 @@ def main() -> int:
     parser.add_argument("--out", type=pathlib.Path,
                         help="output directory (default: ${XDG_CACHE_HOME:-~/.cache}/shapeshift/models, "
                              "and its tiny/ with --tiny)")
-    parser.add_argument("--models", default=",".join(pm.MODELS),
-                        help="comma-separated subset of " + ",".join(pm.MODELS))
+    parser.add_argument("--models", default=",".join(pi.MODELS),
+                        help="comma-separated subset of " + ",".join(pi.MODELS))
     parser.add_argument("--exporters", default=",".join(EXPORTERS))
     parser.add_argument("--skip-existing", action="store_true",
                         help="keep a model.onnx that is already there (its report entry is "
@@ -241,25 +242,32 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(2)
 
+    # The report covers every export in OUT, so a run of a subset keeps the others' entries.
     previous = {}
-    if args.skip_existing and (out / "export_report.json").exists():
+    if (out / "export_report.json").exists():
         for r in json.loads((out / "export_report.json").read_text())["exports"]:
             previous[(r["model"], r["exporter"])] = r
     records = []
+    done = set()
     for name in args.models.split(","):
-        if name not in pm.MODELS:
-            parser.error(f"unknown model {name!r}; known: {', '.join(pm.MODELS)}")
+        if name not in pi.MODELS:
+            parser.error(f"unknown model {name!r}; known: {', '.join(pi.MODELS)}")
         for exporter in args.exporters.split(","):
             if exporter not in EXPORTERS:
                 parser.error(f"unknown exporter {exporter!r}; known: {', '.join(EXPORTERS)}")
+            done.add((name, exporter))
             old = previous.get((name, exporter))
-            if old and old["status"] != "failed" and pathlib.Path(old["path"]).exists():
+            if (args.skip_existing and old and old["status"] != "failed"
+                    and pathlib.Path(old["path"]).exists()):
                 records.append(old)
                 continue
             print(f"exporting {name} with {exporter} ...", file=sys.stderr, flush=True)
-            records.append(export_one(pm.MODELS[name], exporter, args.tiny, out))
+            records.append(export_one(pi.MODELS[name], exporter, args.tiny, out))
+    failed_now = any(r["status"] == "failed" for r in records)
+    records += [r for key, r in previous.items()
+                if key not in done and pathlib.Path(r["path"]).exists()]
     write_report(out, records)
-    return 0 if all(r["status"] != "failed" for r in records) else 1
+    return 1 if failed_now else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Turns the JSON results of run.sh into markdown tables.
+
+Input layout (written by run.sh):
+  RESULTS/machine.json                      lscpu model, versions, date
+  RESULTS/<model>/<engine>.round<K>.json    peer_bench.py output, one per process
+  RESULTS/<model>/<engine>.npz              outputs of the last round (agreement)
+  RESULTS/<model>/shapeshift.json           shapeshift_bench.py output, when the
+                                            CLI can run models (same schema)
+
+Figures are absolute, with ratios shapeshift / peer (below 1 means shapeshift
+is faster or smaller). Where there is no shapeshift result the column says so;
+a number is never made up. Several rounds of one engine are combined by the
+median of each figure (run.sh interleaves rounds to spread machine noise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+
+import numpy as np
+
+PEERS = ("ort", "torch-eager", "torch-compile-dynamic", "torch-compile-default")
+SHAPESHIFT = "shapeshift"
+NOT_RUNNABLE = "shapeshift: not yet runnable"
+
+
+def load_rounds(model_dir: pathlib.Path, engine: str) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(model_dir.glob(f"{engine}.round*.json"))]
+
+
+def median_of(rounds: list[dict], getter) -> float | None:
+    values = []
+    for r in rounds:
+        try:
+            value = getter(r)
+        except (KeyError, IndexError, TypeError):
+            continue
+        if value is not None:
+            values.append(value)
+    return statistics.median(values) if values else None
+
+
+def fmt(value, digits=3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}g}" if abs(value) < 1000 else f"{value:.0f}"
+
+
+def ratio(ours, theirs) -> str:
+    if ours is None or theirs in (None, 0):
+        return "—"
+    return f"{ours / theirs:.2f}×"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines + [""]
+
+
+class ModelResults:
+    def __init__(self, model_dir: pathlib.Path):
+        self.name = model_dir.name
+        self.dir = model_dir
+        self.rounds = {e: load_rounds(model_dir, e) for e in PEERS}
+        self.engines = [e for e in PEERS if self.rounds[e]]
+        shapeshift_file = model_dir / "shapeshift.json"
+        self.shapeshift = json.loads(shapeshift_file.read_text()) if shapeshift_file.exists() else None
+        self.shapeshift_note = NOT_RUNNABLE
+        if self.shapeshift is not None and self.shapeshift.get("error"):
+            self.shapeshift_note = f"shapeshift: failed ({self.shapeshift['error']})"
+            self.shapeshift = None
+
+    def figure(self, engine: str, getter):
+        if engine == SHAPESHIFT:
+            return median_of([self.shapeshift], getter) if self.shapeshift else None
+        return median_of(self.rounds[engine], getter)
+
+    def ratio_cells(self, getter) -> list[str]:
+        ours = self.figure(SHAPESHIFT, getter)
+        if self.shapeshift is None:
+            return [NOT_RUNNABLE] * len(self.engines)
+        return [ratio(ours, self.figure(e, getter)) for e in self.engines]
+
+    def shapeshift_cell(self, getter, digits=3) -> str:
+        return fmt(self.figure(SHAPESHIFT, getter), digits) if self.shapeshift else self.shapeshift_note
+
+    def section(self) -> list[str]:
+        lines = [f"## {self.name}", ""]
+        if not self.engines:
+            return lines + ["no peer results", ""]
+        lines.append("rounds per engine: " + ", ".join(
+            f"{e} {len(self.rounds[e])}" for e in self.engines))
+        if self.rounds["ort"]:
+            lines.append(f"ORT model file: `{self.rounds['ort'][0]['model_file']}`")
+        lines.append("")
+        lines += self.latency_table() + self.trace_table() + self.cold_table()
+        lines += self.memory_table() + self.agreement_table()
+        return lines
+
+    def latency_table(self) -> list[str]:
+        shapes = sorted({(row["batch"], row["length"])
+                         for e in self.engines for r in self.rounds[e] for row in r["latency"]})
+        if not shapes:
+            return []
+        header = ["batch", "length"] + [f"{e} median ms (p99)" for e in self.engines]
+        header += ["shapeshift median ms (p99)"] + [f"shapeshift / {e}" for e in self.engines]
+        rows = []
+        for batch, length in shapes:
+            def pick(key):
+                return lambda r: next(row[key] for row in r["latency"]
+                                      if row["batch"] == batch and row["length"] == length)
+            cells = [f"{fmt(self.figure(e, pick('median_ms')))} ({fmt(self.figure(e, pick('p99_ms')))})"
+                     for e in self.engines]
+            if self.shapeshift:
+                ss = (f"{fmt(self.figure(SHAPESHIFT, pick('median_ms')))} "
+                      f"({fmt(self.figure(SHAPESHIFT, pick('p99_ms')))})")
+            else:
+                ss = self.shapeshift_note
+            rows.append([str(batch), str(length)] + cells + [ss] + self.ratio_cells(pick("median_ms")))
+        return ["### Latency (warm; median over repeats, median over rounds)", ""] + table(header, rows)
+
+    def trace_table(self) -> list[str]:
+        metrics = [
+            ("requests", lambda r: r["trace"]["requests"], 0),
+            ("total engine time s", lambda r: r["trace"]["engine_s"], 4),
+            ("time to first result s", lambda r: r["trace"]["time_to_first_result_s"], 4),
+            ("per-request median ms", lambda r: r["trace"]["per_request"]["median_ms"], 3),
+            ("per-request p99 ms", lambda r: r["trace"]["per_request"]["p99_ms"], 3),
+            ("per-request max ms", lambda r: r["trace"]["per_request"]["max_ms"], 3),
+            ("compiles", lambda r: r["trace"]["compile"]["compiles"], 0),
+            ("recompiles", lambda r: r["trace"]["compile"]["recompiles"], 0),
+            ("recompile-limit hits (fell back to eager)",
+             lambda r: r["trace"]["compile"]["recompile_limit_hits"], 0),
+            ("compile time s", lambda r: r["trace"]["compile"]["compile_seconds"], 4),
+        ]
+        return self.metric_table("Variable-length trace (batch 1, cold engine)", metrics)
+
+    def cold_table(self) -> list[str]:
+        metrics = [
+            ("prepare s (session / compile wrapper)", lambda r: r["cold"]["prepare_s"], 4),
+            ("first run s", lambda r: r["cold"]["first_run_s"], 4),
+            ("first result s", lambda r: r["cold"]["first_result_s"], 4),
+        ]
+        return self.metric_table("Cold start", metrics)
+
+    def memory_table(self) -> list[str]:
+        metrics = [
+            ("peak RSS MB", lambda r: r["memory"]["peak_rss_mb"], 4),
+            ("RSS after imports MB", lambda r: r["memory"]["rss_after_imports_mb"], 4),
+        ]
+        return self.metric_table("Memory (whole process)", metrics)
+
+    def metric_table(self, title: str, metrics) -> list[str]:
+        header = ["metric"] + list(self.engines) + ["shapeshift"] + [
+            f"shapeshift / {e}" for e in self.engines]
+        rows = []
+        for label, getter, digits in metrics:
+            values = [self.figure(e, getter) for e in self.engines]
+            if all(v is None for v in values):
+                continue
+            cells = [fmt(int(v) if digits == 0 and v is not None else v, digits or 3)
+                     for v in values]
+            rows.append([label] + cells + [self.shapeshift_cell(getter, digits or 3)]
+                        + self.ratio_cells(getter))
+        return [f"### {title}", ""] + table(header, rows) if rows else []
+
+    def agreement_table(self) -> list[str]:
+        """Max abs difference of each engine's outputs from torch eager's."""
+        reference_file = self.dir / "torch-eager.npz"
+        if not reference_file.exists():
+            return []
+        reference = np.load(reference_file)
+        rows = []
+        for engine in [e for e in self.engines if e != "torch-eager"] + [SHAPESHIFT]:
+            path = self.dir / f"{engine}.npz"
+            if not path.exists():
+                rows.append([engine, self.shapeshift_note if engine == SHAPESHIFT else "no outputs"])
+                continue
+            other = np.load(path)
+            missing = [k for k in reference.files if k not in other.files]
+            if missing:
+                rows.append([engine, f"missing outputs: {', '.join(missing[:3])}"])
+                continue
+            diff = max(float(np.max(np.abs(reference[k] - other[k]))) for k in reference.files)
+            rows.append([engine, f"{diff:.3g}"])
+        return ["### Agreement with torch eager (max abs diff over saved outputs)", ""] + table(
+            ["engine", "max abs diff"], rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=pathlib.Path)
+    parser.add_argument("--out", type=pathlib.Path, help="markdown file (default: stdout)")
+    args = parser.parse_args()
+    machine_file = args.results / "machine.json"
+    machine = json.loads(machine_file.read_text()) if machine_file.exists() else {}
+    lines = ["# shapeshift vs peers", ""]
+    for key, value in machine.items():
+        lines.append(f"- {key}: {value}")
+    lines += ["", "Ratios are shapeshift / peer: below 1 means shapeshift is faster or smaller.", ""]
+    for model_dir in sorted(p for p in args.results.iterdir() if p.is_dir()):
+        lines += ModelResults(model_dir).section()
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        args.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
