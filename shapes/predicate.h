@@ -73,6 +73,7 @@ class Predicate {
   struct Node;
 
  private:
+  friend class PredicateBuilder;  // the one place nodes are made (predicate.cc)
   explicit Predicate(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
   std::shared_ptr<const Node> node_;
 };

@@ -15,6 +15,7 @@
 #define SHAPESHIFT_SHAPES_SHAPE_ENV_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,7 @@ enum class Answer {
 bool IsTrue(Answer a);    // kProvenTrue or kSpecializedTrue
 bool IsFalse(Answer a);   // kProvenFalse or kSpecializedFalse
 const char* AnswerName(Answer a);
+const char* SymbolPolicyName(SymbolPolicy p);
 
 class Z3Bridge;
 
@@ -110,6 +112,15 @@ class ShapeEnv {
   Z3Bridge& z3();
 
  private:
+  // Range/modular analysis over the declared ranges, scoped facts and
+  // recorded guards; std::nullopt when it cannot decide.
+  std::optional<bool> ProveCheaply(const Predicate& p) const;
+  // ProveCheaply, then Z3 (both p and !p); std::nullopt when neither decides.
+  std::optional<bool> Decide(const Predicate& p);
+  // Why `question` may not be specialized on (see Query's rules), or
+  // std::nullopt when it may.
+  std::optional<std::string> WhyNotSpecializable(const Predicate& question) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

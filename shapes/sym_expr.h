@@ -96,7 +96,10 @@ class SymExpr {
   const internal::ExprNode* node() const { return node_; }
 
  private:
-  explicit SymExpr(const internal::ExprNode* node) : node_(node) {}
+  // Tagged so that `SymExpr(0)` (0 is also a null pointer constant) picks
+  // the int64_t constructor unambiguously.
+  struct FromNode {};
+  SymExpr(const internal::ExprNode* node, FromNode) : node_(node) {}
   friend struct internal::ExprNode;
   friend class SymExprFactory;
   const internal::ExprNode* node_;
