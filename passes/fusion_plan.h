@@ -1,0 +1,178 @@
+// FusionPlan: the contract between passes/ and the lowering (codegen/lower).
+//
+// Why a plan instead of a rewritten graph: the optimized Graph stays the one
+// source of truth for semantics (the interpreter can still run it, so tests
+// prove the passes preserve meaning), and the plan only says how its nodes
+// are *grouped* into kernels. Lowering walks the groups in order and emits
+// one kernel (or one oneDNN matmul) per group; it never has to re-discover a
+// pattern, and every shape fact the grouping relied on was asked of the
+// ShapeEnv (so it is either proven for the whole domain or a recorded guard).
+//
+// Rules every plan obeys (checked by VerifyFusionPlan):
+//  - Groups are in topological order; every node that computes runtime data
+//    is in exactly one group. Nodes in no group are compile-time shape
+//    computations (e.g. Shape→Gather feeding a Range limit): their outputs
+//    are read only as *shape operands* and have Value::elements() known.
+//  - Shape operands (Reshape/Expand shape, ConstantOfShape input, Slice
+//    starts/ends/axes/steps, Range start/limit/delta, Squeeze/Unsqueeze axes,
+//    Reduce* axes) are never group inputs: lowering reads them from
+//    Value::elements() (SymExprs) or from the typed fields below.
+//  - A group's `inputs` are the data Values it reads that are defined outside
+//    it (graph inputs, constants, other groups' outputs), deduplicated, in
+//    first-use order. Its `outputs` are the Values it defines that are read
+//    outside it or are graph outputs; every other value it defines is a
+//    temporary that lives only inside the kernel.
+//  - No work is duplicated: a value computed inside a group is never also
+//    recomputed by another group. A producer is fused into its consumer only
+//    when all its uses are inside that consumer's group (or it is a group
+//    output as well, then it is stored once and read by the others).
+//  - All data is dense, row-major; shapes are the Values' TensorTypes.
+#ifndef SHAPESHIFT_PASSES_FUSION_PLAN_H_
+#define SHAPESHIFT_PASSES_FUSION_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "graph/graph.h"
+#include "shapes/sym_expr.h"
+
+namespace shapeshift::passes {
+
+enum class GroupKind {
+  kMatmul,       // MatMul/Gemm + epilogue → one oneDNN matmul with post-ops
+  kElementwise,  // a DAG of elementwise ops over one iteration domain
+  kSoftmax,      // [scale] [+ mask] → Softmax over the last axis
+  kLayerNorm,    // [residual +] LayerNormalization over the last axis
+  kReduction,    // Reduce* over trailing axes [+ elementwise on the result]
+  kTranspose,    // a permutation copy
+  kView,         // Reshape/Squeeze/Unsqueeze/Flatten: output aliases input
+  kCopy,         // a reshape that cannot alias (see kView): row-major copy
+  kGather,       // embedding lookup: Gather axis 0 of a constant table
+  kConcat,       // concatenation copy (KV cache)
+  kSlice,        // strided slice copy
+  kOther,        // one node with no fused lowering; lowering rejects it
+};
+const char* GroupKindName(GroupKind kind);
+
+// Both ONNX (opset 20) Gelu forms; recognized from their decompositions.
+enum class GeluForm { kNone, kErf, kTanh };
+const char* GeluFormName(GeluForm form);
+
+// A GELU recognized inside the graph's primitive ops (the graph has no Gelu
+// op, so the graph keeps x*0.5*(1+erf(x/√2)) or the tanh form; this records
+// that `output` = gelu(`input`) and which nodes compute it). Every value
+// defined by `nodes` except `output` is used only by `nodes`.
+struct GeluMatch {
+  Value* input = nullptr;
+  Value* output = nullptr;
+  GeluForm form = GeluForm::kNone;
+  std::vector<Node*> nodes;  // topological order; the last defines `output`
+};
+
+// output = activation(scale * (a · op(b)) + bias) + residual
+// (the order oneDNN applies post-ops in; a scale that follows a bias Add is
+// not absorbed).
+struct MatmulGroup {
+  Value* a = nullptr;         // [..., M, K]
+  Value* b = nullptr;         // as stored: [..., K, N], or [..., N, K] if transpose_b
+  bool transpose_b = false;   // b is the input of an absorbed Transpose (last two dims)
+  // True when b is 2-D (weights): a's leading dims are flattened into M.
+  // Otherwise a and b have the same rank and provably equal batch dims,
+  // which are flattened into one batch dim.
+  bool b_is_2d = false;
+  float scale = 1.0f;         // from Mul/Div by a constant scalar
+  Value* bias = nullptr;      // constant, N elements ([N] or [1,...,1,N]); or null
+  GeluForm activation = GeluForm::kNone;
+  Value* residual = nullptr;  // provably the output's shape; or null
+};
+
+struct SoftmaxGroup {
+  Value* x = nullptr;      // the scores before scale and mask
+  float scale = 1.0f;      // softmax(x * scale + mask)
+  Value* mask = nullptr;   // additive; broadcasts (numpy rules) to x; or null
+};
+
+struct LayerNormGroup {
+  Value* x = nullptr;         // normalized input is x (+ residual)
+  Value* residual = nullptr;  // same shape as x; or null
+  Value* gamma = nullptr;     // [N]
+  Value* beta = nullptr;      // [N]; or null (zero)
+  float epsilon = 1e-5f;
+  // When residual is set and the sum x + residual is also read outside the
+  // group, it is stored here (a group output); else null.
+  Value* sum_output = nullptr;
+};
+
+struct ElementwiseGroup {
+  // The iteration domain: every group output has exactly this shape; every
+  // input and intermediate broadcasts to it (numpy rules, right-aligned).
+  // Generator ops (Range, ConstantOfShape, Expand of a constant) compute from
+  // the output index and their shape operands' elements().
+  std::vector<SymExpr> domain;
+  // Optional speed-ups: lowering may compute each match's output directly.
+  std::vector<GeluMatch> gelus;
+};
+
+struct ReductionGroup {
+  Node* reduce = nullptr;     // the Reduce* node (first in `nodes`)
+  int64_t reduced_axes = 0;   // trailing axes reduced (count)
+  bool keepdims = true;
+  // Nodes after `reduce` are elementwise over the reduced shape.
+};
+
+struct TransposeGroup {
+  std::vector<int64_t> perm;  // output dim i is input dim perm[i]
+};
+
+struct ConcatGroup {
+  int64_t axis = 0;  // non-negative
+};
+
+struct SliceGroup {
+  // Per input axis (full rank): element out[i] reads in[start + i * step].
+  // Starts are already clamped/normalized; output sizes are the output type.
+  std::vector<SymExpr> starts;
+  std::vector<int64_t> steps;
+};
+
+struct Group {
+  int id = 0;                  // position in FusionPlan::groups
+  GroupKind kind = GroupKind::kOther;
+  std::vector<Node*> nodes;    // topological order
+  std::vector<Value*> inputs;  // data inputs defined outside (see top)
+  std::vector<Value*> outputs; // values read outside / graph outputs
+  // Kind-specific fields; only the one matching `kind` is meaningful
+  // (kView/kCopy/kGather/kOther need none beyond nodes/inputs/outputs;
+  // for kGather inputs are {table, indices}).
+  MatmulGroup matmul;
+  SoftmaxGroup softmax;
+  LayerNormGroup layer_norm;
+  ElementwiseGroup elementwise;
+  ReductionGroup reduction;
+  TransposeGroup transpose;
+  ConcatGroup concat;
+  SliceGroup slice;
+
+  // A short readable summary, e.g. `#3 matmul[transpose_b, scale=0.125] (MatMul_4, Div_5) -> v12`.
+  std::string ToString() const;
+};
+
+struct FusionPlan {
+  std::vector<Group> groups;
+  // Per Value::id(): the group defining it, -1 for graph inputs, constants
+  // and compile-time shape values.
+  std::vector<int> group_of_value;
+
+  int GroupOf(const Value* v) const;
+  std::string ToString() const;
+};
+
+// Checks the rules at the top of this file against `graph`; the error names
+// the first offending group, node or value.
+absl::Status VerifyFusionPlan(const Graph& graph, const FusionPlan& plan);
+
+}  // namespace shapeshift::passes
+
+#endif  // SHAPESHIFT_PASSES_FUSION_PLAN_H_
