@@ -1,0 +1,97 @@
+// OnednnMatmul: one (batched) matmul with a fused epilogue, on oneDNN.
+//
+//   C[b] = act(scale * (A[b] · op(B[b]) + bias)) + R[b]
+//
+// (oneDNN applies the output scale after the bias; a caller that wants the
+// bias unscaled passes bias / scale.)
+//
+// A is [batch, M, K], B is [batch, K, N] (or [batch, N, K] with transpose_b,
+// for Q·Kᵀ), C and the residual R are [batch, M, N]; bias is per-N; all
+// dense row-major f32. batch == 0 means plain 2-D operands; callers flatten
+// leading batch dims [B..., M, K] into one.
+//
+// Why a wrapper: a oneDNN primitive is expensive to create (it JITs code), so
+// it is created once per configuration and executed with the actual sizes.
+// Each dimension is either static (fixed at creation) or kRuntimeDim (given
+// at every Execute): measured on this machine, runtime dims select oneDNN's
+// gemm:jit and fully static dims brg:avx512_core, and neither wins on every
+// shape, so a tier above chooses per shape class.
+//
+// The oneDNN engine is shared by every matmul; each thread executes on its
+// own stream. Execute() is thread-safe.
+#ifndef SHAPESHIFT_CODEGEN_CPU_ONEDNN_MATMUL_H_
+#define SHAPESHIFT_CODEGEN_CPU_ONEDNN_MATMUL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace shapeshift::codegen::cpu {
+
+// A dimension bound at each Execute() instead of at creation.
+inline constexpr int64_t kRuntimeDim = -1;
+
+enum class MatmulActivation { kNone, kGeluErf, kGeluTanh };
+
+struct MatmulConfig {
+  int64_t batch = 0;  // 0: 2-D operands; else static size or kRuntimeDim
+  int64_t m = kRuntimeDim;
+  int64_t k = kRuntimeDim;
+  int64_t n = kRuntimeDim;
+  bool transpose_b = false;  // B is stored [batch, N, K]
+  bool bias = false;
+  float scale = 1.0f;
+  MatmulActivation activation = MatmulActivation::kNone;
+  bool residual = false;
+};
+
+// Actual sizes for one Execute(); batch is ignored for 2-D configurations.
+struct MatmulShape {
+  int64_t batch = 1;
+  int64_t m = 0;
+  int64_t k = 0;
+  int64_t n = 0;
+};
+
+struct MatmulOperands {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  const float* bias = nullptr;      // required iff config.bias
+  // Required iff config.residual. It may equal c (in place); otherwise it is
+  // first copied into c, because oneDNN adds it as a `sum` post-op (its
+  // binary post-ops need static dims).
+  const float* residual = nullptr;
+  float* c = nullptr;
+};
+
+class OnednnMatmul {
+ public:
+  // Creates the oneDNN primitive; an error names the configuration.
+  static absl::StatusOr<std::unique_ptr<OnednnMatmul>> Create(const MatmulConfig& config);
+  ~OnednnMatmul();
+
+  // Runs on the calling thread's stream and waits for completion. Sizes must
+  // be positive and equal the static ones.
+  absl::Status Execute(const MatmulShape& shape, const MatmulOperands& operands) const;
+
+  const MatmulConfig& config() const { return config_; }
+  // oneDNN's implementation name, e.g. "gemm:jit" or "brg:avx512_core".
+  const std::string& implementation() const { return implementation_; }
+
+ private:
+  struct Primitive;
+  OnednnMatmul(const MatmulConfig& config, std::unique_ptr<Primitive> primitive, std::string implementation);
+  MatmulConfig config_;
+  std::unique_ptr<Primitive> primitive_;
+  std::string implementation_;
+};
+
+// "matmul[batch=?, m=?, k=768, n=768, bias, gelu_erf]" — for messages and logs.
+std::string DescribeConfig(const MatmulConfig& config);
+
+}  // namespace shapeshift::codegen::cpu
+
+#endif  // SHAPESHIFT_CODEGEN_CPU_ONEDNN_MATMUL_H_

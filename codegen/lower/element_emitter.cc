@@ -1,0 +1,328 @@
+#include "codegen/lower/element_emitter.h"
+
+#include <cmath>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "graph/dtype.h"
+
+namespace shapeshift::codegen::lower {
+namespace {
+
+absl::Status Unsupported(const Node* node, absl::string_view why) {
+  return absl::UnimplementedError(
+      absl::StrCat("cannot lower node '", node->name(), "' (", node->op_type(), "): ", why));
+}
+
+codegen::Value BoolConst(bool b) {
+  auto node = std::make_shared<ValueNode>();
+  node->kind = ValueKind::kConst;
+  node->type = ScalarType::kBool;
+  node->i_value = b ? 1 : 0;
+  return node;
+}
+
+codegen::Value TypedConst(ScalarType type, double v) {
+  if (type == ScalarType::kF32) return F32(v);
+  if (type == ScalarType::kBool) return BoolConst(v != 0);
+  if (type == ScalarType::kI64) return I64(static_cast<int64_t>(v));
+  return Cast(type, I64(static_cast<int64_t>(v)));
+}
+
+// The element of a one-element constant, inlined into the kernel.
+std::optional<codegen::Value> InlineScalar(const Value* v) {
+  const Tensor* t = v->constant();
+  if (t == nullptr || t->num_elements() != 1) return std::nullopt;
+  switch (t->dtype()) {
+    case DType::kF32: return F32(t->GetAsDouble(0));
+    case DType::kI64: return I64(t->GetAsInt64(0));
+    case DType::kI32: return Cast(ScalarType::kI32, I64(t->GetAsInt64(0)));
+    case DType::kBool: return BoolConst(t->GetAsInt64(0) != 0);
+    default: return std::nullopt;
+  }
+}
+
+std::optional<double> ScalarConstant(const Value* v) {
+  const Tensor* t = v == nullptr ? nullptr : v->constant();
+  if (t == nullptr || t->num_elements() != 1) return std::nullopt;
+  return t->GetAsDouble(0);
+}
+
+bool IsViewOp(const std::string& op) {
+  return op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Identity";
+}
+
+}  // namespace
+
+absl::StatusOr<ScalarType> KernelType(DType dtype, const std::string& what) {
+  switch (dtype) {
+    case DType::kF32: return ScalarType::kF32;
+    case DType::kI64: return ScalarType::kI64;
+    case DType::kI32: return ScalarType::kI32;
+    case DType::kBool: return ScalarType::kBool;
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat(what, ": element type ", DTypeName(dtype), " is not supported by compiled kernels"));
+  }
+}
+
+ElementEmitter::ElementEmitter(Kernel* kernel, ShapeEnv* env, const std::vector<Node*>& group_nodes)
+    : kernel_(kernel), env_(env), dims_(kernel) {
+  for (const Node* n : group_nodes) in_group_.insert(n);
+}
+
+SymExpr ElementEmitter::Linear(const std::vector<SymExpr>& model_shape, const std::vector<SymExpr>& idx) {
+  SymExpr linear = 0;
+  SymExpr stride = 1;
+  for (int k = static_cast<int>(model_shape.size()) - 1; k >= 0; --k) {
+    linear = linear + idx[k] * stride;
+    stride = stride * dims_.Bind(model_shape[k]);
+  }
+  return linear;
+}
+
+absl::StatusOr<std::vector<SymExpr>> ElementEmitter::BroadcastIndex(const Value* v,
+                                                                    const std::vector<SymExpr>& target,
+                                                                    const std::vector<SymExpr>& idx,
+                                                                    const Node* at) {
+  const std::vector<SymExpr>& shape = v->type().shape;
+  size_t offset = target.size() - shape.size();
+  if (shape.size() > target.size()) {
+    return Unsupported(at, absl::StrCat("input '", v->name(), "' has a higher rank than the result"));
+  }
+  std::vector<SymExpr> out(shape.size());
+  for (size_t k = 0; k < shape.size(); ++k) {
+    SymExpr dim = shape[k];
+    SymExpr want = target[k + offset];
+    if (dim == want || env_->CanProveEqual(dim, want)) {
+      out[k] = idx[k + offset];
+    } else if (dim == SymExpr(1) || env_->CanProveEqual(dim, 1)) {
+      out[k] = 0;
+    } else {
+      return Unsupported(at, absl::StrCat("cannot prove that dim ", k, " of '", v->name(), "' (", dim.ToString(),
+                                          ") equals ", want.ToString(), " or 1 for every input"));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<BufferRef> ElementEmitter::InputBuffer(const Value* v) {
+  if (auto it = buffer_of_.find(v); it != buffer_of_.end()) {
+    return BufferRef{it->second, kernel_->buffers[it->second].dtype};
+  }
+  absl::StatusOr<ScalarType> type = KernelType(v->type().dtype, "value '" + v->name() + "'");
+  if (!type.ok()) return type.status();
+  BufferRef ref = kernel_->AddInput(absl::StrCat("in", buffer_values_.size()), *type);
+  buffer_of_[v] = ref.index;
+  buffer_values_.push_back(v);
+  return ref;
+}
+
+absl::StatusOr<BufferRef> ElementEmitter::OutputBuffer(const Value* v) {
+  absl::StatusOr<ScalarType> type = KernelType(v->type().dtype, "value '" + v->name() + "'");
+  if (!type.ok()) return type.status();
+  BufferRef ref = kernel_->AddOutput(absl::StrCat("out", buffer_values_.size()), *type);
+  buffer_values_.push_back(v);
+  return ref;
+}
+
+absl::StatusOr<codegen::Value> ElementEmitter::EmitBroadcast(const Value* v, const std::vector<SymExpr>& target,
+                                                             const std::vector<SymExpr>& idx, const Node* at) {
+  absl::StatusOr<std::vector<SymExpr>> vidx = BroadcastIndex(v, target, idx, at);
+  if (!vidx.ok()) return vidx.status();
+  return Emit(v, *vidx);
+}
+
+absl::StatusOr<codegen::Value> ElementEmitter::Emit(const Value* v, const std::vector<SymExpr>& idx) {
+  if (auto it = overrides_.find(v); it != overrides_.end()) return it->second;
+  auto key = std::make_pair(v->id(), idx);
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  absl::StatusOr<codegen::Value> result;
+  Node* producer = v->producer();
+  if (producer != nullptr && in_group_.contains(producer)) {
+    result = EmitNode(producer, v, idx);
+  } else if (std::optional<codegen::Value> scalar = InlineScalar(v)) {
+    result = *scalar;
+  } else {
+    absl::StatusOr<BufferRef> buffer = InputBuffer(v);
+    if (!buffer.ok()) return buffer.status();
+    result = Load(*buffer, Linear(v->type().shape, idx));
+  }
+  if (result.ok()) memo_[key] = *result;
+  return result;
+}
+
+absl::StatusOr<codegen::Value> ElementEmitter::EmitInput(const Node* node, int i, const std::vector<SymExpr>& idx) {
+  const Value* in = node->input(i);
+  if (in == nullptr) return Unsupported(node, absl::StrCat("input ", i, " is absent"));
+  return EmitBroadcast(in, node->output(0)->type().shape, idx, node);
+}
+
+absl::StatusOr<std::vector<SymExpr>> ElementEmitter::ReshapeIndex(const Value* in, const Value* out,
+                                                                  const std::vector<SymExpr>& idx) {
+  // Squeeze/Unsqueeze-like: the non-1 dims agree in order, so the index maps
+  // dim to dim without division.
+  std::vector<int> in_non1, out_non1;
+  for (int k = 0; k < in->type().rank(); ++k) {
+    if (in->type().shape[k] != SymExpr(1)) in_non1.push_back(k);
+  }
+  for (int k = 0; k < out->type().rank(); ++k) {
+    if (out->type().shape[k] != SymExpr(1)) out_non1.push_back(k);
+  }
+  bool same_dims = in_non1.size() == out_non1.size();
+  for (size_t i = 0; same_dims && i < in_non1.size(); ++i) {
+    same_dims = in->type().shape[in_non1[i]] == out->type().shape[out_non1[i]];
+  }
+  std::vector<SymExpr> in_idx(in->type().rank(), SymExpr(0));
+  if (same_dims) {
+    for (size_t i = 0; i < in_non1.size(); ++i) in_idx[in_non1[i]] = idx[out_non1[i]];
+    return in_idx;
+  }
+  // General row-major reshape: linearize, then split by the input's dims.
+  SymExpr linear = Linear(out->type().shape, idx);
+  SymExpr stride = 1;
+  for (int k = static_cast<int>(in->type().rank()) - 1; k >= 0; --k) {
+    SymExpr dim = dims_.Bind(in->type().shape[k]);
+    in_idx[k] = k == 0 ? FloorDiv(linear, stride) : Mod(FloorDiv(linear, stride), dim);
+    stride = stride * dim;
+  }
+  return in_idx;
+}
+
+absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const Value* v,
+                                                        const std::vector<SymExpr>& idx) {
+  const std::string& op = node->op_type();
+  absl::StatusOr<ScalarType> out_type = KernelType(v->type().dtype, "node '" + node->name() + "'");
+  if (!out_type.ok()) return out_type.status();
+  auto arg = [&](int i) { return EmitInput(node, i, idx); };
+#define SS_ARG(name, i)                                     \
+  absl::StatusOr<codegen::Value> name##_or = arg(i);        \
+  if (!name##_or.ok()) return name##_or.status();           \
+  codegen::Value name = *name##_or
+
+  static const std::map<std::string, BinaryOp>* kBinary = new std::map<std::string, BinaryOp>{
+      {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul},
+      {"Div", BinaryOp::kDiv}, {"Max", BinaryOp::kMax}, {"Min", BinaryOp::kMin}};
+  static const std::map<std::string, UnaryOp>* kUnary = new std::map<std::string, UnaryOp>{
+      {"Neg", UnaryOp::kNeg},   {"Abs", UnaryOp::kAbs},   {"Exp", UnaryOp::kExp},
+      {"Log", UnaryOp::kLog},   {"Sqrt", UnaryOp::kSqrt}, {"Tanh", UnaryOp::kTanh},
+      {"Erf", UnaryOp::kErf},   {"Sigmoid", UnaryOp::kSigmoid}, {"Reciprocal", UnaryOp::kRecip}};
+  static const std::map<std::string, CompareOp>* kCompare = new std::map<std::string, CompareOp>{
+      {"Equal", CompareOp::kEq},          {"Less", CompareOp::kLt},  {"LessOrEqual", CompareOp::kLe},
+      {"Greater", CompareOp::kGt}, {"GreaterOrEqual", CompareOp::kGe}};
+
+  if (auto it = kBinary->find(op); it != kBinary->end()) {
+    if (node->num_inputs() < 2) return Unsupported(node, "expects two or more inputs");
+    SS_ARG(acc, 0);
+    for (int i = 1; i < node->num_inputs(); ++i) {
+      SS_ARG(rhs, i);
+      acc = Binary(it->second, acc, rhs);
+    }
+    return acc;
+  }
+  if (auto it = kUnary->find(op); it != kUnary->end()) {
+    SS_ARG(x, 0);
+    return Unary(it->second, x);
+  }
+  if (auto it = kCompare->find(op); it != kCompare->end()) {
+    SS_ARG(a, 0);
+    SS_ARG(b, 1);
+    return Compare(it->second, a, b);
+  }
+  if (op == "Relu") {
+    SS_ARG(x, 0);
+    return Max(x, TypedConst(*out_type, 0));
+  }
+  if (op == "Pow") {
+    SS_ARG(x, 0);
+    std::optional<double> e = ScalarConstant(node->input(1));
+    if (e && *e == 1) return x;
+    if (e && *e == 2) return x * x;
+    if (e && *e == 3) return x * x * x;
+    if (e && *e == 0.5) return Unary(UnaryOp::kSqrt, x);
+    if (e && *e == -1) return Unary(UnaryOp::kRecip, x);
+    if (*out_type != ScalarType::kF32) return Unsupported(node, "integer Pow with a non-constant exponent");
+    SS_ARG(y, 1);
+    // x^y = exp(y * log(x)), valid for x > 0; exact small integer powers
+    // (the common case for negative bases) are handled above.
+    return Exp(y * Unary(UnaryOp::kLog, x));
+  }
+  if (op == "Where") {
+    SS_ARG(c, 0);
+    SS_ARG(a, 1);
+    SS_ARG(b, 2);
+    return Select(c, a, b);
+  }
+  if (op == "Not") {
+    SS_ARG(x, 0);
+    return Select(x, BoolConst(false), BoolConst(true));
+  }
+  if (op == "And" || op == "Or") {
+    SS_ARG(a, 0);
+    SS_ARG(b, 1);
+    return op == "And" ? Select(a, b, BoolConst(false)) : Select(a, BoolConst(true), b);
+  }
+  if (op == "Cast") {
+    SS_ARG(x, 0);
+    if (x->type == *out_type) return x;
+    if (*out_type == ScalarType::kBool) return Compare(CompareOp::kNe, x, TypedConst(x->type, 0));
+    if (x->type == ScalarType::kBool) return Select(x, TypedConst(*out_type, 1), TypedConst(*out_type, 0));
+    return Cast(*out_type, x);
+  }
+  if (op == "Clip") {
+    SS_ARG(x, 0);
+    if (node->input(1) != nullptr) {
+      SS_ARG(lo, 1);
+      x = Max(x, lo);
+    }
+    if (node->input(2) != nullptr) {
+      SS_ARG(hi, 2);
+      x = Binary(BinaryOp::kMin, x, hi);
+    }
+    return x;
+  }
+  if (op == "Expand" || op == "Identity" || op == "Dropout") {
+    return arg(0);
+  }
+  if (IsViewOp(op)) {
+    absl::StatusOr<std::vector<SymExpr>> in_idx = ReshapeIndex(node->input(0), v, idx);
+    if (!in_idx.ok()) return in_idx.status();
+    return Emit(node->input(0), *in_idx);
+  }
+  if (op == "Transpose") {
+    int64_t rank = v->type().rank();
+    absl::StatusOr<std::vector<int64_t>> perm = node->attrs().GetInts("perm", {});
+    if (!perm.ok()) return perm.status();
+    std::vector<int64_t> p = *perm;
+    if (p.empty()) {
+      for (int64_t k = rank - 1; k >= 0; --k) p.push_back(k);
+    }
+    if (static_cast<int64_t>(p.size()) != rank) return Unsupported(node, "perm does not match the rank");
+    std::vector<SymExpr> in_idx(rank);
+    for (int64_t k = 0; k < rank; ++k) in_idx[p[k]] = idx[k];
+    return Emit(node->input(0), in_idx);
+  }
+  if (op == "Range") {
+    const auto& start = node->input(0)->elements();
+    const auto& delta = node->input(2)->elements();
+    if (!start || !delta || start->size() != 1 || delta->size() != 1) {
+      return Unsupported(node, "start and delta must be known shape values");
+    }
+    codegen::Value value = IndexValue(dims_.Bind((*start)[0]) + idx[0] * dims_.Bind((*delta)[0]));
+    return *out_type == ScalarType::kI64 ? value : Cast(*out_type, value);
+  }
+  if (op == "ConstantOfShape") {
+    double fill = 0;
+    if (node->attrs().Has("value")) {
+      absl::StatusOr<Tensor> t = node->attrs().GetTensor("value");
+      if (!t.ok()) return t.status();
+      if (t->num_elements() != 1) return Unsupported(node, "value must have one element");
+      fill = t->GetAsDouble(0);
+    }
+    return TypedConst(*out_type, fill);
+  }
+  return Unsupported(node, "op is not supported in a fused elementwise kernel");
+#undef SS_ARG
+}
+
+}  // namespace shapeshift::codegen::lower

@@ -1,0 +1,67 @@
+// LoweredStep: what one fusion group becomes — the backend-ready description
+// the runtime turns into a Program step.
+//
+// Why model-space SymExprs next to the kernel IR: a compiled kernel is
+// parameterized only by its own dims (d0, d1, ...), so the same layer norm of
+// 12 layers is one kernel; each call site says how to compute those dims from
+// the model's symbols (`dim_values`), and the runtime evaluates them per
+// request. Buffers are named by graph Values; the runtime decides where each
+// Value lives (an input, a constant, or an arena offset).
+#ifndef SHAPESHIFT_CODEGEN_LOWER_LOWERED_STEP_H_
+#define SHAPESHIFT_CODEGEN_LOWER_LOWERED_STEP_H_
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "codegen/cpu/onednn_matmul.h"
+#include "codegen/kernel_ir.h"
+#include "graph/graph.h"
+#include "shapes/sym_expr.h"
+
+namespace shapeshift::codegen::lower {
+
+// Run `kernel` with buffers[i] = storage of `buffers[i]` and
+// dims[i] = value of `dim_values[i]` (model symbols).
+struct KernelCall {
+  Kernel kernel;
+  std::vector<SymExpr> dim_values;
+  std::vector<const Value*> buffers;
+};
+
+// One oneDNN matmul; sizes in model symbols (batch is 1 for 2-D configs).
+struct MatmulCall {
+  cpu::MatmulConfig config;
+  SymExpr batch = 1, m, k, n;
+  const Value* a = nullptr;
+  const Value* b = nullptr;
+  const Value* bias = nullptr;
+  const Value* residual = nullptr;
+  const Value* c = nullptr;
+};
+
+// output[r, :] = table[indices[r], :] — an embedding lookup. Kept native
+// (not kernel IR) because the IR has no data-dependent addressing; indices
+// are validated against the table at run time (bad ids are an error).
+struct GatherRowsCall {
+  const Value* table = nullptr;    // [rows_in_table, row_elements...]
+  const Value* indices = nullptr;  // i64 or i32, any shape
+  const Value* output = nullptr;
+  int64_t table_rows = 0;
+  int64_t row_bytes = 0;
+  SymExpr num_indices;
+  std::string node_name;  // for the out-of-range error
+};
+
+// `alias` is the same bytes as `source` (a row-major Reshape and friends).
+struct AliasCall {
+  const Value* source = nullptr;
+  const Value* alias = nullptr;
+};
+
+using LoweredStep = std::variant<KernelCall, MatmulCall, GatherRowsCall, AliasCall>;
+
+}  // namespace shapeshift::codegen::lower
+
+#endif  // SHAPESHIFT_CODEGEN_LOWER_LOWERED_STEP_H_

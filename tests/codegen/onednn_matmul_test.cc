@@ -1,0 +1,123 @@
+#include "codegen/cpu/onednn_matmul.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/codegen/test_util.h"
+
+namespace shapeshift::codegen::cpu {
+namespace {
+
+using ::shapeshift::codegen::testing::Close;
+using ::shapeshift::codegen::testing::RandomFloats;
+using ::testing::HasSubstr;
+
+double Gelu(double v, MatmulActivation act) {
+  if (act == MatmulActivation::kGeluErf) return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+  return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+}
+
+// The documented contract, in double: C = act(scale * (A·op(B) + bias)) + R.
+std::vector<double> Reference(const MatmulConfig& cfg, const MatmulShape& s, const std::vector<float>& a,
+                              const std::vector<float>& b, const std::vector<float>& bias,
+                              const std::vector<float>& residual) {
+  int64_t batch = cfg.batch == 0 ? 1 : s.batch;
+  std::vector<double> c(batch * s.m * s.n);
+  for (int64_t p = 0; p < batch; ++p)
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        double acc = 0;
+        for (int64_t q = 0; q < s.k; ++q) {
+          double bv = cfg.transpose_b ? b[(p * s.n + j) * s.k + q] : b[(p * s.k + q) * s.n + j];
+          acc += double(a[(p * s.m + i) * s.k + q]) * bv;
+        }
+        double v = cfg.scale * (acc + (cfg.bias ? bias[j] : 0.0));
+        if (cfg.activation != MatmulActivation::kNone) v = Gelu(v, cfg.activation);
+        int64_t at = (p * s.m + i) * s.n + j;
+        c[at] = v + (cfg.residual ? residual[at] : 0.0);
+      }
+  return c;
+}
+
+void CheckAgainstReference(const MatmulConfig& cfg, const MatmulShape& s, bool residual_in_place = false) {
+  SCOPED_TRACE(DescribeConfig(cfg) + " at batch=" + std::to_string(s.batch) + " m=" + std::to_string(s.m) +
+               " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n));
+  auto mm = OnednnMatmul::Create(cfg);
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  int64_t batch = cfg.batch == 0 ? 1 : s.batch;
+  std::vector<float> a = RandomFloats(batch * s.m * s.k, 21), b = RandomFloats(batch * s.k * s.n, 22);
+  std::vector<float> bias = RandomFloats(s.n, 23), residual = RandomFloats(batch * s.m * s.n, 24);
+  std::vector<double> want = Reference(cfg, s, a, b, bias, residual);
+  std::vector<float> c = residual_in_place ? residual : std::vector<float>(batch * s.m * s.n, NAN);
+  MatmulOperands ops{a.data(), b.data(), bias.data(), residual_in_place ? c.data() : residual.data(), c.data()};
+  ASSERT_TRUE((*mm)->Execute(s, ops).ok());
+  for (size_t i = 0; i < c.size(); ++i) {
+    ASSERT_TRUE(Close(c[i], want[i], 1e-4, 1e-4 * std::sqrt(double(s.k)))) << "at " << i << ": " << c[i] << " vs " << want[i];
+  }
+}
+
+TEST(OnednnMatmulTest, RuntimeDimsAtAwkwardSizes) {
+  MatmulConfig cfg;  // m, k, n all runtime: one primitive serves every size
+  for (int64_t m : {1, 7, 33})
+    for (int64_t k : {1, 17, 64})
+      for (int64_t n : {1, 5, 31}) CheckAgainstReference(cfg, {1, m, k, n});
+}
+
+TEST(OnednnMatmulTest, StaticDimsAtAwkwardSizes) {
+  for (int64_t m : {1, 13})
+    for (int64_t n : {3, 33}) {
+      MatmulConfig cfg{.m = m, .k = 19, .n = n};
+      CheckAgainstReference(cfg, {1, m, 19, n});
+    }
+}
+
+TEST(OnednnMatmulTest, EpiloguesBiasScaleGeluResidual) {
+  for (MatmulActivation act : {MatmulActivation::kNone, MatmulActivation::kGeluErf, MatmulActivation::kGeluTanh}) {
+    for (bool runtime_m : {true, false}) {
+      MatmulConfig cfg{.m = runtime_m ? kRuntimeDim : 9, .k = 24, .n = 20, .bias = true, .scale = 0.5f,
+                       .activation = act, .residual = act == MatmulActivation::kNone};
+      CheckAgainstReference(cfg, {1, 9, 24, 20});
+    }
+  }
+  MatmulConfig residual_only{.k = 8, .n = 8, .residual = true};
+  CheckAgainstReference(residual_only, {1, 5, 8, 8}, /*residual_in_place=*/true);
+}
+
+TEST(OnednnMatmulTest, BatchedAttentionShapes) {
+  // Q·Kᵀ: [BH, S, D] x [BH, S, D]ᵀ scaled; P·V: [BH, S, S] x [BH, S, D].
+  MatmulConfig scores{.batch = kRuntimeDim, .m = kRuntimeDim, .k = 16, .n = kRuntimeDim, .transpose_b = true,
+                      .scale = 0.25f};
+  MatmulConfig context{.batch = kRuntimeDim, .m = kRuntimeDim, .k = kRuntimeDim, .n = 16};
+  for (int64_t seq : {1, 7, 37}) {
+    CheckAgainstReference(scores, {6, seq, 16, seq});
+    CheckAgainstReference(context, {6, seq, seq, 16});
+  }
+  MatmulConfig fixed_batch{.batch = 2, .m = 3, .k = 4, .n = 5, .transpose_b = true};
+  CheckAgainstReference(fixed_batch, {2, 3, 4, 5});
+}
+
+TEST(OnednnMatmulTest, ShapeMismatchAndMissingOperandsAreErrors) {
+  auto mm = OnednnMatmul::Create(MatmulConfig{.k = 768, .n = 768, .bias = true});
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  std::vector<float> x(16 * 768);
+  absl::Status wrong_k = (*mm)->Execute({1, 1, 512, 768}, {x.data(), x.data(), x.data(), nullptr, x.data()});
+  EXPECT_EQ(wrong_k.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(wrong_k.message()), HasSubstr("matmul[m=?, k=768, n=768, bias]"));
+  absl::Status zero_m = (*mm)->Execute({1, 0, 768, 768}, {x.data(), x.data(), x.data(), nullptr, x.data()});
+  EXPECT_EQ(zero_m.code(), absl::StatusCode::kInvalidArgument);
+  absl::Status no_bias = (*mm)->Execute({1, 1, 768, 768}, {x.data(), x.data(), nullptr, nullptr, x.data()});
+  EXPECT_THAT(std::string(no_bias.message()), HasSubstr("missing operand"));
+  auto bad = OnednnMatmul::Create(MatmulConfig{.k = 0, .n = 4});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OnednnMatmulTest, ImplementationNameIsReported) {
+  auto mm = OnednnMatmul::Create(MatmulConfig{.m = 128, .k = 768, .n = 768});
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  EXPECT_FALSE((*mm)->implementation().empty());
+}
+
+}  // namespace
+}  // namespace shapeshift::codegen::cpu
