@@ -1,0 +1,224 @@
+// CPU kernel benchmarks (issue 4): oneDNN matmuls on BERT-base shapes with
+// runtime vs static dims, and the generated fused memory-bound kernels.
+// Every number is also printed as a fraction of this machine's measured peak
+// (bench/machine_probe.h), measured at start-up in the same run:
+//   frac_peak   = GFLOP/s / measured FP32 FMA peak      (matmuls)
+//   frac_stream = GB/s    / measured stream triad bandwidth (fused kernels)
+// Bytes for fused kernels are the minimum traffic: every input read once and
+// the output written once.
+//
+//   build-c1/bench/codegen_bench --benchmark_min_time=0.3
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bench/machine_probe.h"
+#include "codegen/cpu/cpu_backend.h"
+#include "codegen/cpu/onednn_matmul.h"
+#include "codegen/cpu/parallel_run.h"
+#include "codegen/kernel_library.h"
+
+namespace shapeshift::bench {
+namespace {
+
+using codegen::cpu::kRuntimeDim;
+using codegen::cpu::MatmulActivation;
+using codegen::cpu::MatmulConfig;
+using codegen::cpu::MatmulShape;
+using codegen::cpu::OnednnMatmul;
+
+MachineProbe g_probe;
+
+std::vector<float> Filled(int64_t n, float value) { return std::vector<float>(n, value); }
+
+// ---- Matmuls -------------------------------------------------------------------
+
+struct GemmCase {
+  std::string name;
+  MatmulConfig config;  // with every dim static; runtime variants blank some
+  MatmulShape shape;
+};
+
+void RunGemm(benchmark::State& state, GemmCase c, bool runtime_dims) {
+  MatmulConfig cfg = c.config;
+  if (runtime_dims) {
+    cfg.m = kRuntimeDim;
+    if (cfg.batch != 0) cfg.batch = kRuntimeDim;
+    // Attention matmuls vary with the sequence length in n (Q·Kᵀ) or k (P·V).
+    if (cfg.batch != 0 && cfg.transpose_b) cfg.n = kRuntimeDim;
+    if (cfg.batch != 0 && !cfg.transpose_b) cfg.k = kRuntimeDim;
+  }
+  auto mm = OnednnMatmul::Create(cfg);
+  if (!mm.ok()) {
+    state.SkipWithError(std::string(mm.status().message()).c_str());
+    return;
+  }
+  const MatmulShape& s = c.shape;
+  int64_t batch = cfg.batch == 0 ? 1 : s.batch;
+  std::vector<float> a = Filled(batch * s.m * s.k, 0.01f), b = Filled(batch * s.k * s.n, 0.02f);
+  std::vector<float> bias = Filled(s.n, 0.1f), out = Filled(batch * s.m * s.n, 0.0f);
+  codegen::cpu::MatmulOperands ops{a.data(), b.data(), bias.data(), out.data(), out.data()};
+  for (auto _ : state) {
+    absl::Status st = (*mm)->Execute(s, ops);
+    if (!st.ok()) {
+      state.SkipWithError(std::string(st.message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  double flops = 2.0 * batch * s.m * s.k * s.n;
+  state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["frac_peak"] =
+      benchmark::Counter(flops * 1e-9 / g_probe.fma_gflops, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel((*mm)->implementation());
+}
+
+std::vector<GemmCase> BertGemms() {
+  std::vector<GemmCase> cases;
+  const int64_t hidden = 768, ffn = 3072, heads = 12, head_dim = 64;
+  for (int64_t seq : {128, 384, 512}) {
+    int64_t m = seq;  // batch 1: M = batch * seq
+    cases.push_back({absl::StrCat("qkv_proj/M", m, "xK768xN768"),
+                     MatmulConfig{.m = m, .k = hidden, .n = hidden, .bias = true}, {1, m, hidden, hidden}});
+    cases.push_back({absl::StrCat("ffn_up_gelu/M", m, "xK768xN3072"),
+                     MatmulConfig{.m = m, .k = hidden, .n = ffn, .bias = true, .activation = MatmulActivation::kGeluErf},
+                     {1, m, hidden, ffn}});
+    cases.push_back({absl::StrCat("ffn_down_residual/M", m, "xK3072xN768"),
+                     MatmulConfig{.m = m, .k = ffn, .n = hidden, .bias = true, .residual = true}, {1, m, ffn, hidden}});
+    cases.push_back({absl::StrCat("attn_qkT/B12xS", seq),
+                     MatmulConfig{.batch = heads, .m = seq, .k = head_dim, .n = seq, .transpose_b = true, .scale = 0.125f},
+                     {heads, seq, head_dim, seq}});
+    cases.push_back({absl::StrCat("attn_pv/B12xS", seq),
+                     MatmulConfig{.batch = heads, .m = seq, .k = seq, .n = head_dim}, {heads, seq, seq, head_dim}});
+  }
+  // batch 8 x seq 128: the serving case with several requests.
+  cases.push_back({"qkv_proj/M1024xK768xN768", MatmulConfig{.m = 1024, .k = hidden, .n = hidden, .bias = true},
+                   {1, 1024, hidden, hidden}});
+  cases.push_back({"ffn_up_gelu/M1024xK768xN3072",
+                   MatmulConfig{.m = 1024, .k = hidden, .n = ffn, .bias = true, .activation = MatmulActivation::kGeluErf},
+                   {1, 1024, hidden, ffn}});
+  return cases;
+}
+
+// ---- Fused kernels ----------------------------------------------------------------
+
+codegen::cpu::CpuBackend* Backend() {
+  static codegen::cpu::CpuBackend* backend = [] {
+    auto created = codegen::cpu::CpuBackend::Create();
+    if (!created.ok()) {
+      std::fprintf(stderr, "CpuBackend: %s\n", std::string(created.status().message()).c_str());
+      std::abort();
+    }
+    return created->release();
+  }();
+  return backend;
+}
+
+// Runs `kernel` over buffers sized `sizes` (floats), reporting `bytes` per run.
+void RunFused(benchmark::State& state, const codegen::Kernel& kernel, std::vector<int64_t> sizes,
+              std::vector<int64_t> dims, double bytes) {
+  auto compiled = Backend()->Compile(kernel);
+  if (!compiled.ok()) {
+    state.SkipWithError(std::string(compiled.status().message()).c_str());
+    return;
+  }
+  std::vector<std::vector<float>> storage;
+  std::vector<void*> buffers;
+  for (int64_t n : sizes) {
+    storage.push_back(Filled(n, 0.5f));
+    buffers.push_back(storage.back().data());
+  }
+  for (auto _ : state) {
+    codegen::cpu::RunParallel(**compiled, buffers.data(), dims.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["frac_stream"] =
+      benchmark::Counter(bytes * 1e-9 / g_probe.triad_gbytes_s, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["compile_ms"] = (*compiled)->compile_seconds * 1e3;
+}
+
+void RegisterFused() {
+  // Attention probabilities: [batch*heads*seq, seq] rows, mask per batch element.
+  for (int64_t batch : {1, 4}) {
+    const int64_t seq = 512, rows = batch * 12 * seq;
+    double bytes = 4.0 * (2 * rows * seq + batch * seq);
+    benchmark::RegisterBenchmark(absl::StrCat("fused/softmax_mask/rows", rows, "xn", seq).c_str(),
+                                 [=](benchmark::State& s) {
+                                   RunFused(s, codegen::SoftmaxKernel(0.125f), {rows * seq, batch * seq, rows * seq},
+                                            {rows, seq, 12 * seq}, bytes);
+                                 });
+  }
+  for (int64_t rows : {512, 16384}) {
+    const int64_t n = 768;
+    benchmark::RegisterBenchmark(absl::StrCat("fused/layer_norm/rows", rows, "xn", n).c_str(),
+                                 [=](benchmark::State& s) {
+                                   RunFused(s, codegen::LayerNormKernel(1e-12f), {rows * n, n, n, rows * n},
+                                            {rows, n}, 4.0 * (2 * rows * n + 2 * n));
+                                 });
+  }
+  for (int64_t rows : {512, 4096}) {
+    const int64_t n = 3072;
+    for (auto form : {codegen::GeluForm::kErf, codegen::GeluForm::kTanh}) {
+      benchmark::RegisterBenchmark(
+          absl::StrCat("fused/bias_gelu_", form == codegen::GeluForm::kErf ? "erf" : "tanh", "/rows", rows, "xn", n)
+              .c_str(),
+          [=](benchmark::State& s) {
+            RunFused(s, codegen::BiasGeluKernel(form), {rows * n, n, rows * n}, {rows, n}, 4.0 * (2 * rows * n + n));
+          });
+    }
+  }
+  {
+    const int64_t rows = 16384, n = 768;
+    benchmark::RegisterBenchmark("fused/bias_residual/rows16384xn768", [=](benchmark::State& s) {
+      RunFused(s, codegen::BiasResidualKernel(), {rows * n, n, rows * n, rows * n}, {rows, n}, 4.0 * (3 * rows * n + n));
+    });
+    // [batch 32, seq 512, heads 12, 64] -> [32, 12, 512, 64]
+    const int64_t a = 32, b = 512, c = 12, d = 64;
+    benchmark::RegisterBenchmark("fused/transpose_0213/32x512x12x64", [=](benchmark::State& s) {
+      RunFused(s, codegen::Transpose0213Kernel(), {a * b * c * d, a * b * c * d}, {a, b, c, d}, 8.0 * a * b * c * d);
+    });
+  }
+}
+
+void RegisterAll() {
+  benchmark::RegisterBenchmark("probe/fma_peak", [](benchmark::State& s) {
+    for (auto _ : s) benchmark::DoNotOptimize(g_probe.fma_gflops);
+    s.counters["GFLOPS"] = g_probe.fma_gflops;
+    s.counters["threads"] = g_probe.threads;
+    s.counters["lanes"] = g_probe.fma_lanes;
+  })->Iterations(1);
+  benchmark::RegisterBenchmark("probe/stream_triad", [](benchmark::State& s) {
+    for (auto _ : s) benchmark::DoNotOptimize(g_probe.triad_gbytes_s);
+    s.counters["GBps"] = g_probe.triad_gbytes_s;
+  })->Iterations(1);
+  for (const GemmCase& c : BertGemms()) {
+    for (bool runtime : {true, false}) {
+      benchmark::RegisterBenchmark(absl::StrCat("matmul/", c.name, runtime ? "/runtime_dims" : "/static_dims").c_str(),
+                                   [=](benchmark::State& s) { RunGemm(s, c, runtime); })
+          ->UseRealTime();
+    }
+  }
+  RegisterFused();
+}
+
+}  // namespace
+}  // namespace shapeshift::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  shapeshift::bench::g_probe = shapeshift::bench::ProbeMachine();
+  std::printf("machine probe: FP32 FMA peak %.1f GFLOP/s (%d threads, %d lanes), stream triad %.1f GB/s, cpu %s\n",
+              shapeshift::bench::g_probe.fma_gflops, shapeshift::bench::g_probe.threads,
+              shapeshift::bench::g_probe.fma_lanes, shapeshift::bench::g_probe.triad_gbytes_s,
+              shapeshift::bench::Backend()->cpu_name().c_str());
+  shapeshift::bench::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

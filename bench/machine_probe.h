@@ -1,0 +1,114 @@
+// Machine probe: the measured FP32 FMA peak and stream bandwidth of this
+// machine, so benchmarks report a fraction of what the hardware actually
+// delivers here (a VM's clocks and memory are not the datasheet's).
+//
+// Header-only because every bench program is a single *_bench.cc file.
+//  - FMA peak: each OpenMP thread runs a register-blocked loop of independent
+//    AVX-512 FMAs (AVX2 FMA where AVX-512 is absent), 12 accumulators deep so
+//    FMA latency is hidden; the best of several repeats counts.
+//  - Stream bandwidth: the STREAM triad a = b + s*c over arrays far larger
+//    than the last-level cache, counted as 3 arrays moved (STREAM's rule).
+#ifndef SHAPESHIFT_BENCH_MACHINE_PROBE_H_
+#define SHAPESHIFT_BENCH_MACHINE_PROBE_H_
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace shapeshift::bench {
+
+struct MachineProbe {
+  double fma_gflops = 0;      // FP32, all threads
+  double triad_gbytes_s = 0;  // all threads
+  int threads = 0;
+  int fma_lanes = 0;  // 16 with AVX-512, 8 with AVX2
+};
+
+namespace probe_internal {
+
+inline double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+constexpr int kAccumulators = 12;
+
+__attribute__((target("avx512f"))) inline float FmaLoop512(int64_t iterations) {
+  __m512 acc[kAccumulators];
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm512_set1_ps(0.001f * i);
+  const __m512 mul = _mm512_set1_ps(0.9999f), add = _mm512_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm512_fmadd_ps(acc[i], mul, add);
+  }
+  float sum = 0;
+  for (int i = 0; i < kAccumulators; ++i) sum += _mm512_reduce_add_ps(acc[i]);
+  return sum;
+}
+
+__attribute__((target("avx2,fma"))) inline float FmaLoop256(int64_t iterations) {
+  __m256 acc[kAccumulators];
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm256_set1_ps(0.001f * i);
+  const __m256 mul = _mm256_set1_ps(0.9999f), add = _mm256_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm256_fmadd_ps(acc[i], mul, add);
+  }
+  alignas(32) float lanes[8];
+  float sum = 0;
+  for (int i = 0; i < kAccumulators; ++i) {
+    _mm256_store_ps(lanes, acc[i]);
+    for (float v : lanes) sum += v;
+  }
+  return sum;
+}
+
+}  // namespace probe_internal
+
+inline MachineProbe ProbeMachine() {
+  using namespace probe_internal;
+  MachineProbe probe;
+  probe.threads = omp_get_max_threads();
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  probe.fma_lanes = avx512 ? 16 : 8;
+  const int64_t iterations = 20'000'000;
+  volatile float sink = 0;
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    auto start = std::chrono::steady_clock::now();
+#pragma omp parallel
+    {
+      float s = avx512 ? FmaLoop512(iterations) : FmaLoop256(iterations);
+#pragma omp atomic
+      sink = sink + s;
+    }
+    double seconds = Seconds(start);
+    double flops = 2.0 * kAccumulators * probe.fma_lanes * iterations * probe.threads;
+    probe.fma_gflops = std::max(probe.fma_gflops, flops / seconds * 1e-9);
+  }
+
+  const int64_t n = int64_t{16} << 20;  // 64 MiB per array, 2x the L3 of this machine
+  std::vector<float> a(n), b(n), c(n);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = 0;
+    b[i] = 1;
+    c[i] = 2;
+  }
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    auto start = std::chrono::steady_clock::now();
+    float* pa = a.data();
+    const float* pb = b.data();
+    const float* pc = c.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0f * pc[i];
+    double seconds = Seconds(start);
+    probe.triad_gbytes_s = std::max(probe.triad_gbytes_s, 3.0 * n * sizeof(float) / seconds * 1e-9);
+  }
+  sink = sink + a[n / 2];
+  return probe;
+}
+
+}  // namespace shapeshift::bench
+
+#endif  // SHAPESHIFT_BENCH_MACHINE_PROBE_H_
