@@ -1,0 +1,74 @@
+// Helpers shared by the end-to-end tests: tensor comparison with rtol/atol
+// that reports the first mismatching element, and slicing of row-major
+// tensors so a prefix of one run can be compared against another run.
+#ifndef SHAPESHIFT_TESTS_RUNTIME_E2E_UTIL_H_
+#define SHAPESHIFT_TESTS_RUNTIME_E2E_UTIL_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "graph/tensor.h"
+#include "gtest/gtest.h"
+
+namespace shapeshift::testing {
+
+// |actual - expected| <= atol + rtol * |expected| for every element, same
+// shape and dtype; the failure message names the first bad element.
+inline ::testing::AssertionResult TensorsClose(const Tensor& actual, const Tensor& expected, double rtol,
+                                               double atol) {
+  if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
+    return ::testing::AssertionFailure() << "got " << actual.DebugString(0) << ", want " << expected.DebugString(0);
+  }
+  for (int64_t i = 0; i < actual.num_elements(); ++i) {
+    double a = actual.GetAsDouble(i), e = expected.GetAsDouble(i);
+    if (!(std::abs(a - e) <= atol + rtol * std::abs(e))) {
+      return ::testing::AssertionFailure() << "element " << i << " of " << actual.DebugString(0) << ": got " << a
+                                           << ", want " << e;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+inline double MaxAbsDifference(const Tensor& a, const Tensor& b) {
+  double worst = 0;
+  for (int64_t i = 0; i < a.num_elements() && i < b.num_elements(); ++i) {
+    worst = std::max(worst, std::abs(a.GetAsDouble(i) - b.GetAsDouble(i)));
+  }
+  return worst;
+}
+
+// The sub-tensor t[:, ..., lo:hi, ...] taken along `axis` (any dtype).
+inline Tensor SliceAxis(const Tensor& t, int axis, int64_t lo, int64_t hi) {
+  std::vector<int64_t> shape = t.shape();
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
+  int64_t full = shape[axis];
+  shape[axis] = hi - lo;
+  Tensor out = Tensor::Zeros(t.dtype(), shape).value();
+  const size_t row_bytes = static_cast<size_t>((hi - lo) * inner) * DTypeSize(t.dtype());
+  const auto* src = static_cast<const std::byte*>(t.raw());
+  auto* dst = static_cast<std::byte*>(out.mutable_raw());
+  for (int64_t o = 0; o < outer; ++o) {
+    std::memcpy(dst + o * row_bytes, src + static_cast<size_t>((o * full + lo) * inner) * DTypeSize(t.dtype()),
+                row_bytes);
+  }
+  return out;
+}
+
+inline bool AllFinite(const Tensor& t) {
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    if (!std::isfinite(t.GetAsDouble(i))) return false;
+  }
+  return true;
+}
+
+}  // namespace shapeshift::testing
+
+#endif  // SHAPESHIFT_TESTS_RUNTIME_E2E_UTIL_H_
