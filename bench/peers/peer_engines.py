@@ -98,7 +98,9 @@ class TorchEngine:
             dynamo_utils.clear_compilation_metrics()
             torch._logging.set_logs(recompiles=True)
             self._log = RecompileLog()
-            logging.getLogger("torch").addHandler(self._log)
+            # dynamo's recompile reasons and limit warnings both reach this logger
+            # ("torch" itself does not get them: torch's logging stops propagation)
+            logging.getLogger("torch._dynamo").addHandler(self._log)
 
     def prepare(self):
         torch = self._torch

@@ -38,7 +38,7 @@ def median_of(rounds: list[dict], getter) -> float | None:
     for r in rounds:
         try:
             value = getter(r)
-        except (KeyError, IndexError, TypeError):
+        except (KeyError, IndexError, TypeError, StopIteration):  # figure not measured
             continue
         if value is not None:
             values.append(value)
@@ -86,7 +86,7 @@ class ModelResults:
     def ratio_cells(self, getter) -> list[str]:
         ours = self.figure(SHAPESHIFT, getter)
         if self.shapeshift is None:
-            return [NOT_RUNNABLE] * len(self.engines)
+            return ["—"] * len(self.engines)
         return [ratio(ours, self.figure(e, getter)) for e in self.engines]
 
     def shapeshift_cell(self, getter, digits=3) -> str:
