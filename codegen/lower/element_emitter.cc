@@ -30,7 +30,7 @@ codegen::Value TypedConst(ScalarType type, double v) {
 }
 
 // The element of a one-element constant, inlined into the kernel.
-std::optional<codegen::Value> InlineScalar(const Value* v) {
+std::optional<codegen::Value> InlineScalar(const GraphValue* v) {
   const Tensor* t = v->constant();
   if (t == nullptr || t->num_elements() != 1) return std::nullopt;
   switch (t->dtype()) {
@@ -42,7 +42,7 @@ std::optional<codegen::Value> InlineScalar(const Value* v) {
   }
 }
 
-std::optional<double> ScalarConstant(const Value* v) {
+std::optional<double> ScalarConstant(const GraphValue* v) {
   const Tensor* t = v == nullptr ? nullptr : v->constant();
   if (t == nullptr || t->num_elements() != 1) return std::nullopt;
   return t->GetAsDouble(0);
@@ -72,6 +72,7 @@ ElementEmitter::ElementEmitter(Kernel* kernel, ShapeEnv* env, const std::vector<
 }
 
 SymExpr ElementEmitter::Linear(const std::vector<SymExpr>& model_shape, const std::vector<SymExpr>& idx) {
+  if (!domain_shape_.empty() && model_shape == domain_shape_ && idx == domain_idx_) return domain_linear_;
   SymExpr linear = 0;
   SymExpr stride = 1;
   for (int k = static_cast<int>(model_shape.size()) - 1; k >= 0; --k) {
@@ -81,7 +82,7 @@ SymExpr ElementEmitter::Linear(const std::vector<SymExpr>& model_shape, const st
   return linear;
 }
 
-absl::StatusOr<std::vector<SymExpr>> ElementEmitter::BroadcastIndex(const Value* v,
+absl::StatusOr<std::vector<SymExpr>> ElementEmitter::BroadcastIndex(const GraphValue* v,
                                                                     const std::vector<SymExpr>& target,
                                                                     const std::vector<SymExpr>& idx,
                                                                     const Node* at) {
@@ -106,7 +107,7 @@ absl::StatusOr<std::vector<SymExpr>> ElementEmitter::BroadcastIndex(const Value*
   return out;
 }
 
-absl::StatusOr<BufferRef> ElementEmitter::InputBuffer(const Value* v) {
+absl::StatusOr<BufferRef> ElementEmitter::InputBuffer(const GraphValue* v) {
   if (auto it = buffer_of_.find(v); it != buffer_of_.end()) {
     return BufferRef{it->second, kernel_->buffers[it->second].dtype};
   }
@@ -118,7 +119,7 @@ absl::StatusOr<BufferRef> ElementEmitter::InputBuffer(const Value* v) {
   return ref;
 }
 
-absl::StatusOr<BufferRef> ElementEmitter::OutputBuffer(const Value* v) {
+absl::StatusOr<BufferRef> ElementEmitter::OutputBuffer(const GraphValue* v) {
   absl::StatusOr<ScalarType> type = KernelType(v->type().dtype, "value '" + v->name() + "'");
   if (!type.ok()) return type.status();
   BufferRef ref = kernel_->AddOutput(absl::StrCat("out", buffer_values_.size()), *type);
@@ -126,14 +127,14 @@ absl::StatusOr<BufferRef> ElementEmitter::OutputBuffer(const Value* v) {
   return ref;
 }
 
-absl::StatusOr<codegen::Value> ElementEmitter::EmitBroadcast(const Value* v, const std::vector<SymExpr>& target,
+absl::StatusOr<codegen::Value> ElementEmitter::EmitBroadcast(const GraphValue* v, const std::vector<SymExpr>& target,
                                                              const std::vector<SymExpr>& idx, const Node* at) {
   absl::StatusOr<std::vector<SymExpr>> vidx = BroadcastIndex(v, target, idx, at);
   if (!vidx.ok()) return vidx.status();
   return Emit(v, *vidx);
 }
 
-absl::StatusOr<codegen::Value> ElementEmitter::Emit(const Value* v, const std::vector<SymExpr>& idx) {
+absl::StatusOr<codegen::Value> ElementEmitter::Emit(const GraphValue* v, const std::vector<SymExpr>& idx) {
   if (auto it = overrides_.find(v); it != overrides_.end()) return it->second;
   auto key = std::make_pair(v->id(), idx);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
@@ -153,12 +154,12 @@ absl::StatusOr<codegen::Value> ElementEmitter::Emit(const Value* v, const std::v
 }
 
 absl::StatusOr<codegen::Value> ElementEmitter::EmitInput(const Node* node, int i, const std::vector<SymExpr>& idx) {
-  const Value* in = node->input(i);
+  const GraphValue* in = node->input(i);
   if (in == nullptr) return Unsupported(node, absl::StrCat("input ", i, " is absent"));
   return EmitBroadcast(in, node->output(0)->type().shape, idx, node);
 }
 
-absl::StatusOr<std::vector<SymExpr>> ElementEmitter::ReshapeIndex(const Value* in, const Value* out,
+absl::StatusOr<std::vector<SymExpr>> ElementEmitter::ReshapeIndex(const GraphValue* in, const GraphValue* out,
                                                                   const std::vector<SymExpr>& idx) {
   // Squeeze/Unsqueeze-like: the non-1 dims agree in order, so the index maps
   // dim to dim without division.
@@ -189,7 +190,7 @@ absl::StatusOr<std::vector<SymExpr>> ElementEmitter::ReshapeIndex(const Value* i
   return in_idx;
 }
 
-absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const Value* v,
+absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const GraphValue* v,
                                                         const std::vector<SymExpr>& idx) {
   const std::string& op = node->op_type();
   absl::StatusOr<ScalarType> out_type = KernelType(v->type().dtype, "node '" + node->name() + "'");

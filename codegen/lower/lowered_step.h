@@ -22,32 +22,35 @@
 
 namespace shapeshift::codegen::lower {
 
+// Inside codegen, `Value` is a kernel IR expression; graph values are these.
+using GraphValue = ::shapeshift::Value;
+
 // Run `kernel` with buffers[i] = storage of `buffers[i]` and
 // dims[i] = value of `dim_values[i]` (model symbols).
 struct KernelCall {
   Kernel kernel;
   std::vector<SymExpr> dim_values;
-  std::vector<const Value*> buffers;
+  std::vector<const GraphValue*> buffers;
 };
 
 // One oneDNN matmul; sizes in model symbols (batch is 1 for 2-D configs).
 struct MatmulCall {
   cpu::MatmulConfig config;
   SymExpr batch = 1, m, k, n;
-  const Value* a = nullptr;
-  const Value* b = nullptr;
-  const Value* bias = nullptr;
-  const Value* residual = nullptr;
-  const Value* c = nullptr;
+  const GraphValue* a = nullptr;
+  const GraphValue* b = nullptr;
+  const GraphValue* bias = nullptr;
+  const GraphValue* residual = nullptr;
+  const GraphValue* c = nullptr;
 };
 
 // output[r, :] = table[indices[r], :] — an embedding lookup. Kept native
 // (not kernel IR) because the IR has no data-dependent addressing; indices
 // are validated against the table at run time (bad ids are an error).
 struct GatherRowsCall {
-  const Value* table = nullptr;    // [rows_in_table, row_elements...]
-  const Value* indices = nullptr;  // i64 or i32, any shape
-  const Value* output = nullptr;
+  const GraphValue* table = nullptr;    // [rows_in_table, row_elements...]
+  const GraphValue* indices = nullptr;  // i64 or i32, any shape
+  const GraphValue* output = nullptr;
   int64_t table_rows = 0;
   int64_t row_bytes = 0;
   SymExpr num_indices;
@@ -56,8 +59,8 @@ struct GatherRowsCall {
 
 // `alias` is the same bytes as `source` (a row-major Reshape and friends).
 struct AliasCall {
-  const Value* source = nullptr;
-  const Value* alias = nullptr;
+  const GraphValue* source = nullptr;
+  const GraphValue* alias = nullptr;
 };
 
 using LoweredStep = std::variant<KernelCall, MatmulCall, GatherRowsCall, AliasCall>;

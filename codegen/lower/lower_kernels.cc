@@ -1,0 +1,237 @@
+// The kernel-producing group lowerings: elementwise DAGs (also transposes and
+// reshape copies, which are index remaps), softmax, layer norm, trailing-axis
+// reductions, concat and slice copies.
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/lower/element_emitter.h"
+#include "codegen/lower/lower_group.h"
+#include "codegen/lower/row_loop.h"
+
+namespace shapeshift::codegen::lower {
+namespace {
+
+absl::Status GroupError(const passes::Group& g, absl::string_view why) {
+  const Node* n = g.nodes.empty() ? nullptr : g.nodes.back();
+  return absl::UnimplementedError(absl::StrCat("cannot lower group #", g.id, " (", passes::GroupKindName(g.kind),
+                                               n ? absl::StrCat(", node '", n->name(), "' ", n->op_type()) : "",
+                                               "): ", why));
+}
+
+const Node* FindOp(const passes::Group& g, absl::string_view op) {
+  for (const Node* n : g.nodes) {
+    if (n->op_type() == op) return n;
+  }
+  return nullptr;
+}
+
+bool SameShape(ShapeEnv* env, const std::vector<SymExpr>& a, const std::vector<SymExpr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i] && !env->CanProveEqual(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+// A kernel under construction with its emitter; Take() moves out the call.
+struct Builder {
+  Builder(ShapeEnv* env, const std::vector<Node*>& nodes, std::string name)
+      : call(std::make_unique<KernelCall>()), em(&call->kernel, env, nodes) {
+    call->kernel.name = std::move(name);
+  }
+  KernelCall Take() {
+    call->dim_values = em.dims().dim_values();
+    call->buffers = em.buffer_values();
+    return std::move(*call);
+  }
+  std::unique_ptr<KernelCall> call;  // heap: `em` points into it
+  ElementEmitter em;
+};
+
+std::string KernelName(const passes::Group& g) {
+  return absl::StrCat(passes::GroupKindName(g.kind), "_", g.nodes.empty() ? "" : g.nodes.back()->op_type());
+}
+
+Value F32Var(absl::string_view name) { return Var(name, ScalarType::kF32); }
+
+#define SS_ASSIGN(lhs, expr)          \
+  auto lhs##_or = (expr);             \
+  if (!lhs##_or.ok()) return lhs##_or.status(); \
+  auto lhs = *std::move(lhs##_or)
+
+}  // namespace
+
+absl::StatusOr<KernelCall> LowerElementwise(const passes::Group& g, ShapeEnv* env) {
+  if (g.outputs.empty()) return GroupError(g, "the group has no outputs");
+  std::vector<SymExpr> domain =
+      g.kind == passes::GroupKind::kElementwise ? g.elementwise.domain : g.outputs[0]->type().shape;
+  Builder b(env, g.nodes, KernelName(g));
+  RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, domain, 1);
+  std::vector<Stmt> stores;
+  for (const GraphValue* out : g.outputs) {
+    if (!SameShape(env, out->type().shape, domain)) {
+      return GroupError(g, absl::StrCat("output '", out->name(), "' does not have the group's domain shape"));
+    }
+    SS_ASSIGN(value, b.em.Emit(out, loop.idx));
+    SS_ASSIGN(buffer, b.em.OutputBuffer(out));
+    stores.push_back(Store(buffer, loop.linear, value));
+  }
+  b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, std::move(stores))};
+  return b.Take();
+}
+
+absl::StatusOr<KernelCall> LowerSoftmax(const passes::Group& g, ShapeEnv* env) {
+  const Node* softmax = FindOp(g, "Softmax");
+  const passes::SoftmaxGroup& s = g.softmax;
+  if (softmax == nullptr || s.x == nullptr) return GroupError(g, "no Softmax node");
+  const std::vector<SymExpr>& domain = s.x->type().shape;
+  if (domain.empty()) return GroupError(g, "softmax of a scalar");
+  Builder b(env, g.nodes, "softmax");
+  RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, domain, 1);
+  SS_ASSIGN(logit, b.em.Emit(s.x, loop.idx));
+  if (s.scale != 1.0f) logit = logit * F32(s.scale);
+  if (s.mask != nullptr) {
+    SS_ASSIGN(mask, b.em.EmitBroadcast(s.mask, domain, loop.idx, softmax));
+    logit = logit + mask;
+  }
+  SS_ASSIGN(y, b.em.OutputBuffer(softmax->output(0)));
+  b.call->kernel.body = {
+      Accumulator("row_max", F32(-std::numeric_limits<double>::infinity())),
+      Loop(kInnerVar, 0, loop.n, {Accumulate("row_max", ReduceOp::kMax, logit)}),
+      Accumulator("row_sum", F32(0)),
+      Loop(kInnerVar, 0, loop.n,
+           {Let("e", Exp(logit - F32Var("row_max"))), Store(y, loop.linear, F32Var("e")),
+            Accumulate("row_sum", ReduceOp::kSum, F32Var("e"))}),
+      Let("inv_sum", Unary(UnaryOp::kRecip, F32Var("row_sum"))),
+      Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, Load(y, loop.linear) * F32Var("inv_sum"))}),
+  };
+  return b.Take();
+}
+
+absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& g, ShapeEnv* env) {
+  const Node* ln = FindOp(g, "LayerNormalization");
+  const passes::LayerNormGroup& s = g.layer_norm;
+  if (ln == nullptr || s.x == nullptr || s.gamma == nullptr) return GroupError(g, "no LayerNormalization node");
+  const std::vector<SymExpr>& domain = s.x->type().shape;
+  if (domain.empty()) return GroupError(g, "layer norm of a scalar");
+  Builder b(env, g.nodes, "layer_norm");
+  RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, domain, 1);
+  SS_ASSIGN(x, b.em.Emit(s.x, loop.idx));
+  if (s.residual != nullptr) {
+    SS_ASSIGN(r, b.em.EmitBroadcast(s.residual, domain, loop.idx, ln));
+    x = x + r;
+  }
+  SS_ASSIGN(gamma, b.em.EmitBroadcast(s.gamma, domain, loop.idx, ln));
+  Value beta = F32(0);
+  if (s.beta != nullptr) {
+    SS_ASSIGN(beta_value, b.em.EmitBroadcast(s.beta, domain, loop.idx, ln));
+    beta = beta_value;
+  }
+  std::vector<Stmt> sum_loop = {Let("v", x), Accumulate("sum", ReduceOp::kSum, F32Var("v"))};
+  if (s.sum_output != nullptr) {
+    SS_ASSIGN(sum_buffer, b.em.OutputBuffer(s.sum_output));
+    sum_loop.insert(sum_loop.begin() + 1, Store(sum_buffer, loop.linear, F32Var("v")));
+  }
+  SS_ASSIGN(y, b.em.OutputBuffer(ln->output(0)));
+  Value n_f32 = Cast(ScalarType::kF32, IndexValue(loop.n));
+  Value centered = x - F32Var("mean");
+  b.call->kernel.body = {
+      Accumulator("sum", F32(0)),
+      Loop(kInnerVar, 0, loop.n, std::move(sum_loop)),
+      Let("mean", F32Var("sum") / n_f32),
+      Accumulator("sum_sq", F32(0)),
+      Loop(kInnerVar, 0, loop.n, {Let("c", centered), Accumulate("sum_sq", ReduceOp::kSum, F32Var("c") * F32Var("c"))}),
+      Let("inv_std", Unary(UnaryOp::kRsqrt, F32Var("sum_sq") / n_f32 + F32(s.epsilon))),
+      Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, centered * F32Var("inv_std") * gamma + beta)}),
+  };
+  return b.Take();
+}
+
+absl::StatusOr<KernelCall> LowerReduction(const passes::Group& g, ShapeEnv* env) {
+  const Node* reduce = g.reduction.reduce;
+  if (reduce == nullptr) return GroupError(g, "no reduce node");
+  const std::string& op = reduce->op_type();
+  const GraphValue* in = reduce->input(0);
+  const GraphValue* reduced = reduce->output(0);
+  if (in->type().dtype != DType::kF32) return GroupError(g, "only f32 reductions are compiled");
+  int axes = static_cast<int>(g.reduction.reduced_axes);
+  Builder b(env, g.nodes, absl::StrCat("reduce_", op));
+  RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, in->type().shape, axes);
+  SS_ASSIGN(x, b.em.Emit(in, loop.idx));
+  ReduceOp kind = ReduceOp::kSum;
+  Value init = F32(0);
+  if (op == "ReduceSumSquare") {
+    x = x * x;
+  } else if (op == "ReduceMax" || op == "ReduceMin") {
+    kind = ReduceOp::kMax;
+    init = F32(-std::numeric_limits<double>::infinity());
+    if (op == "ReduceMin") x = Unary(UnaryOp::kNeg, x);  // min(x) = -max(-x)
+  } else if (op != "ReduceSum" && op != "ReduceMean") {
+    return GroupError(g, absl::StrCat(op, " is not a supported reduction"));
+  }
+  Value result = F32Var("acc");
+  if (op == "ReduceMean") result = result / Cast(ScalarType::kF32, IndexValue(loop.n));
+  if (op == "ReduceMin") result = Unary(UnaryOp::kNeg, result);
+  std::vector<Stmt> body = {Accumulator("acc", init), Loop(kInnerVar, 0, loop.n, {Accumulate("acc", kind, x)}),
+                            Let("reduced", result)};
+  b.em.Override(reduced, F32Var("reduced"));
+  // Elements of the reduced shape: the outer index, then 0 for kept dims.
+  std::vector<SymExpr> out_idx = loop.outer;
+  out_idx.resize(reduced->type().rank(), SymExpr(0));
+  SymExpr p = b.call->kernel.ParallelVar();
+  for (const GraphValue* out : g.outputs) {
+    if (!SameShape(env, out->type().shape, reduced->type().shape)) {
+      return GroupError(g, absl::StrCat("output '", out->name(), "' does not have the reduced shape"));
+    }
+    SS_ASSIGN(value, b.em.Emit(out, out_idx));
+    SS_ASSIGN(buffer, b.em.OutputBuffer(out));
+    body.push_back(Store(buffer, p, value));
+  }
+  b.call->kernel.body = std::move(body);
+  return b.Take();
+}
+
+absl::StatusOr<std::vector<LoweredStep>> LowerConcat(const passes::Group& g, ShapeEnv* env) {
+  if (g.nodes.size() != 1 || g.outputs.size() != 1) return GroupError(g, "expects one Concat node");
+  const Node* concat = g.nodes[0];
+  const GraphValue* out = g.outputs[0];
+  int64_t axis = g.concat.axis;
+  std::vector<LoweredStep> steps;
+  SymExpr offset = 0;
+  // One copy kernel per input, each writing its slab of the output; the
+  // kernels of equally shaped inputs (K and V caches) are the same kernel.
+  for (const GraphValue* in : concat->inputs()) {
+    if (in == nullptr) continue;
+    Builder b(env, {}, "concat_copy");
+    RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, in->type().shape, 1);
+    SS_ASSIGN(value, b.em.Emit(in, loop.idx));
+    std::vector<SymExpr> out_idx = loop.idx;
+    out_idx[axis] = out_idx[axis] + b.em.dims().Bind(offset);
+    SymExpr out_linear = b.em.Linear(out->type().shape, out_idx);
+    SS_ASSIGN(buffer, b.em.OutputBuffer(out));
+    b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(buffer, out_linear, value)})};
+    offset = offset + in->type().shape[axis];
+    steps.push_back(b.Take());
+  }
+  return steps;
+}
+
+absl::StatusOr<KernelCall> LowerSlice(const passes::Group& g, ShapeEnv* env) {
+  if (g.nodes.size() != 1 || g.outputs.size() != 1) return GroupError(g, "expects one Slice node");
+  const GraphValue* in = g.nodes[0]->input(0);
+  const GraphValue* out = g.outputs[0];
+  const passes::SliceGroup& s = g.slice;
+  if (static_cast<int64_t>(s.starts.size()) != in->type().rank() || s.steps.size() != s.starts.size()) {
+    return GroupError(g, "starts/steps do not cover every axis");
+  }
+  Builder b(env, {}, "slice_copy");
+  RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, out->type().shape, 1);
+  std::vector<SymExpr> in_idx(s.starts.size());
+  for (size_t k = 0; k < s.starts.size(); ++k) in_idx[k] = b.em.dims().Bind(s.starts[k]) + loop.idx[k] * s.steps[k];
+  SS_ASSIGN(value, b.em.Emit(in, in_idx));
+  SS_ASSIGN(buffer, b.em.OutputBuffer(out));
+  b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(buffer, loop.linear, value)})};
+  return b.Take();
+}
+
+}  // namespace shapeshift::codegen::lower

@@ -1,0 +1,36 @@
+// RowLoop: how a kernel walks its iteration domain — the parallel loop over
+// "rows" (the leading dims, flattened) and one inner loop over the trailing
+// dims, with the multi-index of each element expressed from the two loop
+// variables.
+//
+// Why rows: every fused pattern of a transformer is row-shaped (softmax and
+// layer norm reduce a row; elementwise ops stream along it), and the CPU
+// backend vectorizes the innermost loop, so the trailing, contiguous dims go
+// in the inner loop and the OpenMP threads split the rows.
+#ifndef SHAPESHIFT_CODEGEN_LOWER_ROW_LOOP_H_
+#define SHAPESHIFT_CODEGEN_LOWER_ROW_LOOP_H_
+
+#include <vector>
+
+#include "codegen/kernel_ir.h"
+#include "codegen/lower/element_emitter.h"
+
+namespace shapeshift::codegen::lower {
+
+inline constexpr char kInnerVar[] = "j";
+
+struct RowLoop {
+  SymExpr rows;                // parallel extent (kernel space)
+  SymExpr n;                   // inner loop extent (kernel space)
+  std::vector<SymExpr> outer;  // multi-index of the leading dims, from p
+  std::vector<SymExpr> idx;    // full multi-index over the domain, from p and j
+  SymExpr linear;              // p * n + j: the row-major position in the domain
+};
+
+// `inner_axes` trailing dims of `domain` (model space) form the inner loop;
+// a scalar domain is one row of one element. Sets k->parallel_extent.
+RowLoop MakeRowLoop(Kernel* k, ElementEmitter* em, const std::vector<SymExpr>& domain, int inner_axes);
+
+}  // namespace shapeshift::codegen::lower
+
+#endif  // SHAPESHIFT_CODEGEN_LOWER_ROW_LOOP_H_
