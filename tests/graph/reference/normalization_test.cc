@@ -1,0 +1,55 @@
+#include <cmath>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/graph/reference/kernel_test_util.h"
+
+namespace shapeshift {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::FloatNear;
+using namespace shapeshift::kernel_testing;
+
+TEST(NormalizationKernelTest, SoftmaxOpset13IsPerAxisButOpset11CoercesTo2D) {
+  Tensor x = F32({1, 2, 2}, {0, 0, 0, std::log(3.f)});
+  Attributes axis1;
+  axis1.Set("axis", int64_t{1});
+  auto v13 = RunOp("Softmax", {x}, axis1, 13);
+  ASSERT_TRUE(v13.ok()) << v13.status();
+  EXPECT_THAT(Values<float>((*v13)[0]),
+              ElementsAre(FloatNear(0.5, 1e-6), FloatNear(0.25, 1e-6), FloatNear(0.5, 1e-6),
+                          FloatNear(0.75, 1e-6)));
+  auto v11 = RunOp("Softmax", {x}, axis1, 11);
+  ASSERT_TRUE(v11.ok()) << v11.status();
+  EXPECT_THAT(Values<float>((*v11)[0]),
+              ElementsAre(FloatNear(1.f / 6, 1e-6), FloatNear(1.f / 6, 1e-6),
+                          FloatNear(1.f / 6, 1e-6), FloatNear(0.5, 1e-6)));
+}
+
+TEST(NormalizationKernelTest, LogSoftmaxIsStableForLargeInputs) {
+  auto out = RunOp("LogSoftmax", {F32({2}, {1000, 1000})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]),
+              ElementsAre(FloatNear(-std::log(2.f), 1e-6), FloatNear(-std::log(2.f), 1e-6)));
+}
+
+TEST(NormalizationKernelTest, LayerNormalizationWithStatsOutputs) {
+  Tensor x = F32({2, 2}, {1, 3, 2, 6});
+  Tensor scale = F32({2}, {1, 2});
+  Tensor bias = F32({1}, {10});
+  Attributes eps;
+  eps.Set("epsilon", 0.f);
+  auto out = RunOp("LayerNormalization", {x, scale, bias}, eps, 17, /*num_outputs=*/3);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(9, 12, 9, 12));
+  EXPECT_THAT((*out)[1].shape(), ElementsAre(2, 1));
+  EXPECT_THAT(Values<float>((*out)[1]), ElementsAre(2, 4));
+  EXPECT_THAT(Values<float>((*out)[2]), ElementsAre(1, 0.5));
+  auto no_bias = RunOpWithAbsent("LayerNormalization", {&x, &scale, nullptr});
+  ASSERT_TRUE(no_bias.ok()) << no_bias.status();
+  EXPECT_EQ(no_bias->size(), 1u);
+}
+
+}  // namespace
+}  // namespace shapeshift
