@@ -1,0 +1,137 @@
+#include "graph/onnx/exporter.h"
+
+#include <exception>
+#include <fstream>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "graph/tensor_proto.h"
+#include "onnx/checker.h"
+#include "onnx/onnx_pb.h"
+
+namespace shapeshift {
+namespace {
+
+// IR version 8 is the one ONNX 1.12 writes for opsets up to 17.
+constexpr int64_t kIrVersion = 8;
+
+void SetAttribute(const std::string& name, const AttrValue& value, onnx::AttributeProto* a) {
+  a->set_name(name);
+  if (const auto* i = std::get_if<int64_t>(&value)) {
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(*i);
+  } else if (const auto* f = std::get_if<float>(&value)) {
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(*f);
+  } else if (const auto* s = std::get_if<std::string>(&value)) {
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(*s);
+  } else if (const auto* ints = std::get_if<std::vector<int64_t>>(&value)) {
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : *ints) a->add_ints(v);
+  } else if (const auto* floats = std::get_if<std::vector<float>>(&value)) {
+    a->set_type(onnx::AttributeProto::FLOATS);
+    for (float v : *floats) a->add_floats(v);
+  } else if (const auto* strings = std::get_if<std::vector<std::string>>(&value)) {
+    a->set_type(onnx::AttributeProto::STRINGS);
+    for (const std::string& v : *strings) a->add_strings(v);
+  } else {
+    a->set_type(onnx::AttributeProto::TENSOR);
+    TensorToProto(std::get<Tensor>(value), "", a->mutable_t());
+  }
+}
+
+// A value's type as value_info: symbols by name, derived dims by their text.
+void SetValueInfo(const Value& v, onnx::ValueInfoProto* info) {
+  info->set_name(v.name());
+  onnx::TypeProto::Tensor* tt = info->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(DTypeToOnnx(v.type().dtype));
+  onnx::TensorShapeProto* shape = tt->mutable_shape();
+  for (const SymExpr& dim : v.type().shape) {
+    onnx::TensorShapeProto::Dimension* d = shape->add_dim();
+    if (std::optional<int64_t> c = dim.AsConst()) {
+      d->set_dim_value(*c);
+    } else if (dim.IsSymbol()) {
+      d->set_dim_param(dim.symbol_name());
+    } else {
+      d->set_dim_param(dim.ToString());
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status ExportOnnxModel(const Graph& graph, const ShapeEnv& env, const ExportOptions& options,
+                             onnx::ModelProto* model) {
+  model->Clear();
+  model->set_ir_version(kIrVersion);
+  model->set_producer_name(options.producer_name);
+  onnx::OperatorSetIdProto* opset = model->add_opset_import();
+  opset->set_domain("");
+  opset->set_version(graph.opset());
+  for (const SymbolInfo& s : env.symbols()) {
+    onnx::StringStringEntryProto* entry = model->add_metadata_props();
+    entry->set_key(absl::StrCat(kDimRangeMetadataPrefix, s.name));
+    entry->set_value(absl::StrCat(s.min, "..", s.max));
+  }
+
+  onnx::GraphProto* g = model->mutable_graph();
+  g->set_name(options.graph_name);
+  for (const Value* v : graph.inputs()) SetValueInfo(*v, g->add_input());
+  for (const Value* v : graph.constants()) TensorToProto(*v->constant(), v->name(), g->add_initializer());
+  for (const Node* node : graph.nodes()) {
+    onnx::NodeProto* n = g->add_node();
+    n->set_name(node->name());
+    n->set_op_type(node->op_type());
+    for (const Value* in : node->inputs()) n->add_input(in == nullptr ? "" : in->name());
+    for (const Value* out : node->outputs()) n->add_output(out->name());
+    for (const auto& [name, value] : node->attrs().all()) SetAttribute(name, value, n->add_attribute());
+  }
+  for (const Value* v : graph.outputs()) SetValueInfo(*v, g->add_output());
+
+  try {
+    onnx::checker::check_model(*model);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("the exported model fails the ONNX checker: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, DimRange>> ReadRecordedDimRanges(const onnx::ModelProto& model) {
+  std::map<std::string, DimRange> ranges;
+  const std::string prefix = kDimRangeMetadataPrefix;
+  for (const onnx::StringStringEntryProto& entry : model.metadata_props()) {
+    if (entry.key().rfind(prefix, 0) != 0) continue;
+    std::string name = entry.key().substr(prefix.size());
+    ImportOptions parsed;
+    if (absl::Status s = ParseDimRangeFlag(absl::StrCat(name, "=", entry.value()), &parsed); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metadata '", entry.key(), "' = '", entry.value(), "': ", s.message()));
+    }
+    ranges.insert(parsed.dim_ranges.begin(), parsed.dim_ranges.end());
+  }
+  return ranges;
+}
+
+absl::StatusOr<std::string> ExportOnnxBytes(const Graph& graph, const ShapeEnv& env, const ExportOptions& options) {
+  onnx::ModelProto model;
+  if (absl::Status s = ExportOnnxModel(graph, env, options, &model); !s.ok()) return s;
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) {
+    return absl::InternalError("the exported model cannot be serialized (over protobuf's 2 GiB limit?)");
+  }
+  return bytes;
+}
+
+absl::Status ExportOnnxFile(const Graph& graph, const ShapeEnv& env, const std::string& path,
+                            const ExportOptions& options) {
+  absl::StatusOr<std::string> bytes = ExportOnnxBytes(graph, env, options);
+  if (!bytes.ok()) return absl::Status(bytes.status().code(), absl::StrCat(path, ": ", bytes.status().message()));
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open for writing"));
+  file.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+  if (!file) return absl::DataLossError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
+}
+
+}  // namespace shapeshift

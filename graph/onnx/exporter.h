@@ -1,0 +1,58 @@
+// ONNX exporter: Graph (+ the ShapeEnv naming its symbols) → ModelProto.
+//
+// Why: models built in C++ (examples/ builders, graphs a pass produced)
+// should be usable everywhere an ONNX file is — `shapeshift run model.onnx`,
+// ONNX Runtime, Netron — and going through a file and back through the
+// importer proves the builder graph and the importer agree on semantics.
+//
+// Constants become initializers; inputs and outputs get value_info whose
+// symbolic dims are written as `dim_param` (a symbol by its name, a derived
+// dim such as `past + seq` by its text, the way torch's exporter writes
+// them), constant dims as `dim_value`. The declared ranges of the symbols are
+// recorded as metadata_props `shapeshift.dim.<name>` = `lo..hi` (ONNX has no
+// field for them; other tools ignore the entries). The result passes the ONNX
+// checker, which the exporter runs before returning.
+#ifndef SHAPESHIFT_GRAPH_ONNX_EXPORTER_H_
+#define SHAPESHIFT_GRAPH_ONNX_EXPORTER_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "graph/onnx/importer.h"
+#include "shapes/shape_env.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace shapeshift {
+
+struct ExportOptions {
+  std::string producer_name = "shapeshift";
+  std::string graph_name = "shapeshift_graph";
+};
+
+// Prefix of the metadata_props keys holding declared dim ranges.
+inline constexpr char kDimRangeMetadataPrefix[] = "shapeshift.dim.";
+
+// Fills `model`; an error names the node or attribute that cannot be
+// written, or quotes the ONNX checker.
+absl::Status ExportOnnxModel(const Graph& graph, const ShapeEnv& env, const ExportOptions& options,
+                             onnx::ModelProto* model);
+absl::StatusOr<std::string> ExportOnnxBytes(const Graph& graph, const ShapeEnv& env,
+                                            const ExportOptions& options = {});
+// Writes the serialized model to `path`; an error names the file.
+absl::Status ExportOnnxFile(const Graph& graph, const ShapeEnv& env, const std::string& path,
+                            const ExportOptions& options = {});
+
+// The dim ranges an exported model recorded in its metadata (empty for a
+// model from another exporter), ready for ImportOptions::dim_ranges; an
+// error names a malformed entry.
+absl::StatusOr<std::map<std::string, DimRange>> ReadRecordedDimRanges(const onnx::ModelProto& model);
+
+}  // namespace shapeshift
+
+#endif  // SHAPESHIFT_GRAPH_ONNX_EXPORTER_H_
