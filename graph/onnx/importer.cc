@@ -32,13 +32,19 @@ absl::Status Prefixed(const std::string& what, const absl::Status& s) {
 // Builds one model; `what` prefixes every error.
 class Importer {
  public:
-  Importer(const onnx::ModelProto& model, const ImportOptions& options, std::string what)
-      : model_(model), options_(options), what_(std::move(what)) {}
+  // `path` is the model file when there is one: the checker then resolves
+  // external data next to it.
+  Importer(const onnx::ModelProto& model, const ImportOptions& options, std::string what, std::string path)
+      : model_(model), options_(options), what_(std::move(what)), path_(std::move(path)) {}
 
   absl::StatusOr<ImportedModel> Run() {
     if (options_.run_checker) {
       try {
-        onnx::checker::check_model(model_);
+        if (path_.empty()) {
+          onnx::checker::check_model(model_);
+        } else {
+          onnx::checker::check_model(path_);
+        }
       } catch (const std::exception& e) {
         return Error(absl::InvalidArgumentError(absl::StrCat("ONNX checker rejected the model: ", e.what())));
       }
@@ -238,20 +244,26 @@ class Importer {
   const onnx::ModelProto& model_;
   const ImportOptions& options_;
   std::string what_;
+  std::string path_;
   ImportedModel result_;
 };
 
-}  // namespace
-
-absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes, const ImportOptions& options,
-                                              const std::string& what) {
+absl::StatusOr<ImportedModel> ImportParsed(const std::string& bytes, const ImportOptions& options,
+                                           const std::string& what, const std::string& path) {
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": not a valid ONNX model (protobuf parsing failed; truncated or not a model file)"));
   }
   if (!model.has_graph()) return absl::InvalidArgumentError(absl::StrCat(what, ": the model has no graph"));
-  return Importer(model, options, what).Run();
+  return Importer(model, options, what, path).Run();
+}
+
+}  // namespace
+
+absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes, const ImportOptions& options,
+                                              const std::string& what) {
+  return ImportParsed(bytes, options, what, "");
 }
 
 absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
@@ -264,7 +276,7 @@ absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path, const Impo
     size_t slash = path.find_last_of('/');
     with_dir.base_dir = slash == std::string::npos ? "." : path.substr(0, slash);
   }
-  return ImportOnnxBytes(buffer.str(), with_dir, path);
+  return ImportParsed(buffer.str(), with_dir, path, path);
 }
 
 absl::Status ParseDimRangeFlag(const std::string& flag, ImportOptions* options) {

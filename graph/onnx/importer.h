@@ -60,7 +60,10 @@ struct ImportedModel {
 
 absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path,
                                              const ImportOptions& options = {});
-// `what` names the source in error messages (e.g. a file name).
+// `what` names the source in error messages (e.g. a file name). The ONNX
+// checker only sees bytes here, so it looks for external data relative to
+// the working directory: for models with external data prefer
+// ImportOnnxFile (or set run_checker = false and base_dir).
 absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes,
                                               const ImportOptions& options = {},
                                               const std::string& what = "<bytes>");

@@ -82,6 +82,10 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> ReadIntList(InferenceContext
     }
     return values;
   }
+  if (ctx.HasInput(input_index)) {
+    return ctx.Error(absl::StrCat("'", attr, "' is an attribute before opset ", input_since_opset,
+                                  " (model opset ", ctx.opset(), "), not input ", input_index));
+  }
   if (!ctx.attrs().Has(attr)) return std::optional<std::vector<int64_t>>();
   absl::StatusOr<std::vector<int64_t>> values = ctx.attrs().GetInts(attr);
   if (!values.ok()) return ctx.Error(values.status().message());

@@ -8,6 +8,7 @@
 // FloorDiv only when both operands are provably non-negative (then the two
 // agree) or both are constants (then it is computed exactly).
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "graph/op_registry.h"
@@ -270,9 +271,17 @@ absl::Status Cast(InferenceContext& ctx) {
       }
     } else if (*dtype == DType::kI64 || from != DType::kI64) {
       elements = ctx.input_elements(0);  // widening (or same width): values unchanged
-    } else if (auto ints = ctx.input_constant_ints(0)) {
-      elements.emplace();
-      for (int64_t v : *ints) elements->push_back(*dtype == DType::kI32 ? static_cast<int32_t>(v) : v);
+    } else if (*dtype == DType::kI32) {
+      // Narrowing keeps the values only when each provably fits in 32 bits.
+      std::vector<SymExpr> kept;
+      for (SymExpr e : *ctx.input_elements(0)) {
+        if (!ctx.CanProve(Predicate::Le(e, std::numeric_limits<int32_t>::max())) ||
+            !ctx.CanProve(Predicate::Ge(e, std::numeric_limits<int32_t>::min()))) {
+          break;
+        }
+        kept.push_back(e);
+      }
+      if (kept.size() == ctx.input_elements(0)->size()) elements = std::move(kept);
     }
   }
   ctx.SetOutput(0, TensorType(*dtype, ctx.input_shape(0)), std::move(elements));

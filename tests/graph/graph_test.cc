@@ -1,0 +1,131 @@
+// Tests for graph/graph.cc: SSA bookkeeping (producers, uses), rewriting
+// helpers, topological order, the verifier and the printer.
+#include "graph/graph.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace shapeshift {
+namespace {
+
+using ::testing::HasSubstr;
+
+TensorType F32(std::vector<SymExpr> shape) { return TensorType(DType::kF32, std::move(shape)); }
+
+TEST(TensorTypeTest, PrintsSymbolicShape) {
+  SymExpr batch = SymExpr::Symbol("batch"), seq = SymExpr::Symbol("seq");
+  TensorType t = F32({batch, seq, 768});
+  EXPECT_EQ(t.ToString(), "f32[batch, seq, 768]");
+  EXPECT_EQ(TensorType(DType::kI64, {}).ToString(), "i64[]");
+  EXPECT_FALSE(t.IsStatic());
+  EXPECT_EQ(t.NumElements(), batch * seq * 768);
+  auto dims = t.Evaluate({{"batch", 2}, {"seq", 5}});
+  ASSERT_TRUE(dims.ok());
+  EXPECT_EQ(*dims, (std::vector<int64_t>{2, 5, 768}));
+  EXPECT_FALSE(t.Evaluate({{"batch", 2}}).ok());
+}
+
+TEST(GraphTest, TracksProducersAndUses) {
+  Graph g(17);
+  Value* x = g.AddInput("x", F32({SymExpr::Symbol("n")}));
+  Node* relu = g.AddNode("Relu", {x}, 1);
+  Node* add = g.AddNode("Add", {relu->output(0), x}, 1, {}, "add");
+  g.AddOutput(add->output(0));
+  EXPECT_EQ(relu->output(0)->producer(), relu);
+  EXPECT_EQ(x->producer(), nullptr);
+  EXPECT_TRUE(x->is_graph_input());
+  ASSERT_EQ(x->uses().size(), 2u);
+  EXPECT_EQ(x->uses()[0], (Use{relu, 0}));
+  EXPECT_EQ(x->uses()[1], (Use{add, 1}));
+  EXPECT_EQ(g.FindNode("add"), add);
+  EXPECT_EQ(g.FindValue("x"), x);
+  EXPECT_TRUE(g.Verify().ok());
+}
+
+TEST(GraphTest, ConstantsCarrySmallIntegerElements) {
+  Graph g;
+  Value* c = g.AddConstant("shape", Tensor::FromVector<int64_t>(DType::kI64, {2}, {4, -1}));
+  ASSERT_TRUE(c->elements().has_value());
+  EXPECT_EQ(*c->elements(), (std::vector<SymExpr>{4, -1}));
+  EXPECT_EQ(c->type().ToString(), "i64[2]");
+  Value* w = g.AddConstant("w", Tensor::FromVector<float>(DType::kF32, {2}, {1.f, 2.f}));
+  EXPECT_FALSE(w->elements().has_value());
+  EXPECT_EQ(g.constants().size(), 2u);
+}
+
+TEST(GraphTest, ReplaceAllUsesAndRemoveNode) {
+  Graph g;
+  Value* x = g.AddInput("x", F32({4}));
+  Node* id = g.AddNode("Identity", {x}, 1);
+  Node* neg = g.AddNode("Neg", {id->output(0)}, 1);
+  g.AddOutput(id->output(0));
+  g.AddOutput(neg->output(0));
+  EXPECT_THAT(g.RemoveNode(id).message(), HasSubstr("still used"));
+  g.ReplaceAllUsesWith(id->output(0), x);
+  EXPECT_EQ(neg->input(0), x);
+  EXPECT_EQ(g.outputs()[0], x);
+  ASSERT_TRUE(g.RemoveNode(id).ok());
+  EXPECT_EQ(g.num_nodes(), 1);
+  EXPECT_EQ(x->uses().size(), 1u);
+  EXPECT_TRUE(g.Verify().ok()) << g.Verify();
+}
+
+TEST(GraphTest, RemoveNodeRefusesGraphOutputs) {
+  Graph g;
+  Value* x = g.AddInput("x", F32({4}));
+  Node* n = g.AddNode("Neg", {x}, 1);
+  g.AddOutput(n->output(0));
+  EXPECT_THAT(g.RemoveNode(n).message(), HasSubstr("graph output"));
+}
+
+TEST(GraphTest, TopologicalSortRestoresOrderAfterRewiring) {
+  Graph g;
+  Value* x = g.AddInput("x", F32({4}));
+  Node* a = g.AddNode("Neg", {x}, 1, {}, "a");
+  Node* b = g.AddNode("Abs", {x}, 1, {}, "b");
+  g.AddOutput(a->output(0));
+  a->SetInput(0, b->output(0));  // a now reads a later node
+  EXPECT_THAT(g.Verify().message(), HasSubstr("not defined before"));
+  ASSERT_TRUE(g.TopologicalSort().ok());
+  std::vector<Node*> order = g.nodes();
+  EXPECT_EQ(order[0], b);
+  EXPECT_EQ(order[1], a);
+  EXPECT_TRUE(g.Verify().ok());
+}
+
+TEST(GraphTest, TopologicalSortReportsCycles) {
+  Graph g;
+  Value* x = g.AddInput("x", F32({4}));
+  Node* a = g.AddNode("Neg", {x}, 1, {}, "a");
+  Node* b = g.AddNode("Abs", {a->output(0)}, 1, {}, "b");
+  a->SetInput(0, b->output(0));
+  absl::Status s = g.TopologicalSort();
+  EXPECT_THAT(s.message(), HasSubstr("cycle"));
+}
+
+TEST(GraphTest, GeneratedNamesAreUnique) {
+  Graph g;
+  Value* x = g.AddInput("x", F32({4}));
+  Value* x2 = g.AddInput("x", F32({4}));
+  EXPECT_NE(x->name(), x2->name());
+  EXPECT_TRUE(g.Verify().ok());
+}
+
+TEST(GraphTest, PrinterShowsTypesAttributesAndValues) {
+  Graph g(14);
+  SymExpr batch = SymExpr::Symbol("batch");
+  Value* x = g.AddInput("x", F32({batch, 8}));
+  Attributes attrs;
+  attrs.Set("perm", std::vector<int64_t>{1, 0});
+  Node* t = g.AddNode("Transpose", {x}, 1, attrs, "tr", {"y"});
+  t->output(0)->set_type(F32({8, batch}));
+  g.AddOutput(t->output(0));
+  std::string text = g.ToString();
+  EXPECT_THAT(text, HasSubstr("graph opset=14 {"));
+  EXPECT_THAT(text, HasSubstr("input  %x: f32[batch, 8]"));
+  EXPECT_THAT(text, HasSubstr("%y: f32[8, batch] = Transpose(%x) {perm=[1, 0]}  # tr"));
+  EXPECT_THAT(text, HasSubstr("output %y"));
+}
+
+}  // namespace
+}  // namespace shapeshift
