@@ -1,0 +1,29 @@
+// CompileOptions: what a user chooses when compiling a model — the declared
+// ranges of its dynamic dims and the debugging hooks.
+#ifndef SHAPESHIFT_RUNTIME_COMPILE_OPTIONS_H_
+#define SHAPESHIFT_RUNTIME_COMPILE_OPTIONS_H_
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "graph/onnx/importer.h"
+
+namespace shapeshift::runtime {
+
+struct CompileOptions {
+  // Dim name → declared inclusive range (`--dim seq=1..512`). For ONNX models
+  // these are the importer's dim_param ranges; for built models they
+  // override the ranges the builder declared. Unknown names are an error.
+  std::map<std::string, DimRange> dims;
+  // Pass names after which the graph / plan is printed (`--print-after`).
+  std::vector<std::string> print_after;
+  std::ostream* print_stream = nullptr;  // std::cerr when null
+  // f32 lanes of generated vector loops; 0 = the widest the host has.
+  int vector_width = 0;
+};
+
+}  // namespace shapeshift::runtime
+
+#endif  // SHAPESHIFT_RUNTIME_COMPILE_OPTIONS_H_

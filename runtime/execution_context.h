@@ -1,0 +1,46 @@
+// ExecutionContext: the per-thread scratch state of Program::Run — the
+// arena holding intermediate buffers, the evaluated sizes, and the pointer
+// and dim arrays handed to kernels.
+//
+// Why separate from Program: the Program is shared and immutable; a context
+// is owned by one thread at a time. The arena grows to the largest request
+// seen and is then reused, so steady-state requests allocate nothing here.
+#ifndef SHAPESHIFT_RUNTIME_EXECUTION_CONTEXT_H_
+#define SHAPESHIFT_RUNTIME_EXECUTION_CONTEXT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace shapeshift::runtime {
+
+class ExecutionContext {
+ public:
+  ExecutionContext() = default;
+  ExecutionContext(const ExecutionContext&) = delete;
+  ExecutionContext& operator=(const ExecutionContext&) = delete;
+
+  // Arena of at least `bytes`, 64-byte aligned; reallocates only to grow.
+  std::byte* Arena(size_t bytes);
+  size_t arena_capacity() const { return arena_capacity_; }
+  // How many times the arena was (re)allocated; stays put in steady state.
+  int64_t arena_allocations() const { return arena_allocations_; }
+
+ private:
+  friend class Program;
+  struct FreeDeleter {
+    void operator()(std::byte* p) const;
+  };
+  std::unique_ptr<std::byte, FreeDeleter> arena_;
+  size_t arena_capacity_ = 0;
+  int64_t arena_allocations_ = 0;
+  std::vector<int64_t> slots_;       // evaluated sizes (SymTape slots)
+  std::vector<void*> buffers_;       // resolved buffer pointers
+  std::vector<void*> call_buffers_;  // one kernel call's buffer array
+  std::vector<int64_t> call_dims_;   // one kernel call's dims array
+};
+
+}  // namespace shapeshift::runtime
+
+#endif  // SHAPESHIFT_RUNTIME_EXECUTION_CONTEXT_H_

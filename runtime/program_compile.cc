@@ -1,0 +1,279 @@
+// Program::Compile: passes → lowering → JIT/primitives → per-request recipe.
+#include <chrono>
+#include <limits>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "codegen/lower/lower_group.h"
+#include "passes/pipeline.h"
+#include "runtime/program_impl.h"
+
+namespace shapeshift::runtime {
+namespace {
+
+using codegen::lower::GraphValue;
+namespace cpu = codegen::cpu;
+namespace lower = codegen::lower;
+
+#define SS_ASSIGN_OR_RETURN(lhs, expr)            \
+  auto lhs##_or = (expr);                         \
+  if (!lhs##_or.ok()) return lhs##_or.status();   \
+  auto lhs = *std::move(lhs##_or)
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const Graph& graph, ShapeEnv& env, const passes::PipelineResult& pipeline, Program::Impl* impl,
+                 ProgramStats* stats)
+      : graph_(graph), env_(env), pipeline_(pipeline), impl_(*impl), stats_(*stats) {}
+
+  absl::Status Build(const CompileOptions& options) {
+    if (absl::Status s = PlanInputs(); !s.ok()) return s;
+    cpu::CpuBackendOptions backend_options;
+    backend_options.vector_width = options.vector_width;
+    SS_ASSIGN_OR_RETURN(backend, cpu::CpuBackend::Create(backend_options));
+    impl_.backend = std::move(backend);
+    impl_.kernel_cache = std::make_unique<cpu::KernelCache>(impl_.backend.get());
+    for (const passes::Group& group : pipeline_.fusion.groups) {
+      SS_ASSIGN_OR_RETURN(steps, lower::LowerGroup(group, &env_));
+      for (lower::LoweredStep& step : steps) {
+        if (absl::Status s = std::visit([&](auto& call) { return AddStep(call); }, step); !s.ok()) {
+          return absl::Status(s.code(), absl::StrCat("group #", group.id, ": ", s.message()));
+        }
+      }
+    }
+    if (absl::Status s = PlanOutputs(); !s.ok()) return s;
+    SS_ASSIGN_OR_RETURN(arena_slot, Slot(pipeline_.memory.arena_bytes));
+    impl_.arena_slot = arena_slot;
+    stats_.groups = static_cast<int64_t>(pipeline_.fusion.groups.size());
+    stats_.kernels = impl_.kernel_cache->compiles();
+    stats_.gemms = static_cast<int64_t>(impl_.matmuls.size());
+    stats_.steps = static_cast<int64_t>(impl_.steps.size());
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<int> Slot(SymExpr e) { return impl_.tape->Add(e); }
+
+  // Symbols are bound by the first input dim that is exactly that symbol;
+  // every other dim is checked against its evaluated expression.
+  absl::Status PlanInputs() {
+    absl::flat_hash_set<std::string> bound;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < graph_.inputs().size(); ++i) {
+      const GraphValue* in = graph_.inputs()[i];
+      InputSpec spec{in->name(), in->type().dtype, {}};
+      for (size_t k = 0; k < in->type().shape.size(); ++k) {
+        SymExpr dim = in->type().shape[k];
+        InputDim d;
+        d.expected = dim.ToString();
+        if (dim.IsSymbol() && bound.insert(dim.symbol_name()).second) {
+          const SymbolInfo* info = env_.FindSymbol(dim.symbol_name());
+          d.bind_slot = static_cast<int>(names.size());
+          names.push_back(dim.symbol_name());
+          impl_.symbols.push_back({dim.symbol_name(), info ? info->min : 0,
+                                   info ? info->max : std::numeric_limits<int64_t>::max(), static_cast<int>(i),
+                                   static_cast<int>(k)});
+        }
+        spec.dims.push_back(d);
+      }
+      impl_.inputs.push_back(std::move(spec));
+    }
+    impl_.tape = std::make_unique<SymTape>(names);
+    for (size_t i = 0; i < impl_.inputs.size(); ++i) {
+      for (size_t k = 0; k < impl_.inputs[i].dims.size(); ++k) {
+        InputDim& d = impl_.inputs[i].dims[k];
+        if (d.bind_slot >= 0) continue;
+        absl::StatusOr<int> slot = Slot(graph_.inputs()[i]->type().shape[k]);
+        if (!slot.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("input '", impl_.inputs[i].name, "' dim ", k, " (",
+                                                         d.expected, "): ", slot.status().message()));
+        }
+        d.check_slot = *slot;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  int OutputIndexOf(const GraphValue* root) {
+    const auto& outs = graph_.outputs();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (outs[i] == root) return static_cast<int>(i);
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const passes::BufferAssignment* a = pipeline_.memory.Find(outs[i]);
+      if (a != nullptr && a->storage == passes::BufferStorage::kAlias && a->alias_of == root) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  absl::StatusOr<int> Buffer(const GraphValue* v) {
+    if (v == nullptr) return -1;
+    const passes::BufferAssignment* a = pipeline_.memory.Find(v);
+    const GraphValue* root = v;
+    if (a != nullptr && a->storage == passes::BufferStorage::kAlias) {
+      root = a->alias_of;
+      a = pipeline_.memory.Find(root);
+    }
+    if (auto it = buffer_of_.find(root); it != buffer_of_.end()) return it->second;
+    BufferSource src;
+    passes::BufferStorage storage =
+        a != nullptr ? a->storage
+        : root->is_graph_input() ? passes::BufferStorage::kGraphInput
+        : root->is_constant()    ? passes::BufferStorage::kConstant
+                                 : passes::BufferStorage::kAlias;  // i.e. unplanned
+    switch (storage) {
+      case passes::BufferStorage::kArena: {
+        src.kind = BufferSource::Kind::kArena;
+        SS_ASSIGN_OR_RETURN(offset, Slot(a->offset));
+        src.offset_slot = offset;
+        break;
+      }
+      case passes::BufferStorage::kGraphInput: {
+        src.kind = BufferSource::Kind::kInput;
+        const auto& ins = graph_.inputs();
+        src.index = static_cast<int>(std::find(ins.begin(), ins.end(), root) - ins.begin());
+        if (src.index == static_cast<int>(ins.size())) {
+          return absl::InternalError(absl::StrCat("value '", root->name(), "' is planned as a graph input but is not one"));
+        }
+        break;
+      }
+      case passes::BufferStorage::kConstant:
+        if (!root->is_constant()) {
+          return absl::InternalError(absl::StrCat("value '", root->name(), "' is planned as a constant but is not one"));
+        }
+        src.kind = BufferSource::Kind::kConstant;
+        src.constant = root->constant()->raw();
+        break;
+      case passes::BufferStorage::kGraphOutput:
+        src.kind = BufferSource::Kind::kOutput;
+        src.index = OutputIndexOf(root);
+        if (src.index < 0) {
+          return absl::InternalError(absl::StrCat("value '", root->name(), "' is planned as a graph output but is not one"));
+        }
+        break;
+      case passes::BufferStorage::kAlias:
+        return absl::InternalError(absl::StrCat("value '", v->name(), "' has no buffer in the memory plan"));
+    }
+    int index = static_cast<int>(impl_.buffers.size());
+    impl_.buffers.push_back(src);
+    buffer_of_[root] = index;
+    return index;
+  }
+
+  absl::Status AddStep(const lower::KernelCall& call) {
+    SS_ASSIGN_OR_RETURN(compiled, impl_.kernel_cache->GetOrCompile(call.kernel));
+    KernelStep step;
+    step.kernel = std::move(compiled);
+    for (SymExpr e : call.dim_values) {
+      SS_ASSIGN_OR_RETURN(slot, Slot(e));
+      step.dim_slots.push_back(slot);
+    }
+    for (const GraphValue* v : call.buffers) {
+      SS_ASSIGN_OR_RETURN(buffer, Buffer(v));
+      step.buffers.push_back(buffer);
+    }
+    impl_.max_call_buffers = std::max(impl_.max_call_buffers, step.buffers.size());
+    impl_.max_call_dims = std::max(impl_.max_call_dims, step.dim_slots.size());
+    impl_.steps.push_back(std::move(step));
+    ++stats_.kernel_calls;
+    return absl::OkStatus();
+  }
+
+  absl::Status AddStep(const lower::MatmulCall& call) {
+    // Layers with the same configuration share one primitive.
+    std::string key = cpu::DescribeConfig(call.config);
+    const cpu::OnednnMatmul*& matmul = matmul_by_config_[key];
+    if (matmul == nullptr) {
+      SS_ASSIGN_OR_RETURN(created, cpu::OnednnMatmul::Create(call.config));
+      matmul = created.get();
+      impl_.matmuls.push_back(std::move(created));
+    }
+    MatmulStep step;
+    step.matmul = matmul;
+    SS_ASSIGN_OR_RETURN(batch, Slot(call.batch));
+    SS_ASSIGN_OR_RETURN(m, Slot(call.m));
+    SS_ASSIGN_OR_RETURN(k, Slot(call.k));
+    SS_ASSIGN_OR_RETURN(n, Slot(call.n));
+    SS_ASSIGN_OR_RETURN(a, Buffer(call.a));
+    SS_ASSIGN_OR_RETURN(b, Buffer(call.b));
+    SS_ASSIGN_OR_RETURN(bias, Buffer(call.bias));
+    SS_ASSIGN_OR_RETURN(residual, Buffer(call.residual));
+    SS_ASSIGN_OR_RETURN(c, Buffer(call.c));
+    step.batch = batch, step.m = m, step.k = k, step.n = n;
+    step.a = a, step.b = b, step.bias = bias, step.residual = residual, step.c = c;
+    impl_.steps.push_back(step);
+    ++stats_.gemm_calls;
+    return absl::OkStatus();
+  }
+
+  absl::Status AddStep(const lower::GatherRowsCall& call) {
+    GatherStep step;
+    SS_ASSIGN_OR_RETURN(table, Buffer(call.table));
+    SS_ASSIGN_OR_RETURN(indices, Buffer(call.indices));
+    SS_ASSIGN_OR_RETURN(output, Buffer(call.output));
+    SS_ASSIGN_OR_RETURN(count, Slot(call.num_indices));
+    step.table = table, step.indices = indices, step.output = output, step.count_slot = count;
+    step.table_rows = call.table_rows;
+    step.row_bytes = call.row_bytes;
+    step.indices_i32 = call.indices->type().dtype == DType::kI32;
+    step.node_name = call.node_name;
+    impl_.steps.push_back(std::move(step));
+    return absl::OkStatus();
+  }
+
+  // Views need no step: the memory plan already gave them their root's bytes.
+  absl::Status AddStep(const lower::AliasCall& call) { return absl::OkStatus(); }
+
+  absl::Status PlanOutputs() {
+    const auto& outs = graph_.outputs();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const GraphValue* v = outs[i];
+      OutputSpec spec;
+      spec.name = v->name();
+      spec.dtype = v->type().dtype;
+      for (SymExpr d : v->type().shape) {
+        SS_ASSIGN_OR_RETURN(slot, Slot(d));
+        spec.shape_slots.push_back(slot);
+      }
+      SS_ASSIGN_OR_RETURN(buffer, Buffer(v));
+      spec.buffer = buffer;
+      const BufferSource& src = impl_.buffers[buffer];
+      spec.in_place = src.kind == BufferSource::Kind::kOutput && src.index == static_cast<int>(i);
+      impl_.outputs.push_back(std::move(spec));
+    }
+    return absl::OkStatus();
+  }
+
+  const Graph& graph_;
+  ShapeEnv& env_;
+  const passes::PipelineResult& pipeline_;
+  Program::Impl& impl_;
+  ProgramStats& stats_;
+  absl::flat_hash_map<const GraphValue*, int> buffer_of_;
+  absl::flat_hash_map<std::string, const cpu::OnednnMatmul*> matmul_by_config_;
+};
+
+}  // namespace
+
+Program::Program(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Program::~Program() = default;
+
+absl::StatusOr<std::unique_ptr<Program>> Program::Compile(Graph& graph, ShapeEnv& env, const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  passes::PipelineOptions pipeline_options;
+  pipeline_options.print_after = options.print_after;
+  pipeline_options.print_stream = options.print_stream;
+  SS_ASSIGN_OR_RETURN(pipeline, passes::RunPipeline(graph, env, pipeline_options));
+  auto impl = std::make_unique<Impl>();
+  ProgramStats stats;
+  ProgramBuilder builder(graph, env, pipeline, impl.get(), &stats);
+  if (absl::Status s = builder.Build(options); !s.ok()) return s;
+  std::unique_ptr<Program> program(new Program(std::move(impl)));
+  stats.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  program->stats_ = stats;
+  program->plan_text_ = pipeline.fusion.ToString() + pipeline.memory.ToString();
+  return program;
+}
+
+}  // namespace shapeshift::runtime

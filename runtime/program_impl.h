@@ -1,0 +1,99 @@
+// Internal to runtime/: the data of a compiled Program (built by
+// program_compile.cc, executed by program_run.cc).
+#ifndef SHAPESHIFT_RUNTIME_PROGRAM_IMPL_H_
+#define SHAPESHIFT_RUNTIME_PROGRAM_IMPL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "codegen/cpu/cpu_backend.h"
+#include "codegen/cpu/kernel_cache.h"
+#include "codegen/cpu/onednn_matmul.h"
+#include "graph/dtype.h"
+#include "runtime/program.h"
+#include "runtime/sym_tape.h"
+
+namespace shapeshift::runtime {
+
+// Where one storage root lives at run time.
+struct BufferSource {
+  enum class Kind { kInput, kConstant, kArena, kOutput };
+  Kind kind = Kind::kArena;
+  int index = -1;                  // kInput / kOutput: position in the graph's list
+  const void* constant = nullptr;  // kConstant
+  int offset_slot = -1;            // kArena: tape slot of the byte offset
+};
+
+struct KernelStep {
+  std::shared_ptr<const codegen::cpu::CompiledKernel> kernel;
+  std::vector<int> buffers;    // indices into Impl::buffers
+  std::vector<int> dim_slots;  // tape slots, one per kernel dim
+};
+
+struct MatmulStep {
+  const codegen::cpu::OnednnMatmul* matmul = nullptr;
+  int batch = -1, m = -1, k = -1, n = -1;  // tape slots
+  int a = -1, b = -1, bias = -1, residual = -1, c = -1;  // buffers; -1 absent
+};
+
+struct GatherStep {
+  int table = -1, indices = -1, output = -1;  // buffers
+  int count_slot = -1;
+  int64_t table_rows = 0;
+  int64_t row_bytes = 0;
+  bool indices_i32 = false;
+  std::string node_name;
+};
+
+using Step = std::variant<KernelStep, MatmulStep, GatherStep>;
+
+// How a request's input dim is used: it binds a symbol (first occurrence),
+// or it must equal an evaluated size (constants, later occurrences, derived
+// dims like 2*seq).
+struct InputDim {
+  int bind_slot = -1;
+  int check_slot = -1;
+  std::string expected;  // the dim's expression, for messages
+};
+
+struct InputSpec {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<InputDim> dims;
+};
+
+struct SymbolRange {
+  std::string name;
+  int64_t min = 0, max = 0;
+  int input = 0, dim = 0;  // where it is bound
+};
+
+struct OutputSpec {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int> shape_slots;
+  int buffer = -1;            // where the value lives
+  bool in_place = false;      // steps write the output tensor directly
+};
+
+struct Program::Impl {
+  std::unique_ptr<codegen::cpu::CpuBackend> backend;
+  std::unique_ptr<codegen::cpu::KernelCache> kernel_cache;
+  std::vector<std::unique_ptr<codegen::cpu::OnednnMatmul>> matmuls;
+  std::vector<BufferSource> buffers;
+  std::vector<Step> steps;
+  std::unique_ptr<SymTape> tape;
+  std::vector<InputSpec> inputs;
+  std::vector<SymbolRange> symbols;  // slot i of the tape is symbols[i]
+  std::vector<OutputSpec> outputs;
+  int arena_slot = -1;
+  size_t max_call_buffers = 0;
+  size_t max_call_dims = 0;
+};
+
+}  // namespace shapeshift::runtime
+
+#endif  // SHAPESHIFT_RUNTIME_PROGRAM_IMPL_H_

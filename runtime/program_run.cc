@@ -1,0 +1,170 @@
+// Program::Run: bind dims, evaluate sizes, run the steps (see program.h).
+#include <atomic>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cpu/parallel_run.h"
+#include "runtime/program_impl.h"
+
+namespace shapeshift::runtime {
+namespace {
+
+namespace cpu = codegen::cpu;
+
+// Gather rows [begin, end) as a kernel for RunParallel. buffers: table,
+// indices, output, first bad position (std::atomic<int64_t>); dims: row
+// bytes, table rows, indices are i32.
+void GatherRows(int64_t begin, int64_t end, void* const* buffers, const int64_t* dims) {
+  const auto* table = static_cast<const std::byte*>(buffers[0]);
+  auto* out = static_cast<std::byte*>(buffers[2]);
+  auto* bad = static_cast<std::atomic<int64_t>*>(buffers[3]);
+  int64_t row_bytes = dims[0], rows = dims[1];
+  bool i32 = dims[2] != 0;
+  for (int64_t r = begin; r < end; ++r) {
+    int64_t id = i32 ? static_cast<const int32_t*>(buffers[1])[r] : static_cast<const int64_t*>(buffers[1])[r];
+    if (id < 0) id += rows;
+    if (id < 0 || id >= rows) {
+      bad->store(r, std::memory_order_relaxed);
+      continue;
+    }
+    std::memcpy(out + r * row_bytes, table + id * row_bytes, row_bytes);
+  }
+}
+
+absl::Status RunStep(const KernelStep& step, ExecutionContext& ctx, void* const* buffers, const int64_t* slots,
+                     std::vector<void*>& call_buffers, std::vector<int64_t>& call_dims) {
+  for (size_t i = 0; i < step.buffers.size(); ++i) call_buffers[i] = buffers[step.buffers[i]];
+  for (size_t i = 0; i < step.dim_slots.size(); ++i) call_dims[i] = slots[step.dim_slots[i]];
+  cpu::RunParallel(*step.kernel, call_buffers.data(), call_dims.data());
+  return absl::OkStatus();
+}
+
+absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t* slots) {
+  cpu::MatmulShape shape{slots[step.batch], slots[step.m], slots[step.k], slots[step.n]};
+  if (shape.batch == 0 || shape.m == 0 || shape.n == 0) return absl::OkStatus();  // empty result
+  cpu::MatmulOperands ops;
+  ops.a = static_cast<const float*>(buffers[step.a]);
+  ops.b = static_cast<const float*>(buffers[step.b]);
+  ops.bias = step.bias >= 0 ? static_cast<const float*>(buffers[step.bias]) : nullptr;
+  ops.residual = step.residual >= 0 ? static_cast<const float*>(buffers[step.residual]) : nullptr;
+  ops.c = static_cast<float*>(buffers[step.c]);
+  return step.matmul->Execute(shape, ops);
+}
+
+absl::Status RunStep(const GatherStep& step, void* const* buffers, const int64_t* slots) {
+  std::atomic<int64_t> bad{-1};
+  void* args[4] = {buffers[step.table], buffers[step.indices], buffers[step.output], &bad};
+  int64_t dims[3] = {step.row_bytes, step.table_rows, step.indices_i32 ? 1 : 0};
+  cpu::RunParallel(&GatherRows, slots[step.count_slot], args, dims);
+  if (int64_t r = bad.load(); r >= 0) {
+    int64_t id = step.indices_i32 ? static_cast<const int32_t*>(buffers[step.indices])[r]
+                                  : static_cast<const int64_t*>(buffers[step.indices])[r];
+    return absl::InvalidArgumentError(absl::StrCat("node '", step.node_name, "': index ", id, " at position ", r,
+                                                   " is outside the table's ", step.table_rows, " rows"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> inputs, ExecutionContext& ctx) const {
+  const Impl& p = *impl_;
+  if (inputs.size() != p.inputs.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", p.inputs.size(), " inputs, got ", inputs.size()));
+  }
+  ctx.slots_.resize(p.tape->num_slots());
+  int64_t* slots = ctx.slots_.data();
+  // 1. Bind symbols from their first occurrence; check dtype and rank.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputSpec& spec = p.inputs[i];
+    const TensorView& in = inputs[i];
+    if (in.dtype != spec.dtype) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has dtype ", DTypeName(in.dtype),
+                                                     ", expected ", DTypeName(spec.dtype)));
+    }
+    if (in.shape.size() != spec.dims.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has rank ", in.shape.size(),
+                                                     ", expected ", spec.dims.size()));
+    }
+    for (size_t k = 0; k < spec.dims.size(); ++k) {
+      if (spec.dims[k].bind_slot >= 0) slots[spec.dims[k].bind_slot] = in.shape[k];
+    }
+  }
+  // 2. Declared ranges.
+  for (size_t s = 0; s < p.symbols.size(); ++s) {
+    const SymbolRange& r = p.symbols[s];
+    if (slots[s] < r.min || slots[s] > r.max) {
+      return absl::OutOfRangeError(absl::StrCat("input '", p.inputs[r.input].name, "' dim ", r.dim, " (", r.name,
+                                                ") is ", slots[s], ", outside the declared range ", r.min, "..",
+                                                r.max));
+    }
+  }
+  // 3. Every size the steps need; then the remaining input dims must agree.
+  if (absl::Status s = p.tape->Evaluate(absl::MakeSpan(ctx.slots_)); !s.ok()) return s;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputSpec& spec = p.inputs[i];
+    int64_t elements = 1;
+    for (size_t k = 0; k < spec.dims.size(); ++k) {
+      const InputDim& d = spec.dims[k];
+      elements *= inputs[i].shape[k];
+      if (d.check_slot >= 0 && slots[d.check_slot] != inputs[i].shape[k]) {
+        return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' dim ", k, " is ", inputs[i].shape[k],
+                                                       ", but the model requires ", d.expected, " = ",
+                                                       slots[d.check_slot]));
+      }
+    }
+    if (elements > 0 && inputs[i].data == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has no data"));
+    }
+  }
+  // 4. Storage: arena, outputs, then every buffer's address.
+  int64_t arena_bytes = slots[p.arena_slot];
+  std::byte* arena = ctx.Arena(static_cast<size_t>(std::max<int64_t>(arena_bytes, 1)));
+  if (arena == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate a ", arena_bytes, "-byte arena"));
+  }
+  std::vector<Tensor> outputs;
+  outputs.reserve(p.outputs.size());
+  std::vector<int64_t> shape;
+  for (const OutputSpec& spec : p.outputs) {
+    shape.clear();
+    for (int slot : spec.shape_slots) shape.push_back(slots[slot]);
+    absl::StatusOr<Tensor> t = Tensor::Zeros(spec.dtype, shape);
+    if (!t.ok()) return t.status();
+    outputs.push_back(*std::move(t));
+  }
+  ctx.buffers_.resize(p.buffers.size());
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const BufferSource& src = p.buffers[b];
+    switch (src.kind) {
+      case BufferSource::Kind::kInput: ctx.buffers_[b] = const_cast<void*>(inputs[src.index].data); break;
+      case BufferSource::Kind::kConstant: ctx.buffers_[b] = const_cast<void*>(src.constant); break;
+      case BufferSource::Kind::kArena: ctx.buffers_[b] = arena + slots[src.offset_slot]; break;
+      case BufferSource::Kind::kOutput: ctx.buffers_[b] = outputs[src.index].mutable_raw(); break;
+    }
+  }
+  // 5. The steps, in plan order.
+  ctx.call_buffers_.resize(p.max_call_buffers);
+  ctx.call_dims_.resize(p.max_call_dims);
+  void* const* buffers = ctx.buffers_.data();
+  for (const Step& step : p.steps) {
+    absl::Status s;
+    if (const auto* k = std::get_if<KernelStep>(&step)) {
+      s = RunStep(*k, ctx, buffers, slots, ctx.call_buffers_, ctx.call_dims_);
+    } else if (const auto* m = std::get_if<MatmulStep>(&step)) {
+      s = RunStep(*m, buffers, slots);
+    } else {
+      s = RunStep(std::get<GatherStep>(step), buffers, slots);
+    }
+    if (!s.ok()) return s;
+  }
+  // 6. Outputs that live elsewhere (an input, a constant, another output).
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    if (p.outputs[i].in_place) continue;
+    std::memcpy(outputs[i].mutable_raw(), buffers[p.outputs[i].buffer], outputs[i].byte_size());
+  }
+  return outputs;
+}
+
+}  // namespace shapeshift::runtime

@@ -1,0 +1,152 @@
+#include "runtime/session.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/interpreter.h"
+#include "graph/onnx/importer.h"
+
+namespace shapeshift::runtime {
+namespace {
+
+absl::Status UnknownDim(const std::string& name, const ShapeEnv& env) {
+  std::vector<std::string> known;
+  for (const SymbolInfo& s : env.symbols()) known.push_back(s.name);
+  return absl::InvalidArgumentError(absl::StrCat("--dim ", name, ": the model has no dim named '", name,
+                                                 "'; its dims are: ", absl::StrJoin(known, ", ")));
+}
+
+// A built model's env with the user's ranges: a fresh ShapeEnv declaring the
+// same symbols (the graph refers to symbols by name).
+absl::StatusOr<std::unique_ptr<ShapeEnv>> WithRanges(const ShapeEnv& env, const std::map<std::string, DimRange>& dims) {
+  for (const auto& [name, range] : dims) {
+    if (!env.HasSymbol(name)) return UnknownDim(name, env);
+  }
+  auto out = std::make_unique<ShapeEnv>();
+  for (SymbolInfo info : env.symbols()) {
+    if (auto it = dims.find(info.name); it != dims.end()) {
+      info.min = it->second.min;
+      info.max = it->second.max;
+      if (info.hint && (*info.hint < info.min || *info.hint > info.max)) info.hint.reset();
+    }
+    absl::StatusOr<SymExpr> declared = out->DeclareSymbol(info);
+    if (!declared.ok()) return declared.status();
+  }
+  return out;
+}
+
+}  // namespace
+
+ModelSource ModelSource::OnnxFile(std::string path) {
+  ModelSource m;
+  m.kind_ = Kind::kOnnxFile;
+  m.name_ = path;
+  m.text_ = std::move(path);
+  return m;
+}
+
+ModelSource ModelSource::OnnxBytes(std::string bytes, std::string name) {
+  ModelSource m;
+  m.kind_ = Kind::kOnnxBytes;
+  m.text_ = std::move(bytes);
+  m.name_ = std::move(name);
+  return m;
+}
+
+ModelSource ModelSource::Built(std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env) {
+  ModelSource m;
+  m.kind_ = Kind::kBuilt;
+  m.name_ = "<built model>";
+  m.graph_ = std::move(graph);
+  m.env_ = std::move(env);
+  return m;
+}
+
+Session::~Session() = default;
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, const CompileOptions& options) {
+  std::unique_ptr<Session> session(new Session());
+  if (model.kind_ == ModelSource::Kind::kBuilt) {
+    if (model.graph_ == nullptr || model.env_ == nullptr) {
+      return absl::InvalidArgumentError("ModelSource::Built needs both a graph and a ShapeEnv");
+    }
+    absl::StatusOr<std::unique_ptr<ShapeEnv>> env = WithRanges(*model.env_, options.dims);
+    if (!env.ok()) return env.status();
+    session->env_ = options.dims.empty() ? std::move(model.env_) : *std::move(env);
+    session->graph_ = std::move(model.graph_);
+  } else {
+    ImportOptions import;
+    import.dim_ranges = options.dims;
+    absl::StatusOr<ImportedModel> imported = model.kind_ == ModelSource::Kind::kOnnxFile
+                                                 ? ImportOnnxFile(model.text_, import)
+                                                 : ImportOnnxBytes(model.text_, import, model.name_);
+    if (!imported.ok()) return imported.status();
+    for (const auto& [name, range] : options.dims) {
+      if (!imported->env->HasSymbol(name)) return UnknownDim(name, *imported->env);
+    }
+    session->env_ = std::move(imported->env);
+    session->graph_ = std::move(imported->graph);
+  }
+  absl::StatusOr<std::unique_ptr<Program>> program = Program::Compile(*session->graph_, *session->env_, options);
+  if (!program.ok()) {
+    return absl::Status(program.status().code(),
+                        absl::StrCat("compiling ", model.name_, ": ", program.status().message()));
+  }
+  session->program_ = *std::move(program);
+  return session;
+}
+
+std::unique_ptr<ExecutionContext> Session::AcquireContext() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!idle_contexts_.empty()) {
+      std::unique_ptr<ExecutionContext> ctx = std::move(idle_contexts_.back());
+      idle_contexts_.pop_back();
+      return ctx;
+    }
+  }
+  return std::make_unique<ExecutionContext>();
+}
+
+void Session::ReleaseContext(std::unique_ptr<ExecutionContext> context) {
+  absl::MutexLock lock(&mu_);
+  idle_contexts_.push_back(std::move(context));
+}
+
+absl::StatusOr<std::vector<Tensor>> Session::Run(absl::Span<const TensorView> inputs) {
+  std::unique_ptr<ExecutionContext> ctx = AcquireContext();
+  absl::StatusOr<std::vector<Tensor>> out = program_->Run(inputs, *ctx);
+  ReleaseContext(std::move(ctx));
+  if (out.ok()) requests_.fetch_add(1, std::memory_order_relaxed);
+  return out;
+}
+
+absl::StatusOr<std::vector<Tensor>> Session::Run(const std::vector<Tensor>& inputs) {
+  // A small fixed buffer keeps the common case (a few inputs) allocation-free.
+  constexpr size_t kInline = 8;
+  TensorView inline_views[kInline];
+  std::vector<TensorView> heap_views;
+  absl::Span<TensorView> views;
+  if (inputs.size() <= kInline) {
+    views = absl::MakeSpan(inline_views, inputs.size());
+  } else {
+    heap_views.resize(inputs.size());
+    views = absl::MakeSpan(heap_views);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) views[i] = TensorView::Of(inputs[i]);
+  return Run(absl::Span<const TensorView>(views));
+}
+
+absl::StatusOr<std::vector<Tensor>> Session::RunReference(const std::vector<Tensor>& inputs) const {
+  return Interpret(*graph_, inputs);
+}
+
+SessionStats Session::stats() const {
+  SessionStats s;
+  s.compiles = 1;
+  s.recompiles = 0;
+  s.requests = requests_.load(std::memory_order_relaxed);
+  s.program = program_->stats();
+  return s;
+}
+
+}  // namespace shapeshift::runtime

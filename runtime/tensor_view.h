@@ -1,0 +1,31 @@
+// TensorView: a borrowed, read-only tensor — element type, shape and a
+// pointer to dense row-major data the caller owns.
+//
+// Why a view next to graph/tensor.h's owning Tensor: a serving loop already
+// holds its request data (token ids in its own vector); copying it into a
+// Tensor per request would be an allocation and a copy on the hot path.
+// The shape is a span too, so building a view allocates nothing. The data
+// must stay valid and unchanged for the duration of Session::Run.
+#ifndef SHAPESHIFT_RUNTIME_TENSOR_VIEW_H_
+#define SHAPESHIFT_RUNTIME_TENSOR_VIEW_H_
+
+#include <cstdint>
+
+#include "absl/types/span.h"
+#include "graph/dtype.h"
+#include "graph/tensor.h"
+
+namespace shapeshift::runtime {
+
+struct TensorView {
+  DType dtype = DType::kF32;
+  absl::Span<const int64_t> shape;
+  const void* data = nullptr;
+
+  // A view of an owning tensor (valid while `t` lives).
+  static TensorView Of(const Tensor& t) { return TensorView{t.dtype(), t.shape(), t.raw()}; }
+};
+
+}  // namespace shapeshift::runtime
+
+#endif  // SHAPESHIFT_RUNTIME_TENSOR_VIEW_H_
