@@ -180,6 +180,9 @@ def main() -> int:
     parser.add_argument("--outputs", type=pathlib.Path, help="npz of outputs for agreement checks")
     parser.add_argument("--out", type=pathlib.Path, help="JSON result file (default: stdout)")
     args = parser.parse_args()
+    if args.engine == "ort" and not (args.model_file and pathlib.Path(args.model_file).is_file()):
+        parser.error(f"--engine ort needs --model-file naming an exported ONNX file "
+                     f"(got {args.model_file!r}; see export_models.py)")
     if args.trace_requests < 1:
         parser.error("--trace-requests must be at least 1 (its first request is the cold start)")
 
