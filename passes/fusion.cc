@@ -1,0 +1,77 @@
+#include "passes/fusion.h"
+
+#include <algorithm>
+
+#include "passes/gelu_match.h"
+#include "passes/graph_rewrite.h"
+#include "passes/internal/fusion_anchors.h"
+#include "passes/internal/grouping.h"
+#include "passes/op_classes.h"
+
+namespace shapeshift::passes {
+namespace {
+
+using internal::Grouping;
+
+// Phase 2 for one seed: grows the group backward through producers.
+void GrowElementwiseGroup(Grouping& g, int gid) {
+  Group& group = g.group(gid);
+  const std::vector<SymExpr>& domain = group.elementwise.domain;
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (size_t k = 0; k < group.nodes.size() && !grew; ++k) {
+      const Node* n = group.nodes[k];
+      for (int i = 0; i < n->num_inputs() && !grew; ++i) {
+        Value* v = n->input(i);
+        if (v == nullptr || IsShapeOperand(*n, i)) continue;
+        Node* p = v->producer();
+        if (p == nullptr || p->num_outputs() != 1 || !IsElementwiseOp(*p) || !g.ReadOnlyBy(v, gid) ||
+            !g.CanAdd(p, gid) ||
+            !ShapesEqual(g.env(), v->type().shape, domain,
+                         Provenance{"fusion", p->name(), "producer has the group's domain"})) {
+          continue;
+        }
+        g.Add(p, gid);
+        grew = true;
+      }
+    }
+  }
+}
+
+// Records the GELU matches lying wholly inside elementwise groups.
+void AttachGelus(const std::vector<GeluMatch>& gelus, Grouping& g) {
+  for (const GeluMatch& m : gelus) {
+    int gid = g.GroupOfNode(m.nodes.front());
+    if (gid < 0 || g.group(gid).kind != GroupKind::kElementwise) continue;
+    bool inside = std::all_of(m.nodes.begin(), m.nodes.end(),
+                              [&](const Node* n) { return g.GroupOfNode(n) == gid; });
+    if (inside) g.group(gid).elementwise.gelus.push_back(m);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env) {
+  Grouping g(graph, env);
+  std::vector<GeluMatch> gelus = FindGelus(graph);
+  std::vector<Node*> order = graph.nodes();
+  for (Node* node : order) {
+    if (g.IsAssigned(node) || g.IsCompileTime(node)) continue;
+    internal::BuildAnchoredGroup(g, node, gelus);
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* node = *it;
+    if (g.IsAssigned(node) || g.IsCompileTime(node)) continue;
+    int gid = g.NewGroup(GroupKind::kElementwise, node);
+    g.group(gid).elementwise.domain = node->output(0)->type().shape;
+    GrowElementwiseGroup(g, gid);
+  }
+  AttachGelus(gelus, g);
+  absl::StatusOr<FusionPlan> plan = g.Finish();
+  if (!plan.ok()) return plan.status();
+  if (absl::Status s = VerifyFusionPlan(graph, *plan); !s.ok()) return s;
+  return plan;
+}
+
+}  // namespace shapeshift::passes

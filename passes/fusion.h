@@ -1,0 +1,40 @@
+// Fusion planning: groups the optimized graph's nodes into kernels.
+//
+// Greedy, in two phases over the topological order (XLA-style, simple and
+// predictable):
+//  1. Anchors. A MatMul/Gemm absorbs its epilogue forward — a Mul/Div by a
+//     constant scalar (scale), an Add of a constant per-N vector (bias), a
+//     recognized GELU (gelu_match.h) and an Add of a same-shape tensor
+//     (residual), in that order, each only while the running value has no
+//     other reader; a B operand that is a Transpose of the last two dims
+//     (read only by the matmul) becomes transpose_b. A Softmax over the last
+//     axis absorbs backward an Add of a mask that broadcasts to the scores
+//     and a scale by a constant scalar. A LayerNormalization over the last
+//     axis absorbs backward an Add of two same-shape tensors (the residual
+//     sum; if the sum is read elsewhere it is also a group output). A
+//     trailing-axes Reduce* absorbs forward a chain of elementwise ops over
+//     its result. Transpose, views, Gather (embedding), Concat and Slice
+//     become their own groups; anything else is kOther.
+//  2. Elementwise. Remaining elementwise nodes are grouped consumer-first:
+//     a producer joins its consumer's group when it is elementwise, every
+//     runtime reader of its output is in that group, and its output has the
+//     group's iteration domain (an env question, provenance "fusion").
+// Multi-use values: a value read by two groups is computed once, by its
+// producer's group, stored, and read by both; no group ever recomputes a
+// value another group computes. Every absorption is also checked not to
+// create a cycle between groups.
+#ifndef SHAPESHIFT_PASSES_FUSION_H_
+#define SHAPESHIFT_PASSES_FUSION_H_
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "passes/fusion_plan.h"
+#include "shapes/shape_env.h"
+
+namespace shapeshift::passes {
+
+absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env);
+
+}  // namespace shapeshift::passes
+
+#endif  // SHAPESHIFT_PASSES_FUSION_H_

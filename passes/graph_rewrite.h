@@ -1,0 +1,67 @@
+// Small queries and rewrites shared by the graph passes.
+//
+// Why one file: every pass needs the same handful of questions ("is this a
+// constant scalar?", "are these two shapes equal for every input?") and the
+// same careful rewrite ("replace this subgraph by one node without changing
+// the name a user sees"). Writing them once keeps the passes short and makes
+// sure each shape fact goes through ShapeEnv::Query with provenance.
+#ifndef SHAPESHIFT_PASSES_GRAPH_REWRITE_H_
+#define SHAPESHIFT_PASSES_GRAPH_REWRITE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/attributes.h"
+#include "graph/graph.h"
+#include "shapes/shape_env.h"
+
+namespace shapeshift::passes {
+
+// The value of a constant with exactly one element (any shape of size 1),
+// converted to double; nullopt otherwise.
+std::optional<double> ConstantScalar(const Value* v);
+// True when `v` is a constant whose every element equals `x` (any shape).
+bool IsConstantFilledWith(const Value* v, double x);
+// True when |a - b| <= tolerance * max(1, |b|).
+bool NearlyEqual(double a, double b, double tolerance = 1e-4);
+
+// True when `v` is a graph output (its name is visible to users).
+bool IsGraphOutput(const Graph& graph, const Value* v);
+
+// The node producing `v` if it has op type `op_type`; nullptr otherwise.
+Node* ProducerIs(const Value* v, absl::string_view op_type);
+// The single node reading `v`, or nullptr when `v` has zero or several uses
+// (several uses by the same node count as one user).
+Node* SingleUser(const Value* v);
+
+// Asks the env whether dims `a` and `b` are equal for every input
+// (identical expressions need no question). True only for a proven or
+// specialized-true answer; the question carries `provenance`.
+bool DimsEqual(ShapeEnv& env, SymExpr a, SymExpr b, const Provenance& provenance);
+bool ShapesEqual(ShapeEnv& env, const std::vector<SymExpr>& a, const std::vector<SymExpr>& b,
+                 const Provenance& provenance);
+
+// The reduction axes of a Reduce* node (attribute or, at newer opsets, the
+// constant second input), normalized to [0, rank); nullopt when unknown.
+std::optional<std::vector<int64_t>> ReduceAxes(const Node& node, int64_t rank);
+// True when `node` reduces exactly the last axis with keepdims=1.
+bool ReducesLastAxisKeepDims(const Node& node);
+
+// Replaces `old_value` by the single output of a new node
+// `op_type(inputs) {attrs}` and removes `dead_nodes` (which must become
+// unused once `old_value` is replaced). The new value keeps `old_value`'s
+// name and type (the inferred type must provably equal it), so users and
+// graph outputs see no difference. Re-sorts the graph.
+absl::StatusOr<Node*> ReplaceWithNewNode(Graph& graph, ShapeEnv& env, Value* old_value,
+                                         const std::vector<Node*>& dead_nodes,
+                                         const std::string& op_type, std::vector<Value*> inputs,
+                                         Attributes attrs, const std::string& pass_name);
+
+// A new f32 or i64 scalar constant (shape []).
+Value* AddScalarConstant(Graph& graph, DType dtype, double value);
+
+}  // namespace shapeshift::passes
+
+#endif  // SHAPESHIFT_PASSES_GRAPH_REWRITE_H_

@@ -1,0 +1,341 @@
+#include "passes/internal/fusion_anchors.h"
+
+#include <optional>
+#include <string>
+
+#include "passes/graph_rewrite.h"
+#include "passes/op_classes.h"
+
+namespace shapeshift::passes::internal {
+namespace {
+
+constexpr char kPass[] = "fusion";
+
+Value* OtherOperand(const Node& node, const Value* known) {
+  if (node.input(0) == known) return node.input(1);
+  if (node.input(1) == known) return node.input(0);
+  return nullptr;
+}
+
+// The single node reading `v` exactly once, unassigned and addable to `gid`.
+Node* AbsorbableConsumer(Grouping& g, const Value* v, int gid) {
+  if (v->uses().size() != 1 || IsGraphOutput(g.graph(), v)) return nullptr;
+  Node* user = v->uses().front().user;
+  return g.CanAdd(user, gid) ? user : nullptr;
+}
+
+// The producer of `v` when `v` is read only by `reader` and it can join `gid`.
+Node* AbsorbableProducer(Grouping& g, const Value* v, const Node* reader, int gid) {
+  Node* p = v->producer();
+  if (p == nullptr || p->num_outputs() != 1 || !g.ReadOnlyBy(v, gid, reader)) return nullptr;
+  return g.CanAdd(p, gid) ? p : nullptr;
+}
+
+// A scale from Mul(v, c) / Mul(c, v) / Div(v, c) with a constant scalar c.
+std::optional<float> ScaleOf(const Node& node, const Value* v) {
+  if (node.op_type() == "Mul") {
+    if (std::optional<double> c = ConstantScalar(OtherOperand(node, v))) return static_cast<float>(*c);
+  } else if (node.op_type() == "Div" && node.input(0) == v) {
+    if (std::optional<double> c = ConstantScalar(node.input(1)); c && *c != 0) {
+      return static_cast<float>(1.0 / *c);
+    }
+  }
+  return std::nullopt;
+}
+
+bool SameShape(Grouping& g, const Value* a, const Value* b, const Node& node, const char* reason) {
+  return ShapesEqual(g.env(), a->type().shape, b->type().shape, Provenance{kPass, node.name(), reason});
+}
+
+// True when perm swaps the last two dims and keeps the others.
+bool SwapsLastTwo(const std::vector<int64_t>& perm) {
+  int64_t r = static_cast<int64_t>(perm.size());
+  if (r < 2) return false;
+  for (int64_t i = 0; i + 2 < r; ++i) {
+    if (perm[i] != i) return false;
+  }
+  return perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
+}
+
+std::optional<std::vector<int64_t>> PermOf(const Node& t) {
+  absl::StatusOr<std::vector<int64_t>> p = t.attrs().GetInts("perm");
+  if (p.ok()) return *p;
+  return std::nullopt;
+}
+
+void AbsorbEpilogue(Grouping& g, int gid, Value* out, const std::vector<GeluMatch>& gelus) {
+  MatmulGroup& mm = g.group(gid).matmul;
+  Value* cur = out;
+  if (Node* c = AbsorbableConsumer(g, cur, gid)) {
+    if (std::optional<float> s = ScaleOf(*c, cur); s && SameShape(g, c->output(0), out, *c, "scale keeps the shape")) {
+      mm.scale *= *s;
+      g.Add(c, gid);
+      cur = c->output(0);
+    }
+  }
+  const std::optional<int64_t> n = out->type().shape.back().AsConst();
+  if (Node* c = AbsorbableConsumer(g, cur, gid); c && c->op_type() == "Add" && n) {
+    Value* bias = OtherOperand(*c, cur);
+    if (bias && bias->is_constant() && bias->type().dtype == DType::kF32 &&
+        bias->constant()->num_elements() == *n && !bias->constant()->shape().empty() &&
+        bias->constant()->shape().back() == *n && SameShape(g, c->output(0), out, *c, "bias add keeps the shape")) {
+      mm.bias = bias;
+      g.Add(c, gid);
+      cur = c->output(0);
+    }
+  }
+  for (const GeluMatch& m : gelus) {
+    if (m.input != cur) continue;
+    bool ok = true;
+    for (const Use& u : cur->uses()) {
+      if (std::find(m.nodes.begin(), m.nodes.end(), u.user) == m.nodes.end()) ok = false;
+    }
+    if (IsGraphOutput(g.graph(), cur)) ok = false;
+    for (Node* n2 : m.nodes) ok = ok && g.CanAdd(n2, gid);
+    if (!ok) break;
+    for (Node* n2 : m.nodes) g.Add(n2, gid);
+    mm.activation = m.form;
+    cur = m.output;
+    break;
+  }
+  if (Node* c = AbsorbableConsumer(g, cur, gid); c && c->op_type() == "Add") {
+    Value* residual = OtherOperand(*c, cur);
+    if (residual && residual != cur && residual->type().dtype == DType::kF32 &&
+        SameShape(g, residual, out, *c, "residual has the matmul output's shape") &&
+        SameShape(g, c->output(0), out, *c, "residual add keeps the shape")) {
+      mm.residual = residual;
+      g.Add(c, gid);
+    }
+  }
+}
+
+void BuildMatmul(Grouping& g, Node* node, const std::vector<GeluMatch>& gelus) {
+  Value* a = node->input(0);
+  Value* b = node->input(1);
+  bool is_gemm = node->op_type() == "Gemm";
+  bool supported = a->type().dtype == DType::kF32 && b->type().dtype == DType::kF32 &&
+                   a->type().rank() >= 2 && b->type().rank() >= 2;
+  bool b_is_2d = b->type().rank() == 2;
+  if (supported && !b_is_2d) {
+    const auto& sa = a->type().shape;
+    const auto& sb = b->type().shape;
+    supported = sa.size() == sb.size() &&
+                ShapesEqual(g.env(), {sa.begin(), sa.end() - 2}, {sb.begin(), sb.end() - 2},
+                            Provenance{kPass, node->name(), "batched matmul operands share batch dims"});
+  }
+  MatmulGroup mm;
+  mm.a = a;
+  mm.b = b;
+  mm.b_is_2d = b_is_2d;
+  if (supported && is_gemm) {
+    const Attributes& at = node->attrs();
+    mm.transpose_b = at.GetInt("transB", 0).value_or(0) != 0;
+    mm.scale = at.GetFloat("alpha", 1.0f).value_or(1.0f);
+    Value* c = node->input(2);
+    std::optional<int64_t> n = node->output(0)->type().shape.back().AsConst();
+    supported = at.GetInt("transA", 0).value_or(1) == 0 && b_is_2d && a->type().rank() == 2;
+    if (c != nullptr) {
+      supported = supported && at.GetFloat("beta", 1.0f).value_or(0) == 1.0f && c->is_constant() && n &&
+                  c->constant()->num_elements() == *n && c->constant()->shape().back() == *n;
+      mm.bias = c;
+    }
+  }
+  int gid = g.NewGroup(supported ? GroupKind::kMatmul : GroupKind::kOther, node);
+  if (!supported) return;
+  if (!is_gemm) {
+    Node* t = ProducerIs(b, "Transpose");
+    std::optional<std::vector<int64_t>> perm = t ? PermOf(*t) : std::nullopt;
+    if (t && perm && SwapsLastTwo(*perm) && b->uses().size() == 1 && !IsGraphOutput(g.graph(), b) &&
+        g.CanAdd(t, gid)) {
+      g.Add(t, gid);
+      mm.b = t->input(0);
+      mm.transpose_b = true;
+    }
+  }
+  g.group(gid).matmul = mm;
+  AbsorbEpilogue(g, gid, node->output(0), gelus);
+}
+
+int64_t NormalizedAxis(const Node& node, int64_t fallback, int64_t rank) {
+  int64_t axis = node.attrs().GetInt("axis", fallback).value_or(fallback);
+  return axis < 0 ? axis + rank : axis;
+}
+
+void BuildSoftmax(Grouping& g, Node* node) {
+  Value* x = node->input(0);
+  int64_t rank = x->type().rank();
+  int64_t axis = NormalizedAxis(*node, g.graph().opset() < 13 ? 1 : -1, rank);
+  bool supported = x->type().dtype == DType::kF32 && rank >= 1 && axis == rank - 1;
+  int gid = g.NewGroup(supported ? GroupKind::kSoftmax : GroupKind::kOther, node);
+  if (!supported) return;
+  SoftmaxGroup& sm = g.group(gid).softmax;
+  Node* reader = node;
+  if (Node* add = ProducerIs(x, "Add"); add && AbsorbableProducer(g, x, reader, gid) == add) {
+    for (int i = 0; i < 2; ++i) {
+      Value* scores = add->input(i);
+      Value* mask = add->input(1 - i);
+      if (mask->type().dtype == DType::kF32 && SameShape(g, scores, x, *add, "softmax scores keep their shape")) {
+        g.Add(add, gid);
+        sm.mask = mask;
+        x = scores;
+        reader = add;
+        break;
+      }
+    }
+  }
+  if (Node* p = x->producer(); p && AbsorbableProducer(g, x, reader, gid) == p) {
+    Value* other = nullptr;
+    if (p->op_type() == "Mul") other = ConstantScalar(p->input(1)) ? p->input(0) : p->input(1);
+    if (p->op_type() == "Div") other = p->input(0);
+    std::optional<float> s = other ? ScaleOf(*p, other) : std::nullopt;
+    if (s && SameShape(g, other, x, *p, "softmax scale keeps the shape")) {
+      g.Add(p, gid);
+      sm.scale = *s;
+      x = other;
+    }
+  }
+  sm.x = x;
+}
+
+void BuildLayerNorm(Grouping& g, Node* node) {
+  Value* x = node->input(0);
+  int64_t rank = x->type().rank();
+  bool extra_outputs_unused = true;
+  for (int i = 1; i < node->num_outputs(); ++i) {
+    extra_outputs_unused = extra_outputs_unused && !node->output(i)->HasUses() &&
+                           !IsGraphOutput(g.graph(), node->output(i));
+  }
+  bool supported = x->type().dtype == DType::kF32 && rank >= 1 &&
+                   NormalizedAxis(*node, -1, rank) == rank - 1 && extra_outputs_unused;
+  int gid = g.NewGroup(supported ? GroupKind::kLayerNorm : GroupKind::kOther, node);
+  if (!supported) return;
+  LayerNormGroup& ln = g.group(gid).layer_norm;
+  ln.x = x;
+  ln.gamma = node->input(1);
+  ln.beta = node->input(2);
+  ln.epsilon = node->attrs().GetFloat("epsilon", 1e-5f).value_or(1e-5f);
+  Node* add = ProducerIs(x, "Add");
+  if (add && g.CanAdd(add, gid) && add->input(0)->type().dtype == DType::kF32 &&
+      SameShape(g, add->input(0), x, *add, "residual operand has the normalized shape") &&
+      SameShape(g, add->input(1), x, *add, "residual operand has the normalized shape")) {
+    bool read_elsewhere = !g.ReadOnlyBy(x, gid, node);
+    g.Add(add, gid);
+    ln.x = add->input(0);
+    ln.residual = add->input(1);
+    if (read_elsewhere) ln.sum_output = x;
+  }
+}
+
+void BuildReduction(Grouping& g, Node* node) {
+  Value* x = node->input(0);
+  int64_t rank = x->type().rank();
+  std::optional<std::vector<int64_t>> axes = ReduceAxes(*node, rank);
+  bool trailing = axes && !axes->empty();
+  for (size_t i = 0; trailing && i < axes->size(); ++i) {
+    trailing = (*axes)[i] == rank - static_cast<int64_t>(axes->size()) + static_cast<int64_t>(i);
+  }
+  int gid = g.NewGroup(trailing ? GroupKind::kReduction : GroupKind::kOther, node);
+  if (!trailing) return;
+  ReductionGroup& r = g.group(gid).reduction;
+  r.reduce = node;
+  r.reduced_axes = static_cast<int64_t>(axes->size());
+  r.keepdims = node->attrs().GetInt("keepdims", 1).value_or(1) != 0;
+  Value* cur = node->output(0);
+  while (Node* c = AbsorbableConsumer(g, cur, gid)) {
+    if (!IsElementwiseOp(*c) || c->num_outputs() != 1 ||
+        !SameShape(g, c->output(0), node->output(0), *c, "epilogue keeps the reduced shape")) {
+      break;
+    }
+    g.Add(c, gid);
+    cur = c->output(0);
+  }
+}
+
+// Slice starts normalized and clamped for the whole domain; false when an
+// answer is unknown (the slice is then kOther).
+bool BuildSliceFields(Grouping& g, const Node& node, SliceGroup* out) {
+  const auto& shape = node.input(0)->type().shape;
+  int64_t rank = static_cast<int64_t>(shape.size());
+  out->starts.assign(rank, SymExpr(0));
+  out->steps.assign(rank, 1);
+  auto elements = [&](int i) -> const std::optional<std::vector<SymExpr>>* {
+    return node.input(i) ? &node.input(i)->elements() : nullptr;
+  };
+  const auto* starts = elements(1);
+  if (starts == nullptr || !*starts) return false;
+  std::vector<int64_t> axes;
+  if (const auto* a = elements(3)) {
+    if (!*a) return false;
+    for (SymExpr e : **a) {
+      if (!e.AsConst()) return false;
+      axes.push_back(*e.AsConst() < 0 ? *e.AsConst() + rank : *e.AsConst());
+    }
+  } else {
+    for (size_t i = 0; i < (*starts)->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  const auto* steps = elements(4);
+  if (steps && !*steps) return false;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = axes[i];
+    if (axis < 0 || axis >= rank || i >= (*starts)->size()) return false;
+    int64_t step = 1;
+    if (steps) {
+      if (!(**steps)[i].AsConst()) return false;
+      step = *(**steps)[i].AsConst();
+    }
+    if (step <= 0) return false;
+    SymExpr s = (**starts)[i];
+    SymExpr dim = shape[axis];
+    Provenance why{kPass, node.name(), "slice start within the axis"};
+    if (IsTrue(g.env().Query(Predicate::Lt(s, 0), why))) s = s + dim;
+    if (!IsTrue(g.env().Query(Predicate::Ge(s, 0), why))) return false;
+    if (!IsTrue(g.env().Query(Predicate::Le(s, dim), why))) return false;
+    out->starts[axis] = s;
+    out->steps[axis] = step;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool BuildAnchoredGroup(Grouping& g, Node* node, const std::vector<GeluMatch>& gelus) {
+  const std::string& op = node->op_type();
+  if (op == "MatMul" || op == "Gemm") {
+    BuildMatmul(g, node, gelus);
+  } else if (op == "Softmax") {
+    BuildSoftmax(g, node);
+  } else if (op == "LayerNormalization") {
+    BuildLayerNorm(g, node);
+  } else if (op.rfind("Reduce", 0) == 0) {
+    BuildReduction(g, node);
+  } else if (op == "Transpose") {
+    int gid = g.NewGroup(GroupKind::kTranspose, node);
+    std::optional<std::vector<int64_t>> perm = PermOf(*node);
+    if (!perm) {
+      perm.emplace();
+      for (int64_t d = node->input(0)->type().rank() - 1; d >= 0; --d) perm->push_back(d);
+    }
+    g.group(gid).transpose.perm = *perm;
+  } else if (IsViewOp(*node)) {
+    g.NewGroup(IsGraphOutput(g.graph(), node->output(0)) ? GroupKind::kCopy : GroupKind::kView, node);
+  } else if (op == "Gather") {
+    bool embedding = node->input(0)->is_constant() && node->attrs().GetInt("axis", 0).value_or(1) == 0;
+    g.NewGroup(embedding ? GroupKind::kGather : GroupKind::kOther, node);
+  } else if (op == "Concat") {
+    int gid = g.NewGroup(GroupKind::kConcat, node);
+    int64_t rank = node->output(0)->type().rank();
+    g.group(gid).concat.axis = NormalizedAxis(*node, 0, rank);
+  } else if (op == "Slice") {
+    SliceGroup fields;
+    bool ok = g.graph().opset() >= 10 && BuildSliceFields(g, *node, &fields);
+    int gid = g.NewGroup(ok ? GroupKind::kSlice : GroupKind::kOther, node);
+    g.group(gid).slice = fields;
+  } else if (IsElementwiseOp(*node)) {
+    return false;
+  } else {
+    g.NewGroup(GroupKind::kOther, node);
+  }
+  return true;
+}
+
+}  // namespace shapeshift::passes::internal

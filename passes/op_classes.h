@@ -1,0 +1,30 @@
+// Op classes the fusion planner and the memory planner agree on: which ops
+// are elementwise (fusable into one loop nest), which are views (no data
+// movement), which inputs are shape operands (read at compile time from
+// Value::elements(), never as buffers), and which nodes only compute shape
+// values (compile-time nodes: they get no group).
+#ifndef SHAPESHIFT_PASSES_OP_CLASSES_H_
+#define SHAPESHIFT_PASSES_OP_CLASSES_H_
+
+#include "absl/container/flat_hash_set.h"
+#include "graph/graph.h"
+
+namespace shapeshift::passes {
+
+// Unary/binary/variadic math, comparisons, Where, Clip, Cast, and the
+// generators Expand, ConstantOfShape and Range (computed from the output index).
+bool IsElementwiseOp(const Node& node);
+// Reshape, Squeeze, Unsqueeze, Flatten, Identity: same elements, new shape.
+bool IsViewOp(const Node& node);
+// True when input `index` of `node` is read as shape parameters (Reshape's
+// shape, Slice's starts/ends/axes/steps, Range's start/limit/delta, ...).
+bool IsShapeOperand(const Node& node, int index);
+
+// Nodes whose outputs all have known elements() and are read only as shape
+// operands (directly or through other compile-time nodes) and are not graph
+// outputs: shape arithmetic that needs no kernel.
+absl::flat_hash_set<const Node*> CompileTimeNodes(const Graph& graph);
+
+}  // namespace shapeshift::passes
+
+#endif  // SHAPESHIFT_PASSES_OP_CLASSES_H_
