@@ -20,7 +20,10 @@
 namespace shapeshift {
 namespace {
 
-constexpr int kMinOpset = 7;
+// Opsets before 7 are accepted because most ops kept their meaning; the few
+// that did not (binary ops with the legacy `broadcast`/`axis` attributes)
+// are rejected by their shape rules.
+constexpr int kMinOpset = 1;
 constexpr int kMaxOpset = 18;
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }

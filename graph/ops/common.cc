@@ -92,6 +92,24 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> ReadIntList(InferenceContext
   return std::optional<std::vector<int64_t>>(*values);
 }
 
+absl::StatusOr<std::optional<int64_t>> RuntimeListLength(InferenceContext& ctx, int input_index,
+                                                         int input_since_opset) {
+  if (ctx.opset() < input_since_opset || !ctx.HasInput(input_index) ||
+      ctx.input_constant_ints(input_index).has_value()) {
+    return std::optional<int64_t>();
+  }
+  if (ctx.input_rank(input_index) != 1) return ctx.Error(absl::StrCat("input ", input_index, " must be 1-D"));
+  std::optional<int64_t> n = ctx.input_shape(input_index)[0].AsConst();
+  if (!n) return ctx.Error(absl::StrCat("input ", input_index, " has a symbolic length"));
+  return n;
+}
+
+std::vector<SymExpr> DataDependentShape(InferenceContext& ctx, int64_t rank) {
+  std::vector<SymExpr> shape;
+  for (int64_t i = 0; i < rank; ++i) shape.push_back(ctx.DataDependentDim());
+  return shape;
+}
+
 std::optional<std::vector<int64_t>> StaticDims(const std::vector<SymExpr>& shape) {
   std::vector<int64_t> out;
   for (SymExpr d : shape) {

@@ -38,6 +38,17 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> ReadIntList(InferenceContext
                                                                 int input_index,
                                                                 int input_since_opset);
 
+// The length of an integer-list input whose values are runtime data (not
+// constants, not shape values) when the list moved to inputs at
+// `input_since_opset`; nullopt when the list is known or absent. Rules then
+// know the output rank but not its dims (see DataDependentShape). An error
+// when even the length is symbolic.
+absl::StatusOr<std::optional<int64_t>> RuntimeListLength(InferenceContext& ctx, int input_index,
+                                                         int input_since_opset);
+
+// `rank` fresh data-dependent dims.
+std::vector<SymExpr> DataDependentShape(InferenceContext& ctx, int64_t rank);
+
 // Row-major broadcast of element lists for tensors of static shapes
 // `shape_a`/`shape_b` into `out_shape`; nullopt if any side is unknown or a
 // shape is not static. `fn` returning nullopt aborts (element undecidable).

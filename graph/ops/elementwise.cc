@@ -178,6 +178,9 @@ bool IsLogic(const std::string& op) { return op == "And" || op == "Or" || op == 
 // Binary and variadic broadcasting ops (Add ... Xor, Min/Max/Sum/Mean, PRelu).
 absl::Status Broadcasting(InferenceContext& ctx) {
   const std::string& op = ctx.op_type();
+  if (ctx.attrs().Has("broadcast")) {
+    return ctx.Error("the legacy 'broadcast' attribute (opset < 7) is not supported");
+  }
   DType dtype = ctx.input_dtype(0);
   bool mixed_ok = op == "Pow";  // base and exponent types may differ
   for (int i = 1; i < ctx.num_inputs(); ++i) {

@@ -61,7 +61,11 @@ absl::Status Slice(InferenceContext& ctx) {
     for (int i : {3, 4}) {
       if (!ctx.HasInput(i)) continue;
       std::optional<std::vector<int64_t>> v = ctx.input_constant_ints(i);
-      if (!v) return ctx.Error(absl::StrCat(i == 3 ? "axes" : "steps", " must be constant"));
+      if (!v) {
+        // Axes or steps are data: every dim may change.
+        ctx.SetOutput(0, TensorType(ctx.input_dtype(0), DataDependentShape(ctx, rank)));
+        return absl::OkStatus();
+      }
       (i == 3 ? axes : steps) = *v;
     }
     if (!s || !e) {

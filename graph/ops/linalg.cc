@@ -38,6 +38,9 @@ absl::Status Gemm(InferenceContext& ctx) {
                                   ctx.input_type(1).ToString()));
   }
   if (ctx.input_dtype(0) != ctx.input_dtype(1)) return ctx.Error("A and B dtypes differ");
+  if (ctx.attrs().Has("broadcast")) {
+    return ctx.Error("the legacy 'broadcast' attribute (opset < 7) is not supported");
+  }
   absl::StatusOr<int64_t> trans_a = ctx.attrs().GetInt("transA", 0);
   absl::StatusOr<int64_t> trans_b = ctx.attrs().GetInt("transB", 0);
   if (!trans_a.ok()) return ctx.Error(trans_a.status().message());

@@ -36,14 +36,25 @@ std::optional<SymExpr> FoldAll(InferenceContext& ctx, const std::vector<SymExpr>
 
 absl::Status Reduce(InferenceContext& ctx) {
   int since = ctx.op_type() == "ReduceSum" ? 13 : 18;
-  auto axes_or = ReadIntList(ctx, "axes", 1, since);
-  if (!axes_or.ok()) return axes_or.status();
   absl::StatusOr<int64_t> keepdims = ctx.attrs().GetInt("keepdims", 1);
   absl::StatusOr<int64_t> noop = ctx.attrs().GetInt("noop_with_empty_axes", 0);
   if (!keepdims.ok()) return ctx.Error(keepdims.status().message());
   if (!noop.ok()) return ctx.Error(noop.status().message());
   int64_t rank = ctx.input_rank(0);
-  std::vector<int64_t> axes = axes_or->value_or(std::vector<int64_t>{});
+  absl::StatusOr<std::optional<int64_t>> runtime = RuntimeListLength(ctx, 1, since);
+  if (!runtime.ok()) return runtime.status();
+  if (runtime->has_value() && **runtime > 0) {
+    // Axes are data: the rank is known, which dims shrink is not.
+    int64_t out_rank = *keepdims != 0 ? rank : rank - **runtime;
+    ctx.SetOutput(0, TensorType(ctx.input_dtype(0), DataDependentShape(ctx, out_rank)));
+    return absl::OkStatus();
+  }
+  std::vector<int64_t> axes;
+  if (!runtime->has_value()) {
+    auto axes_or = ReadIntList(ctx, "axes", 1, since);
+    if (!axes_or.ok()) return axes_or.status();
+    axes = axes_or->value_or(std::vector<int64_t>{});
+  }
   if (axes.empty()) {
     if (*noop != 0) {
       ctx.SetOutput(0, ctx.input_type(0), ctx.input_elements(0));

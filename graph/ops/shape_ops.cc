@@ -99,6 +99,12 @@ absl::Status Flatten(InferenceContext& ctx) {
 }
 
 absl::Status Squeeze(InferenceContext& ctx) {
+  absl::StatusOr<std::optional<int64_t>> runtime = RuntimeListLength(ctx, 1, 13);
+  if (!runtime.ok()) return runtime.status();
+  if (runtime->has_value()) {
+    ctx.SetOutput(0, TensorType(ctx.input_dtype(0), DataDependentShape(ctx, ctx.input_rank(0) - **runtime)));
+    return absl::OkStatus();
+  }
   auto axes = ReadIntList(ctx, "axes", 1, 13);
   if (!axes.ok()) return axes.status();
   const auto& in = ctx.input_shape(0);
@@ -133,6 +139,12 @@ absl::Status Squeeze(InferenceContext& ctx) {
 }
 
 absl::Status Unsqueeze(InferenceContext& ctx) {
+  absl::StatusOr<std::optional<int64_t>> runtime = RuntimeListLength(ctx, 1, 13);
+  if (!runtime.ok()) return runtime.status();
+  if (runtime->has_value()) {
+    ctx.SetOutput(0, TensorType(ctx.input_dtype(0), DataDependentShape(ctx, ctx.input_rank(0) + **runtime)));
+    return absl::OkStatus();
+  }
   auto axes = ReadIntList(ctx, "axes", 1, 13);
   if (!axes.ok()) return axes.status();
   if (!axes->has_value()) return ctx.Error("axes are required");
@@ -184,6 +196,14 @@ absl::StatusOr<std::vector<SymExpr>> ShapeOperand(InferenceContext& ctx, int i) 
 }
 
 absl::Status Expand(InferenceContext& ctx) {
+  if (ctx.input_rank(1) == 1 && !ctx.input_elements(1)) {
+    // Target shape is data: only the output rank is known.
+    std::optional<int64_t> n = ctx.input_shape(1)[0].AsConst();
+    if (!n) return ctx.Error("shape input has a symbolic length");
+    int64_t rank = std::max(*n, ctx.input_rank(0));
+    ctx.SetOutput(0, TensorType(ctx.input_dtype(0), DataDependentShape(ctx, rank)));
+    return absl::OkStatus();
+  }
   absl::StatusOr<std::vector<SymExpr>> target = ShapeOperand(ctx, 1);
   if (!target.ok()) return target.status();
   auto shape = BroadcastShapes(ctx, ctx.input_shape(0), *target);
@@ -254,9 +274,20 @@ absl::Status Split(InferenceContext& ctx) {
   int64_t rank = ctx.input_rank(0);
   absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, *axis_attr, rank);
   if (!axis.ok()) return axis.status();
+  int n = ctx.num_outputs();
+  absl::StatusOr<std::optional<int64_t>> runtime = RuntimeListLength(ctx, 1, 13);
+  if (!runtime.ok()) return runtime.status();
+  if (runtime->has_value()) {
+    // Split sizes are data: each output's split dim is data-dependent.
+    for (int i = 0; i < n; ++i) {
+      std::vector<SymExpr> shape = ctx.input_shape(0);
+      shape[*axis] = ctx.DataDependentDim();
+      ctx.SetOutput(i, TensorType(ctx.input_dtype(0), std::move(shape)));
+    }
+    return absl::OkStatus();
+  }
   auto split = ReadIntList(ctx, "split", 1, 13);
   if (!split.ok()) return split.status();
-  int n = ctx.num_outputs();
   SymExpr dim = ctx.input_shape(0)[*axis];
   std::vector<SymExpr> sizes;
   if (split->has_value()) {

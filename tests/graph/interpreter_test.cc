@@ -77,6 +77,23 @@ TEST(InterpreterTest, ConstantDimsAreChecked) {
   EXPECT_THAT(Interpret(*model.graph, {Filled({2, 5}, 1)}).status().message(), HasSubstr("dim 1 is 5"));
 }
 
+TEST(InterpreterTest, DataDependentDimsAreBoundPerRun) {
+  OnnxTestModel m(13);
+  m.Input("x", onnx::TensorProto::FLOAT, {"n"});
+  m.Input("axes", onnx::TensorProto::INT64, {"1"});
+  m.Node("Unsqueeze", {"x", "axes"}, {"y"});
+  m.Output("y", onnx::TensorProto::FLOAT, {"", ""});
+  ImportedModel model = ImportOnnxBytes(m.Bytes()).value();
+  Tensor axis0 = Tensor::FromVector<int64_t>(DType::kI64, {1}, {0});
+  Tensor axis1 = Tensor::FromVector<int64_t>(DType::kI64, {1}, {1});
+  absl::StatusOr<std::vector<Tensor>> a = Interpret(*model.graph, {Filled({3}, 1), axis0});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ((*a)[0].shape(), (std::vector<int64_t>{1, 3}));
+  absl::StatusOr<std::vector<Tensor>> b = Interpret(*model.graph, {Filled({3}, 1), axis1});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)[0].shape(), (std::vector<int64_t>{3, 1}));
+}
+
 struct DataSet {
   std::vector<Tensor> inputs;
   Tensor expected;

@@ -111,6 +111,25 @@ TEST_F(ShapeValueTest, ConstantNodeValues) {
   (void)bad;
 }
 
+TEST_F(ShapeValueTest, RuntimeListsGiveKnownRankAndDataDependentDims) {
+  Value* axes = In({2}, DType::kI64);  // data, not a constant
+  Node* unsq = Add("Unsqueeze", {In({batch, seq}), axes});
+  ASSERT_TRUE(last_status.ok()) << last_status;
+  ASSERT_EQ(unsq->output(0)->type().rank(), 4);
+  for (SymExpr d : unsq->output(0)->type().shape) EXPECT_TRUE(d.IsSymbol() && d != batch && d != seq);
+  Node* sq = Add("Squeeze", {In({batch, 1, seq}), In({1}, DType::kI64)});
+  EXPECT_EQ(sq->output(0)->type().rank(), 2);
+  Attributes keep0 = Attr("keepdims", int64_t{0});
+  Node* red = Add("ReduceSum", {In({batch, seq, 4}), In({1}, DType::kI64)}, keep0, 1, 13);
+  EXPECT_EQ(red->output(0)->type().rank(), 2);
+  Node* split = Add("Split", {In({batch, 6}), In({2}, DType::kI64)}, Attr("axis", int64_t{1}), 2);
+  ASSERT_TRUE(last_status.ok()) << last_status;
+  EXPECT_EQ(split->output(1)->type().shape[0], batch);
+  Node* expand = Add("Expand", {In({3, 1}), In({3}, DType::kI64)});
+  ASSERT_TRUE(last_status.ok()) << last_status;
+  EXPECT_EQ(expand->output(0)->type().rank(), 3);
+}
+
 using OtherRulesTest = ShapeRuleTest;
 
 TEST_F(OtherRulesTest, ReductionsAcrossOpsets) {
