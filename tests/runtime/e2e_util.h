@@ -1,6 +1,7 @@
 // Helpers shared by the end-to-end tests: tensor comparison with rtol/atol
-// that reports the first mismatching element, and slicing of row-major
-// tensors so a prefix of one run can be compared against another run.
+// that reports the first mismatching element, slicing of row-major tensors
+// so a prefix of one run can be compared against another run, and one
+// compiled request checked against the interpreter on the original graph.
 #ifndef SHAPESHIFT_TESTS_RUNTIME_E2E_UTIL_H_
 #define SHAPESHIFT_TESTS_RUNTIME_E2E_UTIL_H_
 
@@ -13,8 +14,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/interpreter.h"
 #include "graph/tensor.h"
 #include "gtest/gtest.h"
+#include "runtime/session.h"
 
 namespace shapeshift::testing {
 
@@ -67,6 +70,26 @@ inline bool AllFinite(const Tensor& t) {
     if (!std::isfinite(t.GetAsDouble(i))) return false;
   }
   return true;
+}
+
+// Runs `inputs` through the session and through the interpreter on
+// `reference` (the model as built, before the compiler rewrote its copy) and
+// compares every output.
+inline ::testing::AssertionResult CompiledMatchesInterpreter(runtime::Session& session, const Graph& reference,
+                                                             const std::vector<Tensor>& inputs, double rtol,
+                                                             double atol) {
+  absl::StatusOr<std::vector<Tensor>> got = session.Run(inputs);
+  if (!got.ok()) return ::testing::AssertionFailure() << "compiled run: " << got.status();
+  absl::StatusOr<std::vector<Tensor>> want = Interpret(reference, inputs);
+  if (!want.ok()) return ::testing::AssertionFailure() << "interpreter: " << want.status();
+  if (got->size() != want->size()) {
+    return ::testing::AssertionFailure() << got->size() << " outputs, want " << want->size();
+  }
+  for (size_t i = 0; i < got->size(); ++i) {
+    ::testing::AssertionResult close = TensorsClose((*got)[i], (*want)[i], rtol, atol);
+    if (!close) return close << " (output " << i << ")";
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace shapeshift::testing
