@@ -15,6 +15,12 @@ SymExpr DimBinder::Bind(SymExpr model_expr) {
   return model_expr.Substitute(renaming_);
 }
 
+SymExpr DimBinder::BindOpaque(SymExpr model_expr) {
+  SymExpr dim = kernel_->AddDim(absl::StrCat("d", kernel_->dims.size()));
+  dim_values_.push_back(model_expr);
+  return dim;
+}
+
 std::vector<SymExpr> DimBinder::Bind(const std::vector<SymExpr>& model_exprs) {
   std::vector<SymExpr> out;
   out.reserve(model_exprs.size());

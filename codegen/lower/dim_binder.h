@@ -25,6 +25,10 @@ class DimBinder {
   // `model_expr` with every model symbol replaced by a kernel dim.
   SymExpr Bind(SymExpr model_expr);
   std::vector<SymExpr> Bind(const std::vector<SymExpr>& model_exprs);
+  // A kernel dim holding `model_expr`'s value, even when it is a constant or
+  // a compound expression: call sites that differ only in such a value (the
+  // slab offsets of a concat) then share one kernel.
+  SymExpr BindOpaque(SymExpr model_expr);
 
   // One model expression per Kernel::dims entry (the call site's recipe).
   const std::vector<SymExpr>& dim_values() const { return dim_values_; }

@@ -202,7 +202,7 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
   codegen::Value name = *name##_or
 
   static const std::map<std::string, BinaryOp>* kBinary = new std::map<std::string, BinaryOp>{
-      {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul},
+      {"Add", BinaryOp::kAdd}, {"Sum", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul},
       {"Div", BinaryOp::kDiv}, {"Max", BinaryOp::kMax}, {"Min", BinaryOp::kMin}};
   static const std::map<std::string, UnaryOp>* kUnary = new std::map<std::string, UnaryOp>{
       {"Neg", UnaryOp::kNeg},   {"Abs", UnaryOp::kAbs},   {"Exp", UnaryOp::kExp},

@@ -10,9 +10,9 @@ namespace {
 
 absl::Status GroupError(const passes::Group& g, absl::string_view why) {
   const Node* n = g.nodes.empty() ? nullptr : g.nodes.front();
-  return absl::UnimplementedError(absl::StrCat("cannot lower group #", g.id, " (", passes::GroupKindName(g.kind),
-                                               n ? absl::StrCat(", node '", n->name(), "' ", n->op_type()) : "",
-                                               "): ", why));
+  return absl::UnimplementedError(absl::StrCat("cannot lower group #", g.id,
+                                               n ? absl::StrCat(" (node '", n->name(), "' ", n->op_type(), ")") : "",
+                                               ": ", why));
 }
 
 SymExpr Product(const std::vector<SymExpr>& dims, size_t begin, size_t end) {

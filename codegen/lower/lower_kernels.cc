@@ -13,9 +13,9 @@ namespace {
 
 absl::Status GroupError(const passes::Group& g, absl::string_view why) {
   const Node* n = g.nodes.empty() ? nullptr : g.nodes.back();
-  return absl::UnimplementedError(absl::StrCat("cannot lower group #", g.id, " (", passes::GroupKindName(g.kind),
-                                               n ? absl::StrCat(", node '", n->name(), "' ", n->op_type()) : "",
-                                               "): ", why));
+  return absl::UnimplementedError(absl::StrCat("cannot lower group #", g.id,
+                                               n ? absl::StrCat(" (node '", n->name(), "' ", n->op_type(), ")") : "",
+                                               ": ", why));
 }
 
 const Node* FindOp(const passes::Group& g, absl::string_view op) {
@@ -49,7 +49,7 @@ struct Builder {
 };
 
 std::string KernelName(const passes::Group& g) {
-  return absl::StrCat(passes::GroupKindName(g.kind), "_", g.nodes.empty() ? "" : g.nodes.back()->op_type());
+  return absl::StrCat("fused_", g.nodes.empty() ? "" : g.nodes.back()->op_type());
 }
 
 Value F32Var(absl::string_view name) { return Var(name, ScalarType::kF32); }
@@ -205,9 +205,18 @@ absl::StatusOr<std::vector<LoweredStep>> LowerConcat(const passes::Group& g, Sha
     Builder b(env, {}, "concat_copy");
     RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, in->type().shape, 1);
     SS_ASSIGN(value, b.em.Emit(in, loop.idx));
+    // The slab offset and the output's axis length are opaque dims, so the
+    // copies of all equally shaped inputs are one kernel.
     std::vector<SymExpr> out_idx = loop.idx;
-    out_idx[axis] = out_idx[axis] + b.em.dims().Bind(offset);
-    SymExpr out_linear = b.em.Linear(out->type().shape, out_idx);
+    out_idx[axis] = out_idx[axis] + b.em.dims().BindOpaque(offset);
+    std::vector<SymExpr> out_shape = in->type().shape;
+    SymExpr out_axis = b.em.dims().BindOpaque(out->type().shape[axis]);
+    SymExpr out_linear = 0;
+    SymExpr stride = 1;
+    for (int k = static_cast<int>(out_shape.size()) - 1; k >= 0; --k) {
+      out_linear = out_linear + out_idx[k] * stride;
+      stride = stride * (k == axis ? out_axis : b.em.dims().Bind(out_shape[k]));
+    }
     SS_ASSIGN(buffer, b.em.OutputBuffer(out));
     b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(buffer, out_linear, value)})};
     offset = offset + in->type().shape[axis];
