@@ -80,6 +80,10 @@ KernelResult Div(const KernelArgs& args) {
         *div0 = true;
         return T{0};
       }
+      // lowest / -1 overflows (and traps on x86): negate with wrap-around.
+      if constexpr (std::is_signed_v<T>) {
+        if (y == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(x));
+      }
     }
     return static_cast<T>(x / y);
   });
@@ -105,6 +109,9 @@ KernelResult Mod(const KernelArgs& args) {
       if (y == 0) {
         *div0 = true;
         return T{0};
+      }
+      if constexpr (std::is_signed_v<T>) {
+        if (y == -1) return T{0};  // lowest % -1 traps on x86
       }
       T r = static_cast<T>(x % y);
       if (!c_fmod && r != 0 && ((r < 0) != (y < 0))) r = static_cast<T>(r + y);

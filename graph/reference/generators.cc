@@ -87,6 +87,9 @@ KernelResult Range(const KernelArgs& args) {
     if (delta == T{0}) return Invalid("Range delta must not be 0");
     const double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) /
                                    static_cast<double>(delta));
+    if (!(count <= static_cast<double>(Tensor::kMaxElements))) {
+      return Invalid("Range would have ", count, " elements");
+    }
     const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     out = NewOutput(in[0]->dtype(), {n});
     if (!out.ok()) return out.status();

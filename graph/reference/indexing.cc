@@ -180,19 +180,22 @@ KernelResult Slice(const KernelArgs& args) {
   for (size_t i = 0; i < spec->axes.size(); ++i) {
     const int64_t axis = spec->axes[i];
     const int64_t dim = in_shape[axis];
-    const int64_t step = spec->steps[i];
-    if (step == 0) return Invalid("Slice step must not be 0");
+    if (spec->steps[i] == 0) return Invalid("Slice step must not be 0");
+    // A step longer than the axis selects at most one element; clamping it
+    // keeps the arithmetic below free of overflow for extreme values.
+    const int64_t max_step = std::max<int64_t>(dim, 1);
+    const int64_t step = std::clamp(spec->steps[i], -max_step, max_step);
     int64_t start = spec->starts[i] < 0 ? spec->starts[i] + dim : spec->starts[i];
     int64_t end = spec->ends[i] < 0 ? spec->ends[i] + dim : spec->ends[i];
     int64_t count;
     if (step > 0) {
       start = std::clamp(start, int64_t{0}, dim);
       end = std::clamp(end, int64_t{0}, dim);
-      count = end > start ? (end - start + step - 1) / step : 0;
+      count = end > start ? (end - start - 1) / step + 1 : 0;
     } else {
       start = std::clamp(start, int64_t{-1}, dim - 1);
       end = std::clamp(end, int64_t{-1}, dim - 1);
-      count = start > end ? (start - end - step - 1) / -step : 0;
+      count = start > end ? (start - end - 1) / -step + 1 : 0;
     }
     out_shape[axis] = count;
     strides[axis] = in_strides[axis] * step;

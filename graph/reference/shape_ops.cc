@@ -69,8 +69,10 @@ KernelResult Reshape(const KernelArgs& args) {
     if (target[i] == -1) {
       if (inferred >= 0) return Invalid("shape ", ShapeToString(target), " has two -1 entries");
       inferred = static_cast<int>(i);
-    } else if (target[i] < 0) {
-      return Invalid("shape ", ShapeToString(target), " has a negative entry");
+    } else if (target[i] < 0 || target[i] > Tensor::kMaxElements) {
+      return Invalid("shape ", ShapeToString(target), " has a negative or oversized entry");
+    } else if (target[i] > 0 && known > Tensor::kMaxElements / target[i]) {
+      return Invalid("shape ", ShapeToString(target), " has too many elements");
     } else {
       known *= target[i];
     }
@@ -201,7 +203,11 @@ KernelResult Tile(const KernelArgs& args) {
   }
   std::vector<int64_t> out_shape;
   for (size_t d = 0; d < in_shape.size(); ++d) {
-    if ((*repeats)[d] < 0) return Invalid("repeats must be non-negative, got ", ShapeToString(*repeats));
+    if ((*repeats)[d] < 0 ||
+        (in_shape[d] > 0 && (*repeats)[d] > Tensor::kMaxElements / in_shape[d])) {
+      return Invalid("repeats ", ShapeToString(*repeats), " are negative or too large for ",
+                     ShapeToString(in_shape));
+    }
     out_shape.push_back(in_shape[d] * (*repeats)[d]);
   }
   absl::StatusOr<Tensor> out = NewOutput((*x)->dtype(), out_shape);

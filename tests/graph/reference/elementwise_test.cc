@@ -50,6 +50,13 @@ TEST(ElementwiseKernelTest, IntegerDivisionTruncatesAndRejectsZero) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(Values<int64_t>((*out)[0]), ElementsAre(3, -3));
   EXPECT_FALSE(RunOp("Div", {I64({1}, {1}), I64({1}, {0})}).ok());
+  const int64_t lowest = std::numeric_limits<int64_t>::lowest();
+  auto wrap = RunOp("Div", {I64({1}, {lowest}), I64({1}, {-1})});
+  ASSERT_TRUE(wrap.ok()) << wrap.status();
+  EXPECT_EQ((*wrap)[0].GetAsInt64(0), lowest);
+  auto mod = RunOp("Mod", {I64({1}, {lowest}), I64({1}, {-1})});
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  EXPECT_EQ((*mod)[0].GetAsInt64(0), 0);
 }
 
 TEST(ElementwiseKernelTest, ModFollowsFmodAttribute) {

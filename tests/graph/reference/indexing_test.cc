@@ -1,3 +1,5 @@
+#include <limits>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/graph/reference/kernel_test_util.h"
@@ -46,6 +48,14 @@ TEST(IndexingKernelTest, SliceNegativeStepsAndClamping) {
   auto clamp = RunOp("Slice", {x, I64({1}, {2}), I64({1}, {1000})});
   ASSERT_TRUE(clamp.ok()) << clamp.status();
   EXPECT_THAT(Values<int64_t>((*clamp)[0]), ElementsAre(2, 3, 4));
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  auto huge_step = RunOp("Slice", {x, I64({1}, {1}), I64({1}, {big}), I64({1}, {0}), I64({1}, {big})});
+  ASSERT_TRUE(huge_step.ok()) << huge_step.status();
+  EXPECT_THAT(Values<int64_t>((*huge_step)[0]), ElementsAre(1));
+  auto huge_back = RunOp("Slice", {x, I64({1}, {big}), I64({1}, {-big}), I64({1}, {0}),
+                                   I64({1}, {std::numeric_limits<int64_t>::lowest()})});
+  ASSERT_TRUE(huge_back.ok()) << huge_back.status();
+  EXPECT_THAT(Values<int64_t>((*huge_back)[0]), ElementsAre(4));
   auto empty = RunOp("Slice", {x, I64({1}, {10}), I64({1}, {20})});
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ((*empty)[0].num_elements(), 0);

@@ -73,6 +73,8 @@ TEST(ShapeOpsKernelTest, ExpandAndTile) {
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_THAT((*t)[0].shape(), ElementsAre(2, 4));
   EXPECT_THAT(Values<float>((*t)[0]), ElementsAre(1, 2, 1, 2, 1, 2, 1, 2));
+  EXPECT_FALSE(RunOp("Tile", {F32({1, 2}, {1, 2}), I64({2}, {int64_t{1} << 62, 1})}).ok());
+  EXPECT_FALSE(RunOp("Reshape", {x, I64({3}, {int64_t{1} << 30, int64_t{1} << 30, -1})}).ok());
 }
 
 TEST(ShapeOpsKernelTest, ShapeWithStartEndAndSize) {

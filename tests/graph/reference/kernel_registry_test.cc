@@ -1,0 +1,54 @@
+#include <algorithm>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/graph/reference/kernel_test_util.h"
+
+namespace shapeshift {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace shapeshift::kernel_testing;
+
+// The op set the IR and the kernels both promise (issue 3).
+constexpr const char* kOpSet[] = {
+    "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Neg", "Abs", "Exp", "Log", "Tanh",
+    "Erf", "Sigmoid", "Relu", "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum",
+    "ReduceMax", "MatMul", "Gemm", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+    "Concat", "Split", "Slice", "Gather", "Shape", "Size", "Cast", "Constant", "ConstantOfShape",
+    "Expand", "Where", "Equal", "Less", "Greater", "Not", "And", "Or", "Range", "Trilu",
+    "Identity", "Min", "Max", "Clip", "CumSum", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos",
+    "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus",
+    "Softsign", "Elu", "Selu", "LeakyRelu", "HardSigmoid", "HardSwish", "Celu", "Mish", "IsNaN",
+    "IsInf", "Mod", "GreaterOrEqual", "LessOrEqual", "Xor", "PRelu", "ReduceMin", "ReduceProd",
+    "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax",
+    "ArgMin", "LogSoftmax", "Tile", "Sum", "Mean", "GatherElements", "Dropout"};
+
+TEST(KernelRegistryTest, EveryOpOfTheOpSetHasAKernel) {
+  for (const char* op : kOpSet) EXPECT_TRUE(HasReferenceKernel(op)) << op;
+  const std::vector<std::string> ops = ReferenceKernelOps();
+  EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
+  EXPECT_EQ(ops.size(), std::size(kOpSet));
+  EXPECT_FALSE(HasReferenceKernel("Conv"));
+}
+
+TEST(KernelRegistryTest, ErrorsNameNodeAndOpAndKeepTheirCode) {
+  auto missing = RunOp("Add", {F32({1}, {1})});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(missing.status().message(), HasSubstr("node 'test_node' (Add)"));
+  EXPECT_THAT(missing.status().message(), HasSubstr("missing required input 1"));
+}
+
+TEST(KernelRegistryTest, ExtraOutputsAreTrimmedToTheNodesCount) {
+  Tensor x = F32({2}, {1, 2});
+  auto one = RunOp("Dropout", {x}, {}, 13, /*num_outputs=*/1);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->size(), 1u);
+  auto split = RunOp("Split", {F32({4}, {1, 2, 3, 4})}, {}, 13, /*num_outputs=*/4);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->size(), 4u);
+}
+
+}  // namespace
+}  // namespace shapeshift
