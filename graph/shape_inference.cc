@@ -97,7 +97,18 @@ absl::Status InferNode(Node& node, ShapeEnv& env, int opset) {
     return ctx.Error(absl::StrCat("expects ", schema->min_outputs, "..", schema->max_outputs,
                                   " outputs, got ", node.num_outputs()));
   }
-  return schema->infer(ctx);
+  if (absl::Status s = schema->infer(ctx); !s.ok()) return s;
+  // Catch-all for bad attribute/input values (negative repeats, shapes, ...):
+  // no rule may produce a provably negative dim.
+  for (const Value* out : node.outputs()) {
+    for (SymExpr d : out->type().shape) {
+      if (std::optional<int64_t> c = d.AsConst(); c && *c < 0) {
+        return ctx.Error(absl::StrCat("output '", out->name(), "' would have a negative dim: ",
+                                      out->type().ToString()));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status InferShapes(Graph& graph, ShapeEnv& env) {

@@ -296,6 +296,7 @@ absl::Status Split(InferenceContext& ctx) {
     }
     SymExpr sum = 0;
     for (int64_t s : **split) {
+      if (s < 0) return ctx.Error(absl::StrCat("split size ", s, " is negative"));
       sizes.push_back(s);
       sum += s;
     }

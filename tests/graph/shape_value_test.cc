@@ -130,6 +130,15 @@ TEST_F(ShapeValueTest, RuntimeListsGiveKnownRankAndDataDependentDims) {
   EXPECT_EQ(expand->output(0)->type().rank(), 3);
 }
 
+TEST_F(ShapeValueTest, NegativeDimsFromBadValuesAreErrors) {
+  Add("ConstantOfShape", {Ints({2, -3})});
+  EXPECT_THAT(last_status.message(), HasSubstr("negative dim"));
+  Add("Tile", {In({batch, 4}), Ints({1, -2})});
+  EXPECT_THAT(last_status.message(), HasSubstr("negative dim"));
+  Add("Split", {In({6})}, Attr("split", std::vector<int64_t>{-1, 7}), 2, 11);
+  EXPECT_THAT(last_status.message(), HasSubstr("negative"));
+}
+
 using OtherRulesTest = ShapeRuleTest;
 
 TEST_F(OtherRulesTest, ReductionsAcrossOpsets) {
