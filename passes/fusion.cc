@@ -56,9 +56,13 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env) {
   Grouping g(graph, env);
   std::vector<GeluMatch> gelus = FindGelus(graph);
   std::vector<Node*> order = graph.nodes();
-  for (Node* node : order) {
-    if (g.IsAssigned(node) || g.IsCompileTime(node)) continue;
-    internal::BuildAnchoredGroup(g, node, gelus);
+  // Matmuls first: their operand transposes and epilogues take precedence.
+  for (bool matmuls : {true, false}) {
+    for (Node* node : order) {
+      bool is_matmul = node->op_type() == "MatMul" || node->op_type() == "Gemm";
+      if (is_matmul != matmuls || g.IsAssigned(node) || g.IsCompileTime(node)) continue;
+      internal::BuildAnchoredGroup(g, node, gelus);
+    }
   }
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = *it;

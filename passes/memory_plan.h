@@ -45,6 +45,10 @@ struct BufferAssignment {
   SymExpr size_bytes;       // element count * dtype size
   SymExpr offset;           // bytes from the arena start (kArena only)
   int slot = -1;            // arena slot index (kArena only)
+  // kArena: live from the start of group `defined_in` to the end of group
+  // `last_read` (views of it included); -1 for other storage.
+  int defined_in = -1;
+  int last_read = -1;
   const Value* alias_of = nullptr;  // kAlias: the root value (never itself kAlias)
 };
 

@@ -17,7 +17,8 @@ std::vector<std::string> PassManager::names() const {
   return out;
 }
 
-absl::Status PassManager::Run(Graph& graph, ShapeEnv& env) const {
+absl::StatusOr<bool> PassManager::Run(Graph& graph, ShapeEnv& env) const {
+  bool any_change = false;
   for (const NamedPass& pass : passes_) {
     absl::StatusOr<bool> changed = pass.run(graph, env);
     if (!changed.ok()) {
@@ -30,7 +31,17 @@ absl::Status PassManager::Run(Graph& graph, ShapeEnv& env) const {
             absl::StrCat("pass '", pass.name, "' left an invalid graph: ", s.message()));
       }
     }
-    PrintIfRequested(pass.name, graph.ToString());
+    any_change = any_change || *changed;
+    if (ShouldPrintAfter(pass.name)) PrintIfRequested(pass.name, graph.ToString());
+  }
+  return any_change;
+}
+
+absl::Status PassManager::RunToFixpoint(Graph& graph, ShapeEnv& env, int max_rounds) const {
+  for (int round = 0; round < max_rounds; ++round) {
+    absl::StatusOr<bool> changed = Run(graph, env);
+    if (!changed.ok()) return changed.status();
+    if (!*changed) break;
   }
   return absl::OkStatus();
 }

@@ -35,8 +35,12 @@ class PassManager {
   void Add(std::string name, GraphPassFn pass);
   std::vector<std::string> names() const;
 
-  // Runs every pass once, in order. Errors are prefixed with the pass name.
-  absl::Status Run(Graph& graph, ShapeEnv& env) const;
+  // Runs every pass once, in order; true when some pass changed the graph.
+  // Errors are prefixed with the pass name.
+  absl::StatusOr<bool> Run(Graph& graph, ShapeEnv& env) const;
+  // Runs the sequence until a round changes nothing (at most `max_rounds`):
+  // folding exposes simplifications, which expose more folding and CSE.
+  absl::Status RunToFixpoint(Graph& graph, ShapeEnv& env, int max_rounds) const;
 
   // True when `name` is in print_after; PrintIfRequested prints `text` under
   // a header naming the pass (for stages that are not graph passes).

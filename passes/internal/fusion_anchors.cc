@@ -91,9 +91,20 @@ void AbsorbEpilogue(Grouping& g, int gid, Value* out, const std::vector<GeluMatc
       if (std::find(m.nodes.begin(), m.nodes.end(), u.user) == m.nodes.end()) ok = false;
     }
     if (IsGraphOutput(g.graph(), cur)) ok = false;
-    for (Node* n2 : m.nodes) ok = ok && g.CanAdd(n2, gid);
-    if (!ok) break;
-    for (Node* n2 : m.nodes) g.Add(n2, gid);
+    // Added in topological order, so each node's producers are already in.
+    std::vector<Node*> added;
+    for (Node* n2 : m.nodes) {
+      if (!ok || !g.CanAdd(n2, gid)) {
+        ok = false;
+        break;
+      }
+      g.Add(n2, gid);
+      added.push_back(n2);
+    }
+    if (!ok) {
+      for (Node* n2 : added) g.Remove(n2);
+      break;
+    }
     mm.activation = m.form;
     cur = m.output;
     break;

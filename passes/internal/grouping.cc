@@ -103,6 +103,14 @@ void Grouping::Add(Node* n, int gid) {
   group_of_node_[n] = gid;
 }
 
+void Grouping::Remove(Node* n) {
+  int gid = GroupOfNode(n);
+  if (gid < 0) return;
+  auto& nodes = groups_[gid].nodes;
+  nodes.erase(std::find(nodes.begin(), nodes.end(), n));
+  group_of_node_.erase(n);
+}
+
 bool Grouping::ReadOnlyBy(const Value* v, int gid, const Node* extra) const {
   if (IsGraphOutput(graph_, v)) return false;
   for (const Use& u : v->uses()) {

@@ -34,6 +34,7 @@ class Grouping {
   // keeps the group graph acyclic.
   bool CanAdd(const Node* n, int gid) const;
   void Add(Node* n, int gid);  // requires CanAdd
+  void Remove(Node* n);         // undoes Add (n must not be a group's anchor)
 
   // True when every runtime read of `v` is by a node of `gid` or by `extra`.
   bool ReadOnlyBy(const Value* v, int gid, const Node* extra = nullptr) const;
