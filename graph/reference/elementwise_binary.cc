@@ -283,25 +283,25 @@ KernelResult Where(const KernelArgs& args) {
 }  // namespace
 
 void RegisterElementwiseBinaryKernels(KernelRegistry& registry) {
-  registry.Add("Add", Add);
-  registry.Add("Sub", Sub);
-  registry.Add("Mul", Mul);
-  registry.Add("Div", Div);
-  registry.Add("Mod", Mod);
-  registry.Add("Pow", Pow);
-  registry.Add("Equal", Equal);
-  registry.Add("Less", Less);
-  registry.Add("LessOrEqual", LessOrEqual);
-  registry.Add("Greater", Greater);
-  registry.Add("GreaterOrEqual", GreaterOrEqual);
+  registry.Add("Add", Add, HalfPrecision::kViaF32);
+  registry.Add("Sub", Sub, HalfPrecision::kViaF32);
+  registry.Add("Mul", Mul, HalfPrecision::kViaF32);
+  registry.Add("Div", Div, HalfPrecision::kViaF32);
+  registry.Add("Mod", Mod, HalfPrecision::kViaF32);
+  registry.Add("Pow", Pow, HalfPrecision::kViaF32);
+  registry.Add("Equal", Equal, HalfPrecision::kViaF32);
+  registry.Add("Less", Less, HalfPrecision::kViaF32);
+  registry.Add("LessOrEqual", LessOrEqual, HalfPrecision::kViaF32);
+  registry.Add("Greater", Greater, HalfPrecision::kViaF32);
+  registry.Add("GreaterOrEqual", GreaterOrEqual, HalfPrecision::kViaF32);
   registry.Add("And", And);
   registry.Add("Or", Or);
   registry.Add("Xor", Xor);
-  registry.Add("PRelu", PRelu);
-  registry.Add("Sum", Sum);
-  registry.Add("Mean", Mean);
-  registry.Add("Max", Max);
-  registry.Add("Min", Min);
+  registry.Add("PRelu", PRelu, HalfPrecision::kViaF32);
+  registry.Add("Sum", Sum, HalfPrecision::kViaF32);
+  registry.Add("Mean", Mean, HalfPrecision::kViaF32);
+  registry.Add("Max", Max, HalfPrecision::kViaF32);
+  registry.Add("Min", Min, HalfPrecision::kViaF32);
   registry.Add("Where", Where);
 }
 

@@ -239,15 +239,17 @@ KernelResult Clip(const KernelArgs& args) {
 }  // namespace
 
 void RegisterElementwiseUnaryKernels(KernelRegistry& registry) {
-  for (const FloatUnaryOp& op : kFloatUnaryOps) registry.Add(op.name, FloatUnary);
-  registry.Add("Neg", Neg);
-  registry.Add("Abs", Abs);
-  registry.Add("Relu", Relu);
-  registry.Add("Sign", Sign);
+  for (const FloatUnaryOp& op : kFloatUnaryOps) {
+    registry.Add(op.name, FloatUnary, HalfPrecision::kViaF32);
+  }
+  registry.Add("Neg", Neg, HalfPrecision::kViaF32);
+  registry.Add("Abs", Abs, HalfPrecision::kViaF32);
+  registry.Add("Relu", Relu, HalfPrecision::kViaF32);
+  registry.Add("Sign", Sign, HalfPrecision::kViaF32);
   registry.Add("Not", Not);
-  registry.Add("IsNaN", IsNaN);
-  registry.Add("IsInf", IsInf);
-  registry.Add("Clip", Clip);
+  registry.Add("IsNaN", IsNaN, HalfPrecision::kViaF32);
+  registry.Add("IsInf", IsInf, HalfPrecision::kViaF32);
+  registry.Add("Clip", Clip, HalfPrecision::kViaF32);
 }
 
 }  // namespace shapeshift::reference

@@ -26,15 +26,29 @@ namespace shapeshift::reference {
 using KernelResult = absl::StatusOr<std::vector<Tensor>>;
 using KernelFn = KernelResult (*)(const KernelArgs&);
 
+// How a kernel treats f16/bf16 inputs. Kernels that move bytes (Reshape,
+// Gather, ...) or convert (Cast) handle them natively; kernels that compute
+// on values are registered kViaF32: the dispatcher widens 16-bit inputs to
+// f32, runs the kernel and rounds its f32 outputs back once.
+enum class HalfPrecision { kNative, kViaF32 };
+
+struct KernelEntry {
+  KernelFn fn = nullptr;
+  HalfPrecision halves = HalfPrecision::kNative;
+};
+
 // Op type → kernel. Each family file contributes with a Register* function
 // (explicit calls, so a static library link never drops a family).
 class KernelRegistry {
  public:
-  void Add(const std::string& op_type, KernelFn fn) { kernels_[op_type] = fn; }
-  const std::map<std::string, KernelFn>& all() const { return kernels_; }
+  void Add(const std::string& op_type, KernelFn fn,
+           HalfPrecision halves = HalfPrecision::kNative) {
+    kernels_[op_type] = {fn, halves};
+  }
+  const std::map<std::string, KernelEntry>& all() const { return kernels_; }
 
  private:
-  std::map<std::string, KernelFn> kernels_;
+  std::map<std::string, KernelEntry> kernels_;
 };
 
 void RegisterElementwiseUnaryKernels(KernelRegistry& registry);

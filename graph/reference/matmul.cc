@@ -147,8 +147,8 @@ KernelResult Gemm(const KernelArgs& args) {
 }  // namespace
 
 void RegisterMatMulKernels(KernelRegistry& registry) {
-  registry.Add("MatMul", MatMul);
-  registry.Add("Gemm", Gemm);
+  registry.Add("MatMul", MatMul, HalfPrecision::kViaF32);
+  registry.Add("Gemm", Gemm, HalfPrecision::kViaF32);
 }
 
 }  // namespace shapeshift::reference

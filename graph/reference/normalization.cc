@@ -137,8 +137,8 @@ KernelResult LayerNormalization(const KernelArgs& args) {
 }  // namespace
 
 void RegisterNormalizationKernels(KernelRegistry& registry) {
-  registry.Add("Softmax", SoftmaxFamily);
-  registry.Add("LogSoftmax", SoftmaxFamily);
+  registry.Add("Softmax", SoftmaxFamily, HalfPrecision::kViaF32);
+  registry.Add("LogSoftmax", SoftmaxFamily, HalfPrecision::kViaF32);
   registry.Add("LayerNormalization", LayerNormalization);
 }
 

@@ -243,10 +243,10 @@ KernelResult CumSum(const KernelArgs& args) {
 }  // namespace
 
 void RegisterReduceKernels(KernelRegistry& registry) {
-  for (const ReduceOp& op : kReduceOps) registry.Add(op.name, Reduce);
-  registry.Add("ArgMax", ArgReduce);
-  registry.Add("ArgMin", ArgReduce);
-  registry.Add("CumSum", CumSum);
+  for (const ReduceOp& op : kReduceOps) registry.Add(op.name, Reduce, HalfPrecision::kViaF32);
+  registry.Add("ArgMax", ArgReduce, HalfPrecision::kViaF32);
+  registry.Add("ArgMin", ArgReduce, HalfPrecision::kViaF32);
+  registry.Add("CumSum", CumSum, HalfPrecision::kViaF32);
 }
 
 }  // namespace shapeshift::reference

@@ -33,16 +33,33 @@ TEST(ElementwiseKernelTest, IncompatibleShapesAndDTypesAreErrorsNamingTheNode) {
   EXPECT_EQ(mixed.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(ElementwiseKernelTest, UnknownOpAndHalfInputsAreUnsupported) {
+TEST(ElementwiseKernelTest, UnknownOpIsUnsupported) {
   auto unknown = RunOp("Conv", {F32({1}, {1})});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(unknown.status().message(), HasSubstr("unsupported op Conv"));
-  Tensor half = Tensor::FromVector<uint16_t>(DType::kF16, {1}, {0x3c00});
-  auto h = RunOp("Exp", {half});
-  ASSERT_FALSE(h.ok());
-  EXPECT_EQ(h.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(h.status().message(), HasSubstr("f16"));
+}
+
+TEST(ElementwiseKernelTest, HalfInputsComputeInF32AndRoundBack) {
+  Tensor half = Tensor::FromVector<uint16_t>(DType::kF16, {2}, {0x3c00, 0x4000});  // 1, 2
+  auto sum = RunOp("Add", {half, half});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ((*sum)[0].dtype(), DType::kF16);
+  EXPECT_THAT(Values<uint16_t>((*sum)[0]), ElementsAre(0x4000, 0x4400));  // 2, 4
+  auto less = RunOp("Less", {half, half});
+  ASSERT_TRUE(less.ok()) << less.status();
+  EXPECT_EQ((*less)[0].dtype(), DType::kBool);
+  Tensor bf = Tensor::FromVector<uint16_t>(DType::kBF16, {1}, {0x4040});  // 3
+  auto neg = RunOp("Neg", {bf});
+  ASSERT_TRUE(neg.ok()) << neg.status();
+  EXPECT_EQ((*neg)[0].dtype(), DType::kBF16);
+  EXPECT_EQ((*neg)[0].GetAsDouble(0), -3.0);
+  // Mixed precisions are not silently unified.
+  EXPECT_FALSE(RunOp("Add", {half, F32({2}, {1, 2})}).ok());
+  auto norm = RunOp("LayerNormalization", {half, half});
+  ASSERT_FALSE(norm.ok());
+  EXPECT_EQ(norm.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(norm.status().message(), HasSubstr("f16"));
 }
 
 TEST(ElementwiseKernelTest, IntegerDivisionTruncatesAndRejectsZero) {
