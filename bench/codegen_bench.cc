@@ -44,8 +44,9 @@ struct GemmCase {
   MatmulShape shape;
 };
 
-void RunGemm(benchmark::State& state, GemmCase c, bool runtime_dims) {
+void RunGemm(benchmark::State& state, GemmCase c, bool runtime_dims, bool packed) {
   MatmulConfig cfg = c.config;
+  cfg.pack_b = packed;
   if (runtime_dims) {
     cfg.m = kRuntimeDim;
     if (cfg.batch != 0) cfg.batch = kRuntimeDim;
@@ -63,6 +64,16 @@ void RunGemm(benchmark::State& state, GemmCase c, bool runtime_dims) {
   std::vector<float> a = Filled(batch * s.m * s.k, 0.01f), b = Filled(batch * s.k * s.n, 0.02f);
   std::vector<float> bias = Filled(s.n, 0.1f), out = Filled(batch * s.m * s.n, 0.0f);
   codegen::cpu::MatmulOperands ops{a.data(), b.data(), bias.data(), out.data(), out.data()};
+  codegen::cpu::PackedWeights packed_b;
+  if (packed) {
+    auto made = (*mm)->PackB(b.data());
+    if (!made.ok()) {
+      state.SkipWithError(std::string(made.status().message()).c_str());
+      return;
+    }
+    packed_b = *made;
+    ops.b = packed_b.data();
+  }
   for (auto _ : state) {
     absl::Status st = (*mm)->Execute(s, ops);
     if (!st.ok()) {
@@ -211,10 +222,14 @@ void RegisterAll() {
     s.counters["GBps"] = g_probe.triad_gbytes_s;
   })->Iterations(1);
   for (const GemmCase& c : BertGemms()) {
-    for (bool runtime : {true, false}) {
-      benchmark::RegisterBenchmark(absl::StrCat("matmul/", c.name, runtime ? "/runtime_dims" : "/static_dims").c_str(),
-                                   [=](benchmark::State& s) { RunGemm(s, c, runtime); })
-          ->UseRealTime();
+    for (bool packed : {false, true}) {
+      if (packed && c.config.batch != 0) continue;  // attention operands are activations
+      for (bool runtime : {true, false}) {
+        std::string variant = absl::StrCat(runtime ? "/runtime_dims" : "/static_dims", packed ? "_packed" : "");
+        benchmark::RegisterBenchmark(absl::StrCat("matmul/", c.name, variant).c_str(),
+                                     [=](benchmark::State& s) { RunGemm(s, c, runtime, packed); })
+            ->UseRealTime();
+      }
     }
   }
   RegisterFused();

@@ -76,12 +76,10 @@ inline MachineProbe ProbeMachine() {
   volatile float sink = 0;
   for (int repeat = 0; repeat < 5; ++repeat) {
     auto start = std::chrono::steady_clock::now();
-#pragma omp parallel
-    {
-      float s = avx512 ? FmaLoop512(iterations) : FmaLoop256(iterations);
-#pragma omp atomic
-      sink = sink + s;
-    }
+    float total = 0;
+#pragma omp parallel reduction(+ : total)
+    total += avx512 ? FmaLoop512(iterations) : FmaLoop256(iterations);
+    sink = total;  // keeps the loops alive
     double seconds = Seconds(start);
     double flops = 2.0 * kAccumulators * probe.fma_lanes * iterations * probe.threads;
     probe.fma_gflops = std::max(probe.fma_gflops, flops / seconds * 1e-9);
@@ -105,7 +103,7 @@ inline MachineProbe ProbeMachine() {
     double seconds = Seconds(start);
     probe.triad_gbytes_s = std::max(probe.triad_gbytes_s, 3.0 * n * sizeof(float) / seconds * 1e-9);
   }
-  sink = sink + a[n / 2];
+  sink = a[n / 2];
   return probe;
 }
 

@@ -1,5 +1,6 @@
 #include "codegen/cpu/onednn_matmul.h"
 
+#include <cstdlib>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -64,6 +65,7 @@ memory::desc F32(const memory::dims& dims, Tag tag) { return memory::desc(dims, 
 
 struct OnednnMatmul::Primitive {
   dnnl::matmul matmul;
+  memory::desc packed_b;  // the primitive's layout of B, when config.pack_b
 };
 
 std::string DescribeConfig(const MatmulConfig& c) {
@@ -79,6 +81,7 @@ std::string DescribeConfig(const MatmulConfig& c) {
   if (c.activation == MatmulActivation::kGeluErf) parts.push_back("gelu_erf");
   if (c.activation == MatmulActivation::kGeluTanh) parts.push_back("gelu_tanh");
   if (c.residual) parts.push_back("residual");
+  if (c.pack_b) parts.push_back("packed_b");
   return absl::StrCat("matmul[", absl::StrJoin(parts, ", "), "]");
 }
 
@@ -93,6 +96,10 @@ absl::StatusOr<std::unique_ptr<OnednnMatmul>> OnednnMatmul::Create(const MatmulC
         absl::StrCat(DescribeConfig(config), ": dimensions must be positive or kRuntimeDim"));
   }
   bool batched = config.batch != 0;
+  if (config.pack_b && (batched || config.k == kRuntimeDim || config.n == kRuntimeDim)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DescribeConfig(config), ": packed B needs static k and n and 2-D operands"));
+  }
   Layout l = MakeLayout(batched, config.transpose_b, Dim(config.batch), Dim(config.m), Dim(config.k), Dim(config.n));
   try {
     dnnl::primitive_attr attr;
@@ -106,11 +113,13 @@ absl::StatusOr<std::unique_ptr<OnednnMatmul>> OnednnMatmul::Create(const MatmulC
     }
     if (config.residual) post_ops.append_sum(1.0f);
     attr.set_post_ops(post_ops);
-    memory::desc a = F32(l.a, l.a_tag), b = F32(l.b, l.b_tag), c = F32(l.c, l.c_tag);
+    memory::desc a = F32(l.a, l.a_tag), c = F32(l.c, l.c_tag);
+    memory::desc b = F32(l.b, config.pack_b ? Tag::any : l.b_tag);
     dnnl::matmul::desc desc = config.bias ? dnnl::matmul::desc(a, b, F32(l.bias, l.a_tag), c)
                                           : dnnl::matmul::desc(a, b, c);
     dnnl::matmul::primitive_desc pd(desc, attr, CpuEngine());
     std::string implementation = pd.impl_info_str();
+    if (config.pack_b) primitive->packed_b = pd.weights_desc();
     primitive->matmul = dnnl::matmul(pd);
     return std::unique_ptr<OnednnMatmul>(new OnednnMatmul(config, std::move(primitive), std::move(implementation)));
   } catch (const dnnl::error& e) {
@@ -138,7 +147,8 @@ absl::Status OnednnMatmul::Execute(const MatmulShape& shape, const MatmulOperand
     // oneDNN takes non-const handles; inputs are only read.
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memory(F32(l.a, l.a_tag), engine, const_cast<float*>(ops.a))},
-        {DNNL_ARG_WEIGHTS, memory(F32(l.b, l.b_tag), engine, const_cast<float*>(ops.b))},
+        {DNNL_ARG_WEIGHTS, memory(cfg.pack_b ? primitive_->packed_b : F32(l.b, l.b_tag), engine,
+                                  const_cast<float*>(ops.b))},
         {DNNL_ARG_DST, memory(F32(l.c, l.c_tag), engine, ops.c)},
     };
     if (cfg.bias) args.emplace(DNNL_ARG_BIAS, memory(F32(l.bias, l.a_tag), engine, const_cast<float*>(ops.bias)));
@@ -150,6 +160,30 @@ absl::Status OnednnMatmul::Execute(const MatmulShape& shape, const MatmulOperand
     return absl::InternalError(absl::StrCat(DescribeConfig(cfg), ": oneDNN failed: ", e.what()));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<PackedWeights> OnednnMatmul::PackB(const float* b) const {
+  const MatmulConfig& cfg = config_;
+  if (!cfg.pack_b) return absl::FailedPreconditionError(absl::StrCat(DescribeConfig(cfg), ": B is not packed"));
+  if (!b) return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(cfg), ": missing B"));
+  Layout l = MakeLayout(false, cfg.transpose_b, 1, 1, cfg.k, cfg.n);
+  try {
+    dnnl::engine& engine = CpuEngine();
+    PackedWeights packed;
+    packed.bytes_ = static_cast<int64_t>(primitive_->packed_b.get_size());
+    // 64-byte alignment: oneDNN's kernels load whole cache lines.
+    size_t rounded = (packed.bytes_ + 63) / 64 * 64;
+    packed.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, rounded)), std::free);
+    if (!packed.data_) return absl::ResourceExhaustedError(absl::StrCat(DescribeConfig(cfg), ": out of memory"));
+    memory plain(F32(l.b, l.b_tag), engine, const_cast<float*>(b));
+    memory blocked(primitive_->packed_b, engine, packed.data_.get());
+    dnnl::stream& stream = ThreadStream();
+    dnnl::reorder(plain, blocked).execute(stream, plain, blocked);
+    stream.wait();
+    return packed;
+  } catch (const dnnl::error& e) {
+    return absl::InternalError(absl::StrCat(DescribeConfig(cfg), ": packing B failed: ", e.what()));
+  }
 }
 
 }  // namespace shapeshift::codegen::cpu

@@ -46,6 +46,22 @@ struct MatmulConfig {
   float scale = 1.0f;
   MatmulActivation activation = MatmulActivation::kNone;
   bool residual = false;
+  // B is a constant (model weights): PackB() reorders it once into the
+  // layout oneDNN's kernel prefers, and Execute() reads that. Needs static
+  // k and n and 2-D operands.
+  bool pack_b = false;
+};
+
+// B in the primitive's preferred (blocked) layout; made by PackB().
+class PackedWeights {
+ public:
+  const float* data() const { return data_.get(); }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  friend class OnednnMatmul;
+  std::shared_ptr<float> data_;
+  int64_t bytes_ = 0;
 };
 
 // Actual sizes for one Execute(); batch is ignored for 2-D configurations.
@@ -58,7 +74,7 @@ struct MatmulShape {
 
 struct MatmulOperands {
   const float* a = nullptr;
-  const float* b = nullptr;
+  const float* b = nullptr;  // with config.pack_b: PackedWeights::data()
   const float* bias = nullptr;      // required iff config.bias
   // Required iff config.residual. It may equal c (in place); otherwise it is
   // first copied into c, because oneDNN adds it as a `sum` post-op (its
@@ -76,6 +92,10 @@ class OnednnMatmul {
   // Runs on the calling thread's stream and waits for completion. Sizes must
   // be positive and equal the static ones.
   absl::Status Execute(const MatmulShape& shape, const MatmulOperands& operands) const;
+
+  // Reorders B (plain layout, [K, N] or [N, K] with transpose_b) for a
+  // pack_b configuration.
+  absl::StatusOr<PackedWeights> PackB(const float* b) const;
 
   const MatmulConfig& config() const { return config_; }
   // oneDNN's implementation name, e.g. "gemm:jit" or "brg:avx512_core".

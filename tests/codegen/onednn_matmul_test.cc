@@ -52,6 +52,13 @@ void CheckAgainstReference(const MatmulConfig& cfg, const MatmulShape& s, bool r
   std::vector<double> want = Reference(cfg, s, a, b, bias, residual);
   std::vector<float> c = residual_in_place ? residual : std::vector<float>(batch * s.m * s.n, NAN);
   MatmulOperands ops{a.data(), b.data(), bias.data(), residual_in_place ? c.data() : residual.data(), c.data()};
+  PackedWeights packed;
+  if (cfg.pack_b) {
+    auto made = (*mm)->PackB(b.data());
+    ASSERT_TRUE(made.ok()) << made.status();
+    packed = *made;
+    ops.b = packed.data();
+  }
   ASSERT_TRUE((*mm)->Execute(s, ops).ok());
   for (size_t i = 0; i < c.size(); ++i) {
     ASSERT_TRUE(Close(c[i], want[i], 1e-4, 1e-4 * std::sqrt(double(s.k)))) << "at " << i << ": " << c[i] << " vs " << want[i];
@@ -111,6 +118,22 @@ TEST(OnednnMatmulTest, ShapeMismatchAndMissingOperandsAreErrors) {
   EXPECT_THAT(std::string(no_bias.message()), HasSubstr("missing operand"));
   auto bad = OnednnMatmul::Create(MatmulConfig{.k = 0, .n = 4});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OnednnMatmulTest, PackedWeightsRuntimeAndStaticM) {
+  for (bool transpose_b : {false, true}) {
+    for (int64_t m : {kRuntimeDim, int64_t{13}}) {
+      MatmulConfig cfg{.m = m, .k = 96, .n = 80, .transpose_b = transpose_b, .bias = true,
+                       .activation = MatmulActivation::kGeluTanh, .pack_b = true};
+      CheckAgainstReference(cfg, {1, 13, 96, 80});
+    }
+  }
+  MatmulConfig runtime_k{.k = kRuntimeDim, .n = 8, .pack_b = true};
+  EXPECT_EQ(OnednnMatmul::Create(runtime_k).status().code(), absl::StatusCode::kInvalidArgument);
+  auto plain = OnednnMatmul::Create(MatmulConfig{.k = 8, .n = 8});
+  ASSERT_TRUE(plain.ok());
+  std::vector<float> b(64);
+  EXPECT_EQ((*plain)->PackB(b.data()).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(OnednnMatmulTest, ImplementationNameIsReported) {
