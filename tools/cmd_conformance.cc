@@ -305,8 +305,10 @@ int RunConformance(const std::vector<std::string>& raw_args) {
   spec.switches = {"json"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok() || !args->positional.empty() || !args->Has("onnx-node-tests")) {
-    std::fprintf(stderr, "%s%susage: shapeshift conformance --onnx-node-tests DIR [--json] [--filter SUBSTR]\n",
-                 args.ok() ? "" : std::string(args.status().message()).c_str(), args.ok() ? "" : "\n");
+    if (!args.ok()) {
+      std::fprintf(stderr, "shapeshift conformance: %s\n", std::string(args.status().message()).c_str());
+    }
+    std::fprintf(stderr, "usage: shapeshift conformance --onnx-node-tests DIR [--json] [--filter SUBSTR]\n");
     return kExitUsage;
   }
   const fs::path root = args->Get("onnx-node-tests");
@@ -317,9 +319,10 @@ int RunConformance(const std::vector<std::string>& raw_args) {
   }
   const std::string filter = args->Get("filter");
   std::vector<std::string> names;
-  for (const fs::directory_entry& entry : fs::directory_iterator(root, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && fs::exists(entry.path() / "model.onnx") &&
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code ignored;  // an unreadable entry is simply not a test
+    if (fs::is_regular_file(it->path() / "model.onnx", ignored) &&
         (filter.empty() || absl::StrContains(name, filter))) {
       names.push_back(name);
     }
