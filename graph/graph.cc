@@ -121,6 +121,28 @@ Node* Graph::FindNode(const std::string& name) const {
   return nullptr;
 }
 
+std::unique_ptr<Graph> Graph::Clone() const {
+  auto copy = std::make_unique<Graph>(opset_);
+  absl::flat_hash_map<const Value*, Value*> map;
+  auto carry = [&map](const Value* from, Value* to) {
+    to->type_ = from->type_;
+    to->elements_ = from->elements_;
+    map[from] = to;
+  };
+  for (const Value* in : inputs_) carry(in, copy->AddInput(in->name(), in->type()));
+  for (const Value* c : constants()) carry(c, copy->AddConstant(c->name(), *c->constant()));
+  for (const auto& n : nodes_) {
+    std::vector<Value*> inputs;
+    for (const Value* in : n->inputs_) inputs.push_back(in == nullptr ? nullptr : map.at(in));
+    std::vector<std::string> names;
+    for (const Value* out : n->outputs_) names.push_back(out->name());
+    Node* node = copy->AddNode(n->op_type(), std::move(inputs), n->num_outputs(), n->attrs(), n->name(), names);
+    for (int i = 0; i < n->num_outputs(); ++i) carry(n->outputs_[i], node->outputs_[i]);
+  }
+  for (const Value* out : outputs_) copy->AddOutput(map.at(out));
+  return copy;
+}
+
 void Graph::ReplaceAllUsesWith(Value* from, Value* to) {
   if (from == to) return;
   std::vector<Use> uses = from->uses_;

@@ -152,6 +152,11 @@ class Graph {
   Value* FindValue(const std::string& name) const;  // nullptr if none
   Node* FindNode(const std::string& name) const;    // nullptr if none
 
+  // A deep copy with the same value/node names, types, shape values and
+  // order (ids may differ), so a pipeline can rewrite its own copy while the
+  // original stays the reference.
+  std::unique_ptr<Graph> Clone() const;
+
   // --- Rewriting.
   // Every use of `from` (node inputs and graph outputs) now reads `to`.
   void ReplaceAllUsesWith(Value* from, Value* to);

@@ -111,6 +111,28 @@ TEST(GraphTest, GeneratedNamesAreUnique) {
   EXPECT_TRUE(g.Verify().ok());
 }
 
+TEST(GraphTest, CloneIsDeepAndPrintsTheSame) {
+  Graph g(13);
+  Value* x = g.AddInput("x", F32({SymExpr::Symbol("n"), 4}));
+  Value* shape = g.AddConstant("shape", Tensor::FromVector<int64_t>(DType::kI64, {1}, {-1}));
+  Node* r = g.AddNode("Reshape", {x, shape}, 1, {}, "r", {"y"});
+  r->output(0)->set_type(F32({4 * SymExpr::Symbol("n")}));
+  g.AddOutput(r->output(0));
+  std::unique_ptr<Graph> copy = g.Clone();
+  EXPECT_EQ(copy->ToString(), g.ToString());
+  EXPECT_TRUE(copy->Verify().ok()) << copy->Verify();
+  Node* copied = copy->FindNode("r");
+  ASSERT_NE(copied, nullptr);
+  EXPECT_NE(copied, r);
+  EXPECT_EQ(copied->input(0), copy->inputs()[0]);
+  ASSERT_TRUE(copy->FindValue("shape")->elements().has_value());
+  // Rewriting the copy leaves the original alone.
+  copy->ReplaceAllUsesWith(copied->output(0), copy->inputs()[0]);
+  ASSERT_TRUE(copy->RemoveNode(copied).ok());
+  EXPECT_EQ(g.num_nodes(), 1);
+  EXPECT_EQ(g.outputs()[0], r->output(0));
+}
+
 TEST(GraphTest, PrinterShowsTypesAttributesAndValues) {
   Graph g(14);
   SymExpr batch = SymExpr::Symbol("batch");
