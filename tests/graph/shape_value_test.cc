@@ -141,6 +141,43 @@ TEST_F(ShapeValueTest, NegativeDimsFromBadValuesAreErrors) {
 
 using OtherRulesTest = ShapeRuleTest;
 
+TEST_F(OtherRulesTest, EveryUnaryAndBinaryOpKeepsSymbolicShapes) {
+  for (const char* op : {"Sqrt", "Reciprocal", "Exp", "Log", "Tanh", "Erf", "Sigmoid", "Floor", "Ceil", "Round",
+                         "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+                         "Softplus", "Softsign", "Elu", "Selu", "LeakyRelu", "HardSigmoid", "HardSwish", "Celu",
+                         "Mish", "Neg", "Abs", "Relu", "Sign", "Identity", "Softmax", "LogSoftmax"}) {
+    Node* n = Add(op, {In({batch, seq, 8})});
+    ASSERT_TRUE(last_status.ok()) << op << ": " << last_status;
+    EXPECT_EQ(TypeOf(n), "f32[batch, seq, 8]") << op;
+  }
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "PRelu", "Min", "Max", "Sum", "Mean"}) {
+    Node* n = Add(op, {In({batch, seq, 8}), In({seq, 1})});
+    ASSERT_TRUE(last_status.ok()) << op << ": " << last_status;
+    EXPECT_EQ(TypeOf(n), "f32[batch, seq, 8]") << op;
+  }
+  for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) {
+    EXPECT_EQ(TypeOf(Add(op, {In({batch, 1}), In({seq})})), "bool[batch, seq]") << op;
+  }
+  for (const char* op : {"And", "Or", "Xor"}) {
+    EXPECT_EQ(TypeOf(Add(op, {In({batch, 1}, DType::kBool), In({seq}, DType::kBool)})), "bool[batch, seq]") << op;
+  }
+  EXPECT_EQ(TypeOf(Add("Not", {In({seq}, DType::kBool)})), "bool[seq]");
+  EXPECT_EQ(TypeOf(Add("IsInf", {In({seq})})), "bool[seq]");
+  Attributes to_f32;
+  to_f32.Set("to", int64_t{1});
+  EXPECT_EQ(TypeOf(Add("Cast", {In({batch, seq}, DType::kI64)}, to_f32)), "f32[batch, seq]");
+}
+
+TEST_F(OtherRulesTest, EveryReductionKeepsSymbolicShapes) {
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                         "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
+    Node* n = Add(op, {In({batch, seq, 8}), Ints({1})}, Attr("keepdims", int64_t{0}), 1, 18);
+    ASSERT_TRUE(last_status.ok()) << op << ": " << last_status;
+    EXPECT_EQ(TypeOf(n), "f32[batch, 8]") << op;
+  }
+  EXPECT_EQ(TypeOf(Add("ArgMin", {In({batch, seq})}, Attr("keepdims", int64_t{0}))), "i64[seq]");
+}
+
 TEST_F(OtherRulesTest, ReductionsAcrossOpsets) {
   Attributes axes;
   axes.Set("axes", std::vector<int64_t>{-1});
