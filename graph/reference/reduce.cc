@@ -34,8 +34,13 @@ constexpr ReduceOp kReduceOps[] = {
 template <typename Acc>
 Acc Initial(ReduceKind kind) {
   switch (kind) {
-    case ReduceKind::kMax: return std::numeric_limits<Acc>::lowest();
-    case ReduceKind::kMin: return std::numeric_limits<Acc>::max();
+    // An empty reduction gives -inf / +inf for floats (lowest / max for ints).
+    case ReduceKind::kMax:
+      return std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
+                                                    : std::numeric_limits<Acc>::lowest();
+    case ReduceKind::kMin:
+      return std::numeric_limits<Acc>::has_infinity ? std::numeric_limits<Acc>::infinity()
+                                                    : std::numeric_limits<Acc>::max();
     case ReduceKind::kProd: return Acc{1};
     default: return Acc{0};
   }
@@ -50,20 +55,23 @@ Acc Combine(ReduceKind kind, Acc acc, Acc x) {
     case ReduceKind::kL1: return acc + (x < 0 ? -x : x);
     case ReduceKind::kL2:
     case ReduceKind::kSumSquare: return acc + x * x;
-    case ReduceKind::kLogSumExp: return acc + static_cast<Acc>(std::exp(static_cast<double>(x)));
+    case ReduceKind::kLogSumExp: return acc + static_cast<Acc>(std::exp(static_cast<double>(x)));  // x is shifted
     default: return acc + x;
   }
 }
 
-template <typename Acc>
-double Finish(ReduceKind kind, Acc acc, int64_t count) {
-  const double v = static_cast<double>(acc);
+// Kinds whose result is the accumulator itself (exact for integers).
+bool IsExact(ReduceKind kind) {
+  return kind != ReduceKind::kMean && kind != ReduceKind::kL2 && kind != ReduceKind::kLogSum &&
+         kind != ReduceKind::kLogSumExp;
+}
+
+// The result of a non-exact kind from its accumulated value.
+double Finish(ReduceKind kind, double acc, int64_t count) {
   switch (kind) {
-    case ReduceKind::kMean: return v / static_cast<double>(count);
-    case ReduceKind::kL2: return std::sqrt(v);
-    case ReduceKind::kLogSum:
-    case ReduceKind::kLogSumExp: return std::log(v);
-    default: return v;
+    case ReduceKind::kMean: return acc / static_cast<double>(count);
+    case ReduceKind::kL2: return std::sqrt(acc);
+    default: return std::log(acc);  // kLogSum, kLogSumExp
   }
 }
 
@@ -121,16 +129,34 @@ KernelResult Reduce(const KernelArgs& args) {
   absl::Status st = VisitNumeric(args, (*x)->dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-    std::vector<Acc> acc(out->num_elements(), Initial<Acc>(op->kind));
     const T* in = (*x)->data<T>();
+    // LogSumExp subtracts each output's maximum before exp (and adds it back
+    // after the log), so large inputs do not overflow.
+    std::vector<double> shift(out->num_elements(), 0.0);
+    if (op->kind == ReduceKind::kLogSumExp) {
+      std::vector<double> max(out->num_elements(), -std::numeric_limits<double>::infinity());
+      IndexWalker walk = IndexWalker::Broadcast(in_shape, {kept_shape});
+      for (int64_t i = 0; i < (*x)->num_elements(); ++i, walk.Next()) {
+        max[walk.offset(0)] = std::max(max[walk.offset(0)], static_cast<double>(in[i]));
+      }
+      for (size_t i = 0; i < max.size(); ++i) shift[i] = std::isfinite(max[i]) ? max[i] : 0.0;
+    }
+    std::vector<Acc> acc(out->num_elements(), Initial<Acc>(op->kind));
     IndexWalker walk = IndexWalker::Broadcast(in_shape, {kept_shape});
     for (int64_t i = 0; i < (*x)->num_elements(); ++i, walk.Next()) {
       Acc& a = acc[walk.offset(0)];
-      a = Combine<Acc>(op->kind, a, static_cast<Acc>(in[i]));
+      const Acc v = op->kind == ReduceKind::kLogSumExp
+                        ? static_cast<Acc>(in[i] - shift[walk.offset(0)])
+                        : static_cast<Acc>(in[i]);
+      a = Combine<Acc>(op->kind, a, v);
     }
     T* o = out->mutable_data<T>();
     for (int64_t i = 0; i < out->num_elements(); ++i) {
-      o[i] = static_cast<T>(Finish<Acc>(op->kind, acc[i], count));
+      if (IsExact(op->kind)) {
+        o[i] = static_cast<T>(acc[i]);
+      } else {
+        o[i] = static_cast<T>(Finish(op->kind, static_cast<double>(acc[i]), count) + shift[i]);
+      }
     }
     return absl::OkStatus();
   });

@@ -1,3 +1,6 @@
+#include <cmath>
+#include <limits>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/graph/reference/kernel_test_util.h"
@@ -62,6 +65,22 @@ TEST(ReduceKernelTest, OtherReductions) {
   ASSERT_TRUE(ints.ok());
   EXPECT_EQ((*ints)[0].dtype(), DType::kI64);
   EXPECT_EQ((*ints)[0].GetAsInt64(0), 6);
+}
+
+TEST(ReduceKernelTest, EdgeCasesStayExactAndStable) {
+  auto lse = RunOp("ReduceLogSumExp", {F32({2}, {1000, 1000})});
+  ASSERT_TRUE(lse.ok()) << lse.status();
+  EXPECT_NEAR((*lse)[0].GetAsDouble(0), 1000 + std::log(2.0), 1e-3);
+  Tensor empty = F32({2, 0}, {});
+  Attributes axis1;
+  axis1.Set("axes", std::vector<int64_t>{1});
+  auto max = RunOp("ReduceMax", {empty}, axis1, 13);
+  ASSERT_TRUE(max.ok()) << max.status();
+  EXPECT_EQ((*max)[0].GetAsDouble(0), -std::numeric_limits<double>::infinity());
+  const int64_t big = (int64_t{1} << 60) + 1;
+  auto sum = RunOp("ReduceSum", {I64({2}, {big, 1})});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ((*sum)[0].GetAsInt64(0), big + 1);
 }
 
 TEST(ReduceKernelTest, ArgMaxArgMinWithTiesAndKeepdims) {
