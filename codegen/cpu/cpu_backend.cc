@@ -119,6 +119,9 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const CpuBackendO
   impl->lowering.cpu = builder->getCPU();
   impl->lowering.features = builder->getFeatures().getString();
   impl->lowering.vector_width = options.vector_width > 0 ? options.vector_width : HostVectorWidth(host_features);
+  auto avx512 = host_features.find("avx512f");
+  impl->lowering.masked_tail = impl->lowering.vector_width > 1 && avx512 != host_features.end() && avx512->second &&
+                               options.remainder != RemainderKind::kScalarLoop;
 
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*builder)).create();
   if (!jit) return absl::InternalError("cannot create the LLVM JIT: " + ToString(jit.takeError()));

@@ -35,10 +35,17 @@ struct CompiledKernel {
   double compile_seconds = 0;  // lowering + O3 + machine code, wall clock
 };
 
+// How an innermost loop finishes the last n mod W iterations.
+enum class RemainderKind {
+  kBest,        // one masked vector iteration where masks are native (AVX-512), else scalar
+  kScalarLoop,  // always a scalar loop
+};
+
 struct CpuBackendOptions {
   // f32 lanes of the explicit vector loops; 0 = the widest the host has
   // (16 with AVX-512, 8 with AVX, 4 otherwise); 1 = scalar code only.
   int vector_width = 0;
+  RemainderKind remainder = RemainderKind::kBest;
 };
 
 class CpuBackend {

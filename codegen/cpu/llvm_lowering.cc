@@ -206,15 +206,21 @@ class KernelLowering {
     llvm::Align align(ScalarTypeSize(type));
     Access access = width == 1 ? Access::kUniform : Classify(index);
     llvm::Value* loaded;
+    llvm::Value* mask = width > 1 ? tail_mask_ : nullptr;
     if (access == Access::kGather) {
       llvm::Value* ptrs = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, width));
-      loaded = b_.CreateMaskedGather(Widen(mem, width), ptrs, align);
+      loaded = b_.CreateMaskedGather(Widen(mem, width), ptrs, align, mask);
     } else {
       llvm::Value* ptr = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, 1));
       if (access == Access::kContiguous) {
         llvm::Type* vec = Widen(mem, width);
-        loaded = b_.CreateAlignedLoad(vec, b_.CreateBitCast(ptr, vec->getPointerTo()), align);
-      } else {
+        llvm::Value* vec_ptr = b_.CreateBitCast(ptr, vec->getPointerTo());
+        if (mask) {
+          loaded = b_.CreateMaskedLoad(vec, vec_ptr, align, mask, llvm::Constant::getNullValue(vec));
+        } else {
+          loaded = b_.CreateAlignedLoad(vec, vec_ptr, align);
+        }
+      } else {  // lane 0 is always active, so its address is valid
         loaded = Splat(b_.CreateAlignedLoad(mem, ptr, align), width);
       }
     }
@@ -227,17 +233,23 @@ class KernelLowering {
     llvm::Align align(ScalarTypeSize(type));
     if (type == ScalarType::kBool) value = b_.CreateZExt(value, Widen(mem, width));
     Access access = width == 1 ? Access::kUniform : Classify(index);
+    llvm::Value* mask = width > 1 ? tail_mask_ : nullptr;
     if (access == Access::kGather) {
       llvm::Value* ptrs = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, width));
-      b_.CreateMaskedScatter(value, ptrs, align);
+      b_.CreateMaskedScatter(value, ptrs, align, mask);
       return;
     }
     llvm::Value* ptr = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, 1));
     if (access == Access::kContiguous) {
-      b_.CreateAlignedStore(value, b_.CreateBitCast(ptr, value->getType()->getPointerTo()), align);
+      llvm::Value* vec_ptr = b_.CreateBitCast(ptr, value->getType()->getPointerTo());
+      if (mask) {
+        b_.CreateMaskedStore(value, vec_ptr, align, mask);
+      } else {
+        b_.CreateAlignedStore(value, vec_ptr, align);
+      }
     } else {
-      // Every lane writes the same place; the last iteration wins, as in order.
-      if (width > 1) value = b_.CreateExtractElement(value, width - 1);
+      // Every lane writes the same place; the last (active) iteration wins, as in order.
+      if (width > 1) value = b_.CreateExtractElement(value, mask ? tail_last_lane_ : b_.getInt64(width - 1));
       b_.CreateAlignedStore(value, ptr, align);
     }
   }
@@ -469,6 +481,7 @@ class KernelLowering {
     vector_var_ = loop.name;
     EmitLoop(loop.name, begin, vector_end, w, /*vectorizer_off=*/false,
              [&](llvm::Value*) { EmitBlock(loop.body, w); });
+    if (options_.masked_tail) EmitMaskedTail(loop, vector_end, end);
     vector_var_.clear();
     for (const auto& [name, op] : reduced) {
       const Binding& acc = bindings_[name];
@@ -477,8 +490,33 @@ class KernelLowering {
       b_.CreateStore(Combine(op, acc.type, scalar, HorizontalReduce(op, acc.type, vec)), acc.value);
     }
     vector_accumulators_.clear();
-    EmitLoop(loop.name, vector_end, end, 1, /*vectorizer_off=*/true,
-             [&](llvm::Value*) { EmitBlock(loop.body, 1); });
+    if (!options_.masked_tail) {
+      EmitLoop(loop.name, vector_end, end, 1, /*vectorizer_off=*/true,
+               [&](llvm::Value*) { EmitBlock(loop.body, 1); });
+    }
+  }
+
+  // Iterations [tail_begin, end) (fewer than W) as one vector iteration whose
+  // inactive lanes neither load, store nor contribute to reductions.
+  void EmitMaskedTail(const Stmt& loop, llvm::Value* tail_begin, llvm::Value* end) {
+    const int w = options_.vector_width;
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    llvm::BasicBlock* tail = llvm::BasicBlock::Create(ctx_, loop.name + ".tail", fn);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, loop.name + ".tail.done", fn);
+    b_.CreateCondBr(b_.CreateICmpSLT(tail_begin, end), tail, done);
+    b_.SetInsertPoint(tail);
+    std::vector<llvm::Constant*> lanes;
+    for (int i = 0; i < w; ++i) lanes.push_back(b_.getInt64(i));
+    llvm::Value* lane_index = b_.CreateAdd(Splat(tail_begin, w), llvm::ConstantVector::get(lanes));
+    tail_mask_ = b_.CreateICmpSLT(lane_index, Splat(end, w));
+    tail_last_lane_ = b_.CreateSub(b_.CreateSub(end, tail_begin), b_.getInt64(1));
+    loop_vars_[loop.name] = tail_begin;
+    EmitBlock(loop.body, w);
+    loop_vars_.erase(loop.name);
+    tail_mask_ = nullptr;
+    tail_last_lane_ = nullptr;
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
   }
 
   void EmitBlock(const std::vector<Stmt>& body, int width) {
@@ -518,6 +556,7 @@ class KernelLowering {
         auto vec = vector_accumulators_.find(s.name);
         if (width > 1 && vec != vector_accumulators_.end()) {
           llvm::Type* t = LlvmType(acc.type, width);
+          if (tail_mask_) x = b_.CreateSelect(tail_mask_, x, Identity(s.reduce, acc.type, width));
           b_.CreateStore(Combine(s.reduce, acc.type, b_.CreateLoad(t, vec->second), x), vec->second);
         } else {
           llvm::Value* current = b_.CreateLoad(ScalarLlvmType(acc.type), acc.value);
@@ -541,6 +580,8 @@ class KernelLowering {
   absl::flat_hash_map<std::string, Binding> bindings_;
   std::vector<llvm::Value*> buffers_;
   std::string vector_var_;  // the loop variable of the vector loop being emitted
+  llvm::Value* tail_mask_ = nullptr;       // <W x i1> active lanes, in a masked tail
+  llvm::Value* tail_last_lane_ = nullptr;  // index of the last active lane (i64)
   absl::flat_hash_map<std::string, llvm::AllocaInst*> vector_accumulators_;
 };
 

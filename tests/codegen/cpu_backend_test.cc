@@ -25,11 +25,12 @@ using ::testing::HasSubstr;
 // Lengths around the vector width and a few primes: every remainder path.
 const std::vector<int64_t> kLengths = {0, 1, 2, 7, 15, 16, 17, 31, 33, 97, 511, 512, 513};
 
-// Every test runs with the host's widest vectors, 4 lanes, and scalar code.
-class CpuBackendTest : public ::testing::TestWithParam<int> {
+// Every test runs with the host's widest vectors (with masked and with scalar
+// remainders), 4 lanes, and scalar code.
+class CpuBackendTest : public ::testing::TestWithParam<CpuBackendOptions> {
  protected:
   void SetUp() override {
-    auto backend = CpuBackend::Create(CpuBackendOptions{.vector_width = GetParam()});
+    auto backend = CpuBackend::Create(GetParam());
     ASSERT_TRUE(backend.ok()) << backend.status();
     backend_ = std::move(*backend);
   }
@@ -241,10 +242,16 @@ TEST_P(CpuBackendTest, OptimizedIrUsesTheConfiguredVectorWidth) {
   EXPECT_TRUE(absl::StrContains(*ir, expected)) << "missing " << expected;
 }
 
-INSTANTIATE_TEST_SUITE_P(Widths, CpuBackendTest, ::testing::Values(0, 4, 1),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return info.param == 0 ? std::string("HostWidth") : absl::StrCat("Width", info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Widths, CpuBackendTest,
+    ::testing::Values(CpuBackendOptions{.vector_width = 0}, CpuBackendOptions{.vector_width = 4},
+                      CpuBackendOptions{.vector_width = 0, .remainder = RemainderKind::kScalarLoop},
+                      CpuBackendOptions{.vector_width = 1}),
+    [](const ::testing::TestParamInfo<CpuBackendOptions>& info) {
+      std::string width = info.param.vector_width == 0 ? std::string("HostWidth")
+                                                        : absl::StrCat("Width", info.param.vector_width);
+      return width + (info.param.remainder == RemainderKind::kScalarLoop ? "ScalarRemainder" : "");
+    });
 
 TEST(CpuBackendErrorsTest, InvalidKernelIsAStatusNamingTheKernel) {
   auto backend = CpuBackend::Create();
@@ -256,6 +263,20 @@ TEST(CpuBackendErrorsTest, InvalidKernelIsAStatusNamingTheKernel) {
   auto compiled = (*backend)->Compile(k);
   EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(compiled.status().message()), HasSubstr("kernel 'broken'"));
+}
+
+// The masked remainder is used exactly where the host has AVX-512 (native
+// masks); the scalar-loop option turns it off.
+TEST(CpuBackendErrorsTest, MaskedTailFollowsHostAndOption) {
+  auto best = CpuBackend::Create();
+  auto scalar = CpuBackend::Create(CpuBackendOptions{.remainder = RemainderKind::kScalarLoop});
+  ASSERT_TRUE(best.ok() && scalar.ok());
+  bool avx512 = (*best)->vector_width() == 16;
+  auto best_ir = (*best)->OptimizedIr(BiasResidualKernel());
+  auto scalar_ir = (*scalar)->OptimizedIr(BiasResidualKernel());
+  ASSERT_TRUE(best_ir.ok() && scalar_ir.ok());
+  EXPECT_EQ(absl::StrContains(*best_ir, "@llvm.masked.store"), avx512);
+  EXPECT_FALSE(absl::StrContains(*scalar_ir, "@llvm.masked.store"));
 }
 
 TEST(CpuBackendErrorsTest, HostWidthFollowsCpuFeatures) {
