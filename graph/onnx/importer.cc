@@ -238,6 +238,17 @@ class Importer {
                                                          tt.shape().dim_size(), " but computes ",
                                                          v->type().ToString()));
         }
+        // Declared fixed sizes must match; declared names are documentation
+        // (exporters invent names like `Addlast_hidden_state_dim_1`).
+        for (int d = 0; tt.has_shape() && d < tt.shape().dim_size(); ++d) {
+          const auto& dim = tt.shape().dim(d);
+          std::optional<int64_t> computed = v->type().shape[d].AsConst();
+          if (dim.has_dim_value() && computed && *computed != dim.dim_value()) {
+            return absl::InvalidArgumentError(absl::StrCat("graph output '", out.name(), "' dim ", d,
+                                                           " is declared ", dim.dim_value(), " but computes ",
+                                                           v->type().ToString()));
+          }
+        }
       }
       g.AddOutput(v);
     }

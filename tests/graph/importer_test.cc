@@ -264,6 +264,14 @@ TEST(ImporterErrorsTest, DtypeMismatch) {
   model = ImportOnnxBytes(wrong_output.Bytes());
   ASSERT_FALSE(model.ok());
   EXPECT_THAT(model.status().message(), HasSubstr("graph output 'y' is declared i64"));
+
+  OnnxTestModel wrong_dim(17);
+  wrong_dim.Input("a", onnx::TensorProto::FLOAT, {"n", "4"});
+  wrong_dim.Node("Relu", {"a"}, {"y"});
+  wrong_dim.Output("y", onnx::TensorProto::FLOAT, {"n", "5"});
+  model = ImportOnnxBytes(wrong_dim.Bytes());
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(model.status().message(), HasSubstr("graph output 'y' dim 1 is declared 5 but computes f32[n, 4]"));
 }
 
 TEST(ImporterErrorsTest, DimFlagsAreChecked) {
