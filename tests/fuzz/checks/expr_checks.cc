@@ -1,0 +1,184 @@
+#include "tests/fuzz/checks/expr_checks.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "shapes/guard_program.h"
+#include "shapes/predicate.h"
+#include "shapes/sym_expr.h"
+#include "tests/fuzz/checks/assignments.h"
+#include "tests/fuzz/checks/reference_expr.h"
+
+namespace shapeshift::fuzz {
+namespace {
+
+constexpr int kAssignmentsPerInput = 24;
+constexpr size_t kMaxGuardAtoms = 16;
+
+std::string Quote(absl::string_view text) { return absl::StrCat("`", text, "`"); }
+
+// Parser and reference must agree on what is in the grammar.
+Violation CompareAcceptance(absl::string_view text, bool parser_ok, const absl::Status& parser_status,
+                            const RefParse& reference) {
+  const bool reference_ok = reference.outcome == RefParse::Outcome::kParsed;
+  if (parser_ok && !reference_ok) {
+    return absl::StrCat("parser accepts ", Quote(text), ", which is not in the grammar");
+  }
+  if (!parser_ok && reference_ok) {
+    return absl::StrCat("parser rejects ", Quote(text), ", which is in the grammar: ",
+                        parser_status.ToString());
+  }
+  if (!parser_ok && parser_status.message().empty()) {
+    return absl::StrCat("parser rejects ", Quote(text), " with an empty message");
+  }
+  return std::nullopt;
+}
+
+absl::flat_hash_map<std::string, SymExpr> ConstantsFor(const Assignment& values) {
+  absl::flat_hash_map<std::string, SymExpr> map;
+  for (const auto& [name, value] : values) map.emplace(name, SymExpr(value));
+  return map;
+}
+
+}  // namespace
+
+Violation CheckSymExprText(absl::string_view text) {
+  absl::StatusOr<SymExpr> parsed = ParseSymExpr(text);
+  RefParse reference = ParseReferenceExpr(text);
+  if (reference.outcome == RefParse::Outcome::kTooDeep) return std::nullopt;
+  if (Violation v = CompareAcceptance(text, parsed.ok(), parsed.status(), reference)) return v;
+  if (!parsed.ok()) return std::nullopt;
+
+  const std::string printed = parsed->ToString();
+  absl::StatusOr<SymExpr> reparsed = ParseSymExpr(printed);
+  if (!reparsed.ok()) {
+    return absl::StrCat(Quote(text), " prints as ", Quote(printed),
+                        ", which does not parse: ", reparsed.status().ToString());
+  }
+  if (*reparsed != *parsed) {
+    return absl::StrCat(Quote(text), " prints as ", Quote(printed), ", which parses to ",
+                        Quote(reparsed->ToString()));
+  }
+
+  absl::btree_set<std::string> symbols;
+  CollectReferenceSymbols(*reference.root, &symbols);
+  for (const Assignment& values : AssignmentsFor(symbols, text, kAssignmentsPerInput)) {
+    std::optional<int64_t> expected = EvaluateReferenceExpr(*reference.root, values);
+    absl::StatusOr<int64_t> canonical = parsed->Evaluate(values);
+    if (expected && canonical.ok() && *expected != *canonical) {
+      return absl::StrCat(Quote(text), " at ", AssignmentToString(values), " is ", *expected,
+                          " but its canonical form ", Quote(printed), " gives ", *canonical);
+    }
+    SymExpr substituted = parsed->Substitute(ConstantsFor(values));
+    absl::StatusOr<int64_t> folded = substituted.Evaluate({});
+    if (expected && folded.ok() && *expected != *folded) {
+      return absl::StrCat(Quote(text), " at ", AssignmentToString(values), " is ", *expected,
+                          " but substituting the values gives ", Quote(substituted.ToString()));
+    }
+  }
+  return std::nullopt;
+}
+
+Violation CheckPredicateText(absl::string_view text) {
+  absl::StatusOr<Predicate> parsed = ParsePredicate(text);
+  RefParse reference = ParseReferencePredicate(text);
+  if (reference.outcome == RefParse::Outcome::kTooDeep) return std::nullopt;
+  if (Violation v = CompareAcceptance(text, parsed.ok(), parsed.status(), reference)) return v;
+  if (!parsed.ok()) return std::nullopt;
+
+  const std::string printed = parsed->ToString();
+  absl::StatusOr<Predicate> reparsed = ParsePredicate(printed);
+  if (!reparsed.ok()) {
+    return absl::StrCat(Quote(text), " prints as ", Quote(printed),
+                        ", which does not parse: ", reparsed.status().ToString());
+  }
+  if (*reparsed != *parsed) {
+    return absl::StrCat(Quote(text), " prints as ", Quote(printed), ", which parses to ",
+                        Quote(reparsed->ToString()));
+  }
+
+  absl::btree_set<std::string> symbols;
+  CollectReferenceSymbols(*reference.root, &symbols);
+  for (const Assignment& values : AssignmentsFor(symbols, text, kAssignmentsPerInput)) {
+    std::optional<bool> expected = EvaluateReferencePredicate(*reference.root, values);
+    absl::StatusOr<bool> canonical = parsed->Evaluate(values);
+    if (expected && canonical.ok() && *expected != *canonical) {
+      return absl::StrCat(Quote(text), " at ", AssignmentToString(values), " is ", *expected,
+                          " but its canonical form ", Quote(printed), " gives ", *canonical);
+    }
+    Predicate substituted = parsed->Substitute(ConstantsFor(values));
+    absl::StatusOr<bool> folded = substituted.Evaluate({});
+    if (expected && folded.ok() && *expected != *folded) {
+      return absl::StrCat(Quote(text), " at ", AssignmentToString(values), " is ", *expected,
+                          " but substituting the values gives ", Quote(substituted.ToString()));
+    }
+  }
+  return std::nullopt;
+}
+
+Violation CheckGuardProgramText(absl::string_view text) {
+  std::vector<Predicate> atoms;
+  absl::btree_set<std::string> symbols;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (atoms.size() == kMaxGuardAtoms) break;
+    if (ParseReferencePredicate(line).outcome == RefParse::Outcome::kTooDeep) continue;
+    absl::StatusOr<Predicate> atom = ParsePredicate(line);
+    if (!atom.ok()) continue;
+    atom->CollectSymbols(&symbols);
+    atoms.push_back(*std::move(atom));
+  }
+  if (atoms.empty()) return std::nullopt;
+
+  absl::StatusOr<GuardProgram> sorted = GuardProgram::Compile(atoms);
+  if (!sorted.ok()) {
+    return absl::StrCat("GuardProgram::Compile fails on ", Quote(text), ": ",
+                        sorted.status().ToString());
+  }
+  // A caller-chosen order: reversed, with a slot no atom reads in front.
+  std::vector<std::string> custom_order = {"unused_slot_"};
+  custom_order.insert(custom_order.end(), symbols.rbegin(), symbols.rend());
+  if (symbols.contains(custom_order[0])) custom_order.erase(custom_order.begin());
+  absl::StatusOr<GuardProgram> custom = GuardProgram::Compile(atoms, custom_order);
+  if (!custom.ok()) {
+    return absl::StrCat("GuardProgram::Compile with slots in caller order fails on ", Quote(text),
+                        ": ", custom.status().ToString());
+  }
+
+  for (const Assignment& values : AssignmentsFor(symbols, text, kAssignmentsPerInput)) {
+    size_t expected_fail = atoms.size();
+    for (size_t k = 0; k < atoms.size(); ++k) {
+      absl::StatusOr<bool> holds = atoms[k].Evaluate(values);
+      if (!holds.ok() || !*holds) {
+        expected_fail = k;
+        break;
+      }
+    }
+    for (const GuardProgram* program : {&*sorted, &*custom}) {
+      std::vector<int64_t> slots;
+      for (const std::string& name : program->slots()) {
+        auto it = values.find(name);
+        slots.push_back(it == values.end() ? 0 : it->second);
+      }
+      GuardVerdict got = program->Evaluate(slots);
+      const size_t got_fail = got.pass ? atoms.size() : got.failed_atom;
+      if (got_fail != expected_fail) {
+        auto describe = [&](size_t k) {
+          return k == atoms.size() ? std::string("pass")
+                                   : absl::StrCat("fail at atom ", k, " ", Quote(atoms[k].ToString()));
+        };
+        return absl::StrCat("guard set ", Quote(text), " at ", AssignmentToString(values),
+                            ": Predicate::Evaluate says ", describe(expected_fail),
+                            ", GuardProgram (slots ", absl::StrJoin(program->slots(), ","),
+                            ") says ", describe(got_fail));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace shapeshift::fuzz

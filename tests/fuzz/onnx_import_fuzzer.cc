@@ -1,0 +1,12 @@
+// libFuzzer entry point; the property is CheckOnnxImport (checks/onnx_import_check.h).
+#include <cstddef>
+#include <cstdint>
+
+#include "tests/fuzz/checks/onnx_import_check.h"
+#include "tests/fuzz/checks/violation.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  shapeshift::fuzz::AbortOnViolation(
+      shapeshift::fuzz::CheckOnnxImport(absl::string_view(reinterpret_cast<const char*>(data), size)));
+  return 0;
+}
