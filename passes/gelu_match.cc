@@ -115,20 +115,25 @@ std::optional<GeluMatch> MatchErf(Node* erf) {
   return m;
 }
 
-// True when `v` (single-use) is x³: Pow(x, 3) or a product x*x*x.
-bool IsCube(Value* v, const Value* x, std::vector<Node*>* nodes) {
-  if (Node* pow = ProducerIs(v, "Pow")) {
-    if (pow->input(0) == x && ConstantScalar(pow->input(1)) == 3.0) {
-      nodes->push_back(pow);
-      return true;
+// True when the product `factors` is 0.044715 * x³, with x³ a single-use
+// Pow(x, 3) or spelled out as x*x*x (already flattened into `factors`).
+bool IsScaledCube(const std::vector<Value*>& factors, const Value* x, std::vector<Node*>* nodes) {
+  int coefficients = 0, xs = 0;
+  Node* pow = nullptr;
+  for (Value* f : factors) {
+    if (f == x) {
+      ++xs;
+    } else if (std::optional<double> c = ConstantScalar(f); c && NearlyEqual(*c, kCubicCoefficient)) {
+      ++coefficients;
+    } else if (Node* p = ProducerIs(f, "Pow");
+               p && p->input(0) == x && ConstantScalar(p->input(1)) == 3.0 && f->uses().size() == 1) {
+      pow = p;
+    } else {
+      return false;
     }
-    return false;
   }
-  std::vector<Node*> muls;
-  if (ProducerIs(v, "Mul") == nullptr) return false;
-  std::vector<Value*> f = ProductFactors(v, &muls);
-  if (f.size() != 3 || f[0] != x || f[1] != x || f[2] != x) return false;
-  nodes->insert(nodes->end(), muls.begin(), muls.end());
+  if (coefficients != 1 || !((pow != nullptr && xs == 0) || (pow == nullptr && xs == 3))) return false;
+  if (pow != nullptr) nodes->push_back(pow);
   return true;
 }
 
@@ -148,16 +153,10 @@ std::optional<GeluMatch> MatchTanh(Node* tanh) {
       Value* v = add->input(1 - j);
       if (ProducerIs(v, "Mul") == nullptr || v->uses().size() != 1) continue;
       std::vector<Node*> inner_nodes = {add};
-      std::vector<Value*> g = ProductFactors(v, &inner_nodes);
-      if (g.size() != 2) continue;
-      for (int k = 0; k < 2; ++k) {
-        std::optional<double> c2 = ConstantScalar(g[1 - k]);
-        if (c2 && NearlyEqual(*c2, kCubicCoefficient) && g[k]->uses().size() == 1 &&
-            IsCube(g[k], x, &inner_nodes)) {
-          m.input = x;
-          m.nodes.insert(m.nodes.end(), inner_nodes.begin(), inner_nodes.end());
-          break;
-        }
+      std::vector<Value*> factors = ProductFactors(v, &inner_nodes);
+      if (IsScaledCube(factors, x, &inner_nodes)) {
+        m.input = x;
+        m.nodes.insert(m.nodes.end(), inner_nodes.begin(), inner_nodes.end());
       }
     }
   }
