@@ -99,8 +99,8 @@ absl::Status Slice(InferenceContext& ctx) {
   for (size_t i = 0; i < axes.size(); ++i) {
     absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, axes[i], rank);
     if (!axis.ok()) return axis.status();
-    int64_t step = steps[i];
-    if (step == 0) return ctx.Error("step must not be 0");
+    if (steps[i] == 0) return ctx.Error("step must not be 0");
+    int64_t step = std::clamp(steps[i], -kHugeIndex, kHugeIndex);  // so -step cannot overflow
     SymExpr dim = in[*axis];
     std::optional<SymExpr> s = FromEnd(ctx, starts[i], dim), e = FromEnd(ctx, ends[i], dim);
     if (!s || !e) {
@@ -128,8 +128,6 @@ absl::Status Slice(InferenceContext& ctx) {
       elements.emplace();
       for (int64_t k = 0; k < *count; ++k) elements->push_back((*e)[*begin + k * stride[0]]);
     }
-  } else if (e && rank == 0) {
-    return ctx.Error("cannot slice a scalar");
   }
   ctx.SetOutput(0, TensorType(ctx.input_dtype(0), std::move(shape)), std::move(elements));
   return absl::OkStatus();
