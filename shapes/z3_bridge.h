@@ -9,8 +9,10 @@
 // an unspecified value for Z3: proofs therefore hold for whatever x // 0
 // might be, which is sound for every assignment that evaluates.
 //
-// Every query has a solver timeout; a timeout or solver failure answers
-// kUnknown, never kProven. z3::exception never escapes.
+// Every solver check has a wall-clock timeout (enforced by interrupting the
+// context, see internal/z3_watchdog.h for why not Z3's own timer); a timeout
+// or solver failure answers kUnknown, never kProven. z3::exception never
+// escapes.
 //
 // Thread-safety: a Z3 context is not thread-safe. Each Z3Bridge owns one
 // context; use a bridge from one thread at a time (one per compile thread).

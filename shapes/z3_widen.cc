@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "shapes/internal/z3_bridge_impl.h"
+#include "shapes/internal/z3_watchdog.h"
 #include "shapes/z3_bridge.h"
 
 namespace shapeshift {
@@ -27,9 +28,6 @@ Nearest NearestFailure(z3::context& ctx, unsigned timeout_ms, const z3::expr& x,
                        const z3::expr& all_hold, int64_t from, int64_t bound,
                        Direction direction) {
   z3::optimize opt(ctx);
-  z3::params p(ctx);
-  p.set("timeout", timeout_ms);
-  opt.set(p);
   if (direction == Direction::kUp) {
     opt.add(x > ctx.int_val(from) && x <= ctx.int_val(bound));
     opt.minimize(x);
@@ -38,7 +36,11 @@ Nearest NearestFailure(z3::context& ctx, unsigned timeout_ms, const z3::expr& x,
     opt.maximize(x);
   }
   opt.add(!all_hold);
-  Nearest n{opt.check(), std::nullopt};
+  Nearest n{z3::unknown, std::nullopt};
+  {
+    internal::Z3Watchdog watchdog(ctx, timeout_ms);
+    n.status = opt.check();
+  }
   if (n.status == z3::sat) {
     int64_t v;
     if (opt.get_model().eval(x, true).is_numeral_i64(v)) n.value = v;

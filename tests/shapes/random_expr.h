@@ -86,6 +86,10 @@ class RandomExprs {
   explicit RandomExprs(uint64_t seed, std::vector<std::string> symbols = {"a", "b", "c"})
       : rng_(seed), symbols_(std::move(symbols)) {}
 
+  // Only constant multipliers and divisors: the linear (plus floordiv/mod by
+  // constants) fragment most shape expressions live in, which Z3 decides.
+  void set_linear(bool linear) { linear_ = linear; }
+
   std::mt19937_64& rng() { return rng_; }
   int64_t Uniform(int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
@@ -105,7 +109,11 @@ class RandomExprs {
     }
     e->op = static_cast<RawOp>(Uniform(2, 8));
     e->a = Expr(depth - 1);
-    if ((e->op == RawOp::kFloorDiv || e->op == RawOp::kMod) && Uniform(0, 2) != 0) {
+    const bool divides = e->op == RawOp::kFloorDiv || e->op == RawOp::kMod;
+    if (linear_ && e->op == RawOp::kMul) {
+      e->b = std::make_shared<RawExpr>();
+      e->b->value = Uniform(-9, 9);
+    } else if (divides && (linear_ || Uniform(0, 2) != 0)) {
       // Mostly constant divisors (the common case in shapes), both signs.
       e->b = std::make_shared<RawExpr>();
       e->b->value = Uniform(1, 9) * (Uniform(0, 3) == 0 ? -1 : 1);
@@ -145,6 +153,7 @@ class RandomExprs {
  private:
   std::mt19937_64 rng_;
   std::vector<std::string> symbols_;
+  bool linear_ = false;
 };
 
 }  // namespace shapeshift::testing
