@@ -106,7 +106,7 @@ ElementFn ElementFunction(InferenceContext& ctx) {
     return [&ctx](SymExpr a, SymExpr b) -> std::optional<SymExpr> {
       int64_t x, y;
       if (ConstPair(a, b, &x, &y)) {
-        if (y == 0) return std::nullopt;
+        if (y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min())) return std::nullopt;
         return SymExpr(x / y);  // C++ integer division truncates, like ONNX
       }
       if (ctx.CanProve(Predicate::Ge(a, 0)) && ctx.CanProve(Predicate::Gt(b, 0))) return FloorDiv(a, b);
@@ -118,7 +118,7 @@ ElementFn ElementFunction(InferenceContext& ctx) {
     return [&ctx, fmod](SymExpr a, SymExpr b) -> std::optional<SymExpr> {
       int64_t x, y;
       if (ConstPair(a, b, &x, &y)) {
-        if (y == 0) return std::nullopt;
+        if (y == 0 || y == -1) return y == -1 ? std::optional<SymExpr>(SymExpr(int64_t{0})) : std::nullopt;
         return SymExpr(fmod ? x % y : FloorModInt(x, y));
       }
       bool positive_divisor = ctx.CanProve(Predicate::Gt(b, 0));
@@ -132,7 +132,9 @@ ElementFn ElementFunction(InferenceContext& ctx) {
       int64_t x, y;
       if (!ConstPair(a, b, &x, &y) || y < 0 || y > 62) return std::nullopt;
       int64_t r = 1;
-      for (int64_t i = 0; i < y; ++i) r *= x;
+      for (int64_t i = 0; i < y; ++i) {
+        if (__builtin_mul_overflow(r, x, &r)) return std::nullopt;
+      }
       return SymExpr(r);
     };
   }
