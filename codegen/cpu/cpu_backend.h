@@ -32,7 +32,8 @@ struct CompiledKernel {
   KernelFn fn = nullptr;
   ExtentFn extent = nullptr;
   int vector_width = 1;
-  double compile_seconds = 0;  // lowering + O3 + machine code, wall clock
+  double compile_seconds = 0;      // lowering + O3 + machine code, wall clock
+  double compile_cpu_seconds = 0;  // the same, CPU time of the compiling thread
 };
 
 // How an innermost loop finishes the last n mod W iterations.
