@@ -215,7 +215,13 @@ absl::StatusOr<Assignment> BindRequestDims(const std::vector<InputRecipe>& recip
   for (const std::string& flag : input_shapes) {
     if (absl::Status s = BindInputShape(recipes, flag, dims, bound_by); !s.ok()) return s;
   }
-  for (const SymbolInfo& s : env.symbols()) dims.emplace(s.name, s.min);
+  for (const SymbolInfo& s : env.symbols()) {
+    auto [it, unbound] = dims.emplace(s.name, s.min);
+    if (!unbound && (it->second < s.min || it->second > s.max)) {
+      return absl::OutOfRangeError(absl::StrCat(bound_by[s.name], ": ", s.name, " = ", it->second,
+                                                " is outside the declared range ", s.min, "..", s.max));
+    }
+  }
   return dims;
 }
 

@@ -63,7 +63,8 @@ std::vector<InputRecipe> InputRecipes(const Graph& graph);
 // binds the symbols of input NAME's declared dims, each `SYMBOL=N` in
 // `bindings` binds one directly; symbols left unbound take their declared
 // minimum. Errors name the flag: unknown input, wrong rank, a constant dim
-// given another size, two flags disagreeing on a symbol.
+// given another size, two flags disagreeing on a symbol, a value outside
+// the symbol's declared range.
 absl::StatusOr<Assignment> BindRequestDims(const std::vector<InputRecipe>& recipes, const ShapeEnv& env,
                                            const std::vector<std::string>& input_shapes,
                                            const std::vector<std::string>& bindings);

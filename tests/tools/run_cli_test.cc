@@ -1,0 +1,112 @@
+// `shapeshift run`: built-in and ONNX models compiled once and run on one
+// request shape, checked against the interpreter (--check), the JSON
+// contract bench/peers relies on, and exit code 2 with a message naming the
+// culprit for every kind of bad argument.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace shapeshift {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+CliResult RunCli(const std::string& args) {
+  std::filesystem::path err_path = std::filesystem::path(::testing::TempDir()) / "run_cli_stderr.txt";
+  std::string command = std::string(SHAPESHIFT_CLI) + " run " + args + " 2>" + err_path.string();
+  CliResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  return result;
+}
+
+TEST(RunCliTest, BuiltinBertJsonMatchesTheInterpreter) {
+  CliResult r = RunCli("builtin:bert --input input_ids=2x9 --check --json --repeats 2");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"], "builtin:bert");
+  EXPECT_EQ(j["dims"]["batch"], 2);
+  EXPECT_EQ(j["dims"]["seq"], 9);
+  EXPECT_EQ(j["compiles"], 1);
+  EXPECT_EQ(j["recompiles"], 0);
+  EXPECT_GT(j["kernels"].get<int>(), 0);
+  EXPECT_EQ(j["repeats"], 2);
+  for (const char* key : {"median_ms", "p99_ms", "first_run_ms", "compile_ms", "compile_s", "peak_rss_mb"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    EXPECT_GT(j[key].get<double>(), 0) << key;
+  }
+  ASSERT_EQ(j["outputs"].size(), 1u);
+  EXPECT_EQ(j["outputs"][0]["name"], "last_hidden_state");
+  EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json({2, 9, 256}));
+  EXPECT_TRUE(j["check_passed"].get<bool>());
+  EXPECT_LE(j["max_abs_error"].get<double>(), 1e-3);
+}
+
+TEST(RunCliTest, KvCacheModelTakesPastFromBindAndPrintsText) {
+  CliResult r = RunCli("builtin:gpt2-kv --bind past=5 --input input_ids=1x1 --check --repeats 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("request dims: batch=1 seq=1 past=5"));
+  EXPECT_THAT(r.out, HasSubstr("output logits: f32[1,1,8192]"));
+  EXPECT_THAT(r.out, HasSubstr("output present_key_0: f32[1,4,6,64]"));
+  EXPECT_THAT(r.out, HasSubstr("(ok)"));
+}
+
+TEST(RunCliTest, ExporterMadeOnnxFileWithDimFlags) {
+  std::string model = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/tiny_bert_opset17.onnx";
+  CliResult r = RunCli(model + " --dim batch=1..4 --dim sequence=1..64 --input input_ids=3x17 --check --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["dims"]["sequence"], 17);
+  EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json({3, 17, 64}));
+  EXPECT_TRUE(j["check_passed"].get<bool>());
+}
+
+TEST(RunCliTest, BadArgumentsExitTwoNamingTheCulprit) {
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  for (const Case& c : {Case{"", "exactly one MODEL"},
+                        Case{"builtin:nope", "builtin:bert, builtin:gpt2, builtin:gpt2-kv"},
+                        Case{"builtin:bert --dim width=1..4", "no dim 'width'"},
+                        Case{"builtin:bert --dim seq=9..3", "lo <= hi"},
+                        Case{"builtin:bert --input input_ids=1x600", "seq = 600 is outside the declared range 1..512"},
+                        Case{"builtin:bert --input input_ids=1xq", "not a shape"},
+                        Case{"builtin:bert --input tokens=1x4", "no input 'tokens'"},
+                        Case{"builtin:bert --input input_ids=1x4x2", "rank 2"},
+                        Case{"builtin:bert --input input_ids=1x4 --input attention_mask=1x5", "sets seq = 5"},
+                        Case{"builtin:gpt2 --bind past=3", "no dim 'past'"},
+                        Case{"builtin:bert --print-after=no-such-pass", "no such pass"},
+                        Case{"builtin:bert --repeats 0", "--repeats"},
+                        Case{"builtin:bert --bogus", "bogus"},
+                        Case{"/nonexistent/model.onnx", "/nonexistent/model.onnx"}}) {
+    CliResult r = RunCli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.out << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
+  }
+}
+
+}  // namespace
+}  // namespace shapeshift
