@@ -10,7 +10,22 @@
 // compiler asked, never the values it observed.
 //
 // Facts can be assumed for a scope with `ShapeEnv::Assume` (RAII), the way a
-// code generator enters the body of a runtime branch.
+// code generator enters the body of a runtime branch. Scopes nest and must
+// end in reverse order of creation.
+//
+// Query rules, in order:
+//  1. Proven: range + modular analysis (cheap), then Z3 (short timeout; both
+//     the question and its negation), assuming the declared ranges, the
+//     scoped facts and the guards recorded so far (the artifact only ever
+//     runs where its guards hold, so they are facts for later questions).
+//  2. Specialized: only when every symbol of the question is declared, has a
+//     hint and is not kPolymorphic; a kBucketed symbol never specializes on
+//     an exact-value question (`sym == c` / `sym != c`, anywhere in the
+//     question) — only kStatic may; the hints must not violate a scoped fact
+//     (that code is unreachable at the hint); the question must evaluate at
+//     the hints. The recorded atom is the question (or its negation),
+//     oriented to hold at the hints, deduplicated.
+//  3. Otherwise unknown.
 #ifndef SHAPESHIFT_SHAPES_SHAPE_ENV_H_
 #define SHAPESHIFT_SHAPES_SHAPE_ENV_H_
 
