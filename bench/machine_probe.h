@@ -13,6 +13,7 @@
 
 #include <immintrin.h>
 #include <omp.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,8 +23,12 @@
 namespace shapeshift::bench {
 
 struct MachineProbe {
-  double fma_gflops = 0;      // FP32, all threads
-  double triad_gbytes_s = 0;  // all threads
+  double fma_gflops = 0;      // FP32, all threads, by wall-clock time
+  double triad_gbytes_s = 0;  // all threads, by wall-clock time
+  // The same by each thread's CPU time: what the machine delivers when the
+  // threads are not time-sliced with other processes (a shared machine).
+  double fma_gflops_cpu = 0;
+  double triad_gbytes_s_cpu = 0;
   int threads = 0;
   int fma_lanes = 0;  // 16 with AVX-512, 8 with AVX2
 };
@@ -33,6 +38,17 @@ namespace probe_internal {
 inline double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+}  // namespace probe_internal
+
+// CPU time consumed by the calling thread.
+inline double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+namespace probe_internal {
 
 constexpr int kAccumulators = 12;
 
@@ -77,12 +93,18 @@ inline MachineProbe ProbeMachine() {
   for (int repeat = 0; repeat < 5; ++repeat) {
     auto start = std::chrono::steady_clock::now();
     float total = 0;
-#pragma omp parallel reduction(+ : total)
-    total += avx512 ? FmaLoop512(iterations) : FmaLoop256(iterations);
+    double rate_by_cpu = 0;  // sum over threads of flops / thread CPU time
+    const double thread_flops = 2.0 * kAccumulators * probe.fma_lanes * iterations;
+#pragma omp parallel reduction(+ : total, rate_by_cpu)
+    {
+      double cpu_start = ThreadCpuSeconds();
+      total += avx512 ? FmaLoop512(iterations) : FmaLoop256(iterations);
+      rate_by_cpu += thread_flops / (ThreadCpuSeconds() - cpu_start);
+    }
     sink = total;  // keeps the loops alive
     double seconds = Seconds(start);
-    double flops = 2.0 * kAccumulators * probe.fma_lanes * iterations * probe.threads;
-    probe.fma_gflops = std::max(probe.fma_gflops, flops / seconds * 1e-9);
+    probe.fma_gflops = std::max(probe.fma_gflops, thread_flops * probe.threads / seconds * 1e-9);
+    probe.fma_gflops_cpu = std::max(probe.fma_gflops_cpu, rate_by_cpu * 1e-9);
   }
 
   const int64_t n = int64_t{16} << 20;  // 64 MiB per array, 2x the L3 of this machine
@@ -98,10 +120,18 @@ inline MachineProbe ProbeMachine() {
     float* pa = a.data();
     const float* pb = b.data();
     const float* pc = c.data();
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0f * pc[i];
+    double slowest_cpu = 0;
+#pragma omp parallel reduction(max : slowest_cpu)
+    {
+      double cpu_start = ThreadCpuSeconds();
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0f * pc[i];
+      slowest_cpu = ThreadCpuSeconds() - cpu_start;
+    }
     double seconds = Seconds(start);
-    probe.triad_gbytes_s = std::max(probe.triad_gbytes_s, 3.0 * n * sizeof(float) / seconds * 1e-9);
+    double bytes = 3.0 * n * sizeof(float);
+    probe.triad_gbytes_s = std::max(probe.triad_gbytes_s, bytes / seconds * 1e-9);
+    probe.triad_gbytes_s_cpu = std::max(probe.triad_gbytes_s_cpu, bytes / slowest_cpu * 1e-9);
   }
   sink = a[n / 2];
   return probe;
