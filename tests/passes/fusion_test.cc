@@ -1,0 +1,160 @@
+#include "passes/fusion.h"
+
+#include "tests/passes/pass_test_util.h"
+
+namespace shapeshift::passes {
+namespace {
+
+using testing::PassTest;
+
+class FusionTest : public PassTest {
+ protected:
+  FusionPlan Plan() {
+    absl::StatusOr<FusionPlan> plan = PlanFusion(g, env);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    return plan.ok() ? *std::move(plan) : FusionPlan{};
+  }
+  Value* Weights(int64_t k, int64_t n) { return Floats({k, n}, std::vector<float>(k * n, 0.5f)); }
+  // x * 0.5 * (1 + erf(x / √2))
+  Value* GeluErf(Value* x) {
+    Value* t = Op("Add", {Op("Erf", {Op("Div", {x, Scalar(1.4142135f)})}), Scalar(1)});
+    return Op("Mul", {Op("Mul", {x, t}), Scalar(0.5f)});
+  }
+};
+
+TEST_F(FusionTest, MatmulAbsorbsScaleBiasGeluAndResidual) {
+  Value* x = In("x", {batch, seq, 4});
+  Value* r = In("r", {batch, seq, 8});
+  Value* mm = Op("MatMul", {x, Weights(4, 8)});
+  Value* scaled = Op("Div", {mm, Scalar(2)});
+  Value* biased = Op("Add", {Floats({8}, std::vector<float>(8, 0.1f)), scaled});
+  Value* y = Op("Add", {GeluErf(biased), r});
+  g.AddOutput(y);
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 1u) << plan.ToString();
+  const Group& group = plan.groups[0];
+  EXPECT_EQ(group.kind, GroupKind::kMatmul);
+  EXPECT_EQ(group.matmul.a, x);
+  EXPECT_TRUE(group.matmul.b_is_2d);
+  EXPECT_FLOAT_EQ(group.matmul.scale, 0.5f);
+  ASSERT_NE(group.matmul.bias, nullptr);
+  EXPECT_EQ(group.matmul.activation, GeluForm::kErf);
+  EXPECT_EQ(group.matmul.residual, r);
+  EXPECT_EQ(group.outputs, std::vector<Value*>{y});
+}
+
+TEST_F(FusionTest, SharedMatmulOutputStopsTheEpilogue) {
+  Value* x = In("x", {seq, 4});
+  Value* biased = Op("Add", {Op("MatMul", {x, Weights(4, 8)}), Floats({8}, std::vector<float>(8, 0.1f))});
+  g.AddOutput(GeluErf(biased));
+  g.AddOutput(Op("Neg", {biased}));  // a second reader of the biased value
+  FusionPlan plan = Plan();
+  const Group& mm = plan.groups[0];
+  EXPECT_EQ(mm.kind, GroupKind::kMatmul);
+  EXPECT_EQ(mm.matmul.activation, GeluForm::kNone);
+  EXPECT_EQ(mm.outputs, std::vector<Value*>{biased});
+  // The GELU is one elementwise group that remembers its form; biased is stored once.
+  int gelu_groups = 0;
+  for (const Group& g2 : plan.groups) {
+    if (g2.kind == GroupKind::kElementwise && g2.elementwise.gelus.size() == 1) ++gelu_groups;
+  }
+  EXPECT_EQ(gelu_groups, 1) << plan.ToString();
+}
+
+TEST_F(FusionTest, AttentionScoresTransposedBAndMaskedSoftmax) {
+  Value* q = In("q", {batch, 4, seq, 16});
+  Value* k = In("k", {batch, 4, seq, 16});
+  Value* mask = In("mask", {batch, 1, 1, seq});
+  Value* kt = Op("Transpose", {k}, Attr("perm", std::vector<int64_t>{0, 1, 3, 2}));
+  Value* scores = Op("MatMul", {q, kt});
+  Value* masked = Op("Add", {Op("Mul", {scores, Scalar(0.25f)}), mask});
+  Value* probs = Op("Softmax", {masked}, Attr("axis", int64_t{-1}));
+  g.AddOutput(probs);
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 2u) << plan.ToString();
+  EXPECT_EQ(plan.groups[0].kind, GroupKind::kMatmul);
+  EXPECT_TRUE(plan.groups[0].matmul.transpose_b);
+  EXPECT_EQ(plan.groups[0].matmul.b, k);
+  EXPECT_FLOAT_EQ(plan.groups[0].matmul.scale, 0.25f);  // the matmul takes the scale first
+  EXPECT_EQ(plan.groups[1].kind, GroupKind::kSoftmax);
+  EXPECT_EQ(plan.groups[1].softmax.mask, mask);
+}
+
+TEST_F(FusionTest, SoftmaxAbsorbsScaleWhenNoMatmulPrecedes) {
+  Value* s = In("s", {batch, seq, seq});
+  Value* mask = In("mask", {batch, 1, seq});
+  Value* probs = Op("Softmax", {Op("Add", {mask, Op("Div", {s, Scalar(8)})})}, Attr("axis", int64_t{2}));
+  g.AddOutput(probs);
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 1u) << plan.ToString();
+  EXPECT_EQ(plan.groups[0].softmax.x, s);
+  EXPECT_FLOAT_EQ(plan.groups[0].softmax.scale, 0.125f);
+  EXPECT_EQ(plan.groups[0].softmax.mask, mask);
+}
+
+TEST_F(FusionTest, LayerNormAbsorbsResidualAndStoresASharedSum) {
+  Value* a = In("a", {batch, seq, 8});
+  Value* b = In("b", {batch, seq, 8});
+  Value* sum = Op("Add", {a, b});
+  Value* ln = Op("LayerNormalization", {sum, Floats({8}, std::vector<float>(8, 1)), Floats({8}, std::vector<float>(8, 0))},
+                 Attr("epsilon", 1e-5f));
+  g.AddOutput(ln);
+  g.AddOutput(Op("Neg", {sum}));
+  FusionPlan plan = Plan();
+  const Group& group = plan.groups[0];
+  EXPECT_EQ(group.kind, GroupKind::kLayerNorm);
+  EXPECT_EQ(group.layer_norm.x, a);
+  EXPECT_EQ(group.layer_norm.residual, b);
+  EXPECT_EQ(group.layer_norm.sum_output, sum);
+  EXPECT_EQ(group.outputs.size(), 2u);
+}
+
+TEST_F(FusionTest, ElementwiseChainIsOneGroupButMultiUseProducersAreStoredOnce) {
+  Value* mask = In("mask", {batch, seq}, DType::kI64);
+  Value* f = Op("Cast", {mask}, Attr("to", int64_t{1}));
+  Value* inv = Op("Mul", {Op("Sub", {Scalar(1), f}), Scalar(-10000)});
+  Value* shared = Op("Exp", {inv});
+  g.AddOutput(Op("Neg", {shared}));
+  g.AddOutput(Op("Abs", {shared}));
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 3u) << plan.ToString();
+  const Group& chain = plan.groups[0];
+  EXPECT_EQ(chain.kind, GroupKind::kElementwise);
+  EXPECT_EQ(chain.nodes.size(), 4u);  // Cast, Sub, Mul, Exp
+  EXPECT_EQ(chain.outputs, std::vector<Value*>{shared});
+  EXPECT_EQ(chain.elementwise.domain, (std::vector<SymExpr>{batch, seq}));
+  EXPECT_EQ(plan.groups[1].inputs, std::vector<Value*>{shared});
+  EXPECT_EQ(plan.groups[2].inputs, std::vector<Value*>{shared});
+}
+
+TEST_F(FusionTest, ProducersWithASmallerDomainAreNotRecomputedPerElement) {
+  Value* x = In("x", {batch, seq, 8});
+  Value* m = In("m", {batch, 1, 8});
+  Value* small = Op("Exp", {m});
+  g.AddOutput(Op("Add", {x, small}));
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 2u) << plan.ToString();
+  EXPECT_EQ(plan.groups[0].elementwise.domain, (std::vector<SymExpr>{batch, 1, 8}));
+}
+
+TEST_F(FusionTest, ViewsTransposesGathersAndUnsupportedOps) {
+  Value* ids = In("ids", {batch, seq}, DType::kI64);
+  Value* table = Floats({10, 4}, std::vector<float>(40, 1));
+  Value* emb = Op("Gather", {table, ids});
+  Value* r = Op("Reshape", {emb, Ints({0, -1})});
+  Value* t = Op("Transpose", {emb}, Attr("perm", std::vector<int64_t>{1, 0, 2}));
+  Value* am = Op("ArgMax", {r}, Attr("axis", int64_t{1}));
+  g.AddOutput(Op("Neg", {t}));
+  g.AddOutput(am);
+  g.AddOutput(Op("Reshape", {emb, Ints({-1})}));  // a view that is a graph output copies
+  FusionPlan plan = Plan();
+  std::vector<GroupKind> kinds;
+  for (const Group& group : plan.groups) kinds.push_back(group.kind);
+  EXPECT_EQ(kinds, (std::vector<GroupKind>{GroupKind::kGather, GroupKind::kView, GroupKind::kTranspose,
+                                           GroupKind::kOther, GroupKind::kElementwise, GroupKind::kCopy}))
+      << plan.ToString();
+  EXPECT_TRUE(VerifyFusionPlan(g, plan).ok());
+}
+
+}  // namespace
+}  // namespace shapeshift::passes
