@@ -2,8 +2,9 @@
 // calls to turn an imported Graph into a FusionPlan with a memory plan.
 //
 // Order (see passes/README.md for why this order): shape-value folding,
-// constant folding, algebraic simplification, CSE, pattern recognition
-// (LayerNorm, Softmax), DCE, fusion, memory planning. The graph is rewritten
+// constant folding, algebraic simplification, CSE and DCE repeated to a
+// fixpoint; LayerNorm and Softmax recognition; the matmul operand layout;
+// DCE; fusion (GELU matched there); memory planning. The graph is rewritten
 // in place and stays runnable by the interpreter with the same results; the
 // returned plan points into it, so the Graph must outlive the plan.
 #ifndef SHAPESHIFT_PASSES_PIPELINE_H_
