@@ -335,5 +335,42 @@ TEST(CpuBackendThreadsTest, ConcurrentCompilesAreSafe) {
   EXPECT_TRUE(second.ok()) << second;
 }
 
+// Compiled kernels are plain functions: several threads may run the same
+// one at once (each with its own buffers), and RunParallel inside an OpenMP
+// region runs serially on the calling thread instead of nesting.
+TEST(CpuBackendThreadsTest, SameKernelRunsFromManyThreads) {
+  auto backend = CpuBackend::Create();
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto kernel = (*backend)->Compile(BiasResidualKernel());
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  const int64_t rows = 8, n = 37;
+  std::vector<float> x = RandomFloats(rows * n, 31), bias = RandomFloats(n, 32), res = RandomFloats(rows * n, 33);
+  std::vector<std::vector<float>> outputs(4, std::vector<float>(rows * n));
+  std::vector<std::thread> threads;
+  for (auto& y : outputs) {
+    threads.emplace_back([&, out = y.data()] {
+      void* buffers[] = {x.data(), bias.data(), res.data(), out};
+      int64_t dims[] = {rows, n};
+      RunParallel(**kernel, buffers, dims);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::vector<float> nested(rows * n);
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    {
+      void* buffers[] = {x.data(), bias.data(), res.data(), nested.data()};
+      int64_t dims[] = {rows, n};
+      RunParallel(**kernel, buffers, dims);
+    }
+  }
+  for (int64_t i = 0; i < rows * n; ++i) {
+    float want = x[i] + bias[i % n] + res[i];
+    for (const auto& y : outputs) ASSERT_EQ(y[i], want);
+    ASSERT_EQ(nested[i], want);
+  }
+}
+
 }  // namespace
 }  // namespace shapeshift::codegen::cpu
