@@ -26,9 +26,13 @@ class Z3Watchdog {
   Z3Watchdog(z3::context& ctx, unsigned timeout_ms)
       : thread_([this, &ctx, timeout_ms] {
           std::unique_lock<std::mutex> lock(mu_);
-          if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; })) {
+          auto is_done = [this] { return done_; };
+          if (cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), is_done)) return;
+          // Keep interrupting until the check returns: an interrupt that
+          // lands before Z3 has entered the check is not remembered by it.
+          do {
             ctx.interrupt();
-          }
+          } while (!cv_.wait_for(lock, std::chrono::milliseconds(kRepeatMs), is_done));
         }) {}
 
   ~Z3Watchdog() {
@@ -44,6 +48,7 @@ class Z3Watchdog {
   Z3Watchdog& operator=(const Z3Watchdog&) = delete;
 
  private:
+  static constexpr int kRepeatMs = 5;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
