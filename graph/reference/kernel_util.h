@@ -160,7 +160,8 @@ absl::Status VisitFloat(const KernelArgs& args, DType dtype, Fn&& fn) {
   }
 }
 
-// Allocates a tensor for a kernel output (errors name the node).
+// Allocates a zero-filled kernel output; fails for absurd sizes instead of
+// crashing (the dispatcher adds the node name to the error).
 absl::StatusOr<Tensor> NewOutput(DType dtype, const std::vector<int64_t>& shape);
 
 }  // namespace shapeshift::reference
