@@ -233,6 +233,40 @@ TEST_P(CpuBackendTest, IntegerBoolAndIndexValues) {
   }
 }
 
+// A loop that reads the accumulator it updates (a running sum) is not
+// vectorizable; it must still be correct (the lowering keeps it scalar).
+TEST_P(CpuBackendTest, LoopReadingItsOwnAccumulatorStaysCorrect) {
+  Kernel k;
+  k.name = "prefix_sum";
+  BufferRef x = k.AddInput("x");
+  BufferRef y = k.AddOutput("y");
+  SymExpr rows = k.AddDim("rows");
+  SymExpr n = k.AddDim("n");
+  SymExpr p = k.ParallelVar();
+  SymExpr j = SymExpr::Symbol("j");
+  k.parallel_extent = rows;
+  k.body = {Accumulator("running", F32(0)),
+            Loop("j", 0, n,
+                 {Accumulate("running", ReduceOp::kSum, Load(x, p * n + j)),
+                  Store(y, p * n + j, Var("running", ScalarType::kF32))})};
+  auto kernel = MustCompile(k);
+  ASSERT_NE(kernel, nullptr);
+  for (int64_t n_val : {1, 16, 35}) {
+    const int64_t rows_val = 3;
+    std::vector<float> xs = RandomFloats(rows_val * n_val, 41), ys(rows_val * n_val);
+    void* buffers[] = {xs.data(), ys.data()};
+    int64_t dims[] = {rows_val, n_val};
+    RunParallel(*kernel, buffers, dims);
+    for (int64_t r = 0; r < rows_val; ++r) {
+      float running = 0;
+      for (int64_t c = 0; c < n_val; ++c) {
+        running += xs[r * n_val + c];
+        ASSERT_EQ(ys[r * n_val + c], running) << "n=" << n_val << " c=" << c;
+      }
+    }
+  }
+}
+
 TEST_P(CpuBackendTest, OptimizedIrUsesTheConfiguredVectorWidth) {
   auto ir = backend_->OptimizedIr(BiasGeluKernel(GeluForm::kErf));
   ASSERT_TRUE(ir.ok()) << ir.status();
