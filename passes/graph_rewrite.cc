@@ -131,9 +131,4 @@ absl::StatusOr<Node*> ReplaceWithNewNode(Graph& graph, ShapeEnv& env, Value* old
   return node;
 }
 
-Value* AddScalarConstant(Graph& graph, DType dtype, double value) {
-  if (dtype == DType::kI64) return graph.AddConstant("", Tensor::ScalarI64(static_cast<int64_t>(value)));
-  return graph.AddConstant("", Tensor::Scalar(static_cast<float>(value)));
-}
-
 }  // namespace shapeshift::passes

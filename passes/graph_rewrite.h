@@ -59,9 +59,6 @@ absl::StatusOr<Node*> ReplaceWithNewNode(Graph& graph, ShapeEnv& env, Value* old
                                          const std::string& op_type, std::vector<Value*> inputs,
                                          Attributes attrs, const std::string& pass_name);
 
-// A new f32 or i64 scalar constant (shape []).
-Value* AddScalarConstant(Graph& graph, DType dtype, double value);
-
 }  // namespace shapeshift::passes
 
 #endif  // SHAPESHIFT_PASSES_GRAPH_REWRITE_H_
