@@ -42,6 +42,7 @@ Wide FloorDivWide(Wide a, Wide b) {
 // Floor division is monotone in the numerator and, on each side of zero, in
 // the denominator: the extremes are at the corners.
 Interval FloorDivIntervals(Interval a, Interval b) {
+  if (a.IsEmpty() || b.IsEmpty()) return Interval::Everything();  // vacuous facts
   if (b.Contains(0)) {
     if (b.lo == 0 && b.hi == 0) return Interval::Everything();  // always an error
     if (b.lo == 0) b.lo = 1;
@@ -54,6 +55,8 @@ Interval FloorDivIntervals(Interval a, Interval b) {
 }
 
 Interval ModIntervals(Interval a, Interval b) {
+  if (a.IsEmpty() || b.IsEmpty()) return Interval::Everything();  // vacuous facts
+  if (b.lo == 0 && b.hi == 0) return Interval::Everything();     // always an error
   if (b.IsPoint() && b.lo != 0) {
     const int64_t d = b.lo;
     // Within one period the remainder is monotone in the numerator.

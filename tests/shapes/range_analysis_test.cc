@@ -40,6 +40,16 @@ TEST(RangeAnalysisTest, ModWithinOnePeriodIsExact) {
   EXPECT_EQ(r.Bounds(E("x % -16")), (Interval{-15, -12}));
 }
 
+TEST(RangeAnalysisTest, DivisionByConstantZeroIsNoValue) {
+  SymbolFacts f;
+  f.Declare("a", -4, 16);
+  RangeAnalysis r(&f);
+  // `-2 % 0` never evaluates; the bounds of what contains it must still be
+  // computable (no division by an empty interval).
+  EXPECT_FALSE(r.Bounds(E("(a - 3) // (-2 % 0 % 5)")).IsEmpty());
+  EXPECT_EQ(r.Bounds(E("a % 0")), Interval::Everything());
+}
+
 TEST(RangeAnalysisTest, SaturatesAtInt64) {
   SymbolFacts f;
   f.Declare("x", 1, int64_t{1} << 62);
