@@ -313,6 +313,21 @@ TEST(CpuBackendErrorsTest, MaskedTailFollowsHostAndOption) {
   EXPECT_FALSE(absl::StrContains(*scalar_ir, "@llvm.masked.store"));
 }
 
+// Every library kernel reads and writes rows contiguously (broadcasts are
+// uniform loads): the affine-index analysis must find that, because a
+// gather where a vector load would do costs several times the bandwidth.
+TEST(CpuBackendErrorsTest, LibraryKernelsNeedNoGatherOrScatter) {
+  auto backend = CpuBackend::Create();
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  for (const Kernel& k : {SoftmaxKernel(0.125f), LayerNormKernel(1e-5f), BiasGeluKernel(GeluForm::kErf),
+                          BiasResidualKernel(), Transpose0213Kernel()}) {
+    auto ir = (*backend)->OptimizedIr(k);
+    ASSERT_TRUE(ir.ok()) << ir.status();
+    EXPECT_FALSE(absl::StrContains(*ir, "masked.gather")) << k.name;
+    EXPECT_FALSE(absl::StrContains(*ir, "masked.scatter")) << k.name;
+  }
+}
+
 TEST(CpuBackendErrorsTest, HostWidthFollowsCpuFeatures) {
   auto backend = CpuBackend::Create();
   ASSERT_TRUE(backend.ok()) << backend.status();
