@@ -156,5 +156,41 @@ TEST_F(FusionTest, ViewsTransposesGathersAndUnsupportedOps) {
   EXPECT_TRUE(VerifyFusionPlan(g, plan).ok());
 }
 
+TEST_F(FusionTest, GemmMapsTransBAlphaAndBias) {
+  Value* x = In("x", {batch, 4});
+  Attributes attrs;
+  attrs.Set("transB", int64_t{1});
+  attrs.Set("alpha", 0.5f);
+  Value* y = Op("Gemm", {x, Weights(8, 4), Floats({8}, std::vector<float>(8, 1))}, attrs);
+  g.AddOutput(y);
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 1u);
+  const MatmulGroup& mm = plan.groups[0].matmul;
+  EXPECT_EQ(plan.groups[0].kind, GroupKind::kMatmul);
+  EXPECT_TRUE(mm.transpose_b);
+  EXPECT_TRUE(mm.b_is_2d);
+  EXPECT_FLOAT_EQ(mm.scale, 0.5f);
+  EXPECT_NE(mm.bias, nullptr);
+}
+
+TEST_F(FusionTest, SliceWithSymbolicStartsIsAStridedCopy) {
+  SymExpr past = env.DeclareSymbol({"past", 0, 32}).value();
+  Value* cache = In("cache", {batch, past + seq, 8});
+  Value* tokens = In("tokens", {batch, seq}, DType::kI64);
+  Value* shape = Op("Shape", {cache});
+  Value* total = Op("Slice", {shape, Ints({1}), Ints({2})});  // {past + seq}
+  Value* count = Op("Slice", {Op("Shape", {tokens}), Ints({1}), Ints({2})});  // {seq}
+  Value* start = Op("Sub", {total, count});  // {past}
+  Value* tail = Op("Slice", {cache, start, total, Ints({1})});
+  g.AddOutput(Op("Neg", {tail}));
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 2u) << plan.ToString();
+  const Group& slice = plan.groups[0];
+  EXPECT_EQ(slice.kind, GroupKind::kSlice);
+  EXPECT_EQ(slice.inputs, std::vector<Value*>{cache});  // shape operands are not inputs
+  EXPECT_EQ(slice.slice.starts, (std::vector<SymExpr>{0, past, 0}));
+  EXPECT_EQ(slice.slice.steps, (std::vector<int64_t>{1, 1, 1}));
+}
+
 }  // namespace
 }  // namespace shapeshift::passes
