@@ -23,7 +23,11 @@ void MatMulKernel(const T* a, int64_t a_row, int64_t a_col, const T* b, int64_t 
     for (int64_t k = 0; k < k_size; ++k) {
       const Acc a_mk = static_cast<Acc>(a[m * a_row + k * a_col]);
       const T* b_k = b + k * b_row;
-      for (int64_t n = 0; n < n_size; ++n) row[n] += a_mk * static_cast<Acc>(b_k[n * b_col]);
+      if (b_col == 1) {  // the common layout; a contiguous loop vectorizes
+        for (int64_t n = 0; n < n_size; ++n) row[n] += a_mk * static_cast<Acc>(b_k[n]);
+      } else {
+        for (int64_t n = 0; n < n_size; ++n) row[n] += a_mk * static_cast<Acc>(b_k[n * b_col]);
+      }
     }
     for (int64_t n = 0; n < n_size; ++n) {
       c[m * n_size + n] = static_cast<T>(alpha == 1.0 ? row[n] : alpha * static_cast<double>(row[n]));
