@@ -1,7 +1,8 @@
 #include "passes/cse.h"
 
-#include <cstring>
+#include <optional>
 #include <string>
+#include <variant>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -20,18 +21,18 @@ std::string ConstantKey(const Tensor& t) {
   return key;
 }
 
-bool HasTensorAttribute(const Node& node) {
+// Key of a node: op type, attributes (printed, plus the exact bytes of any
+// tensor attribute, which printing abbreviates), output count and input ids.
+// nullopt for a node with a tensor attribute too large to compare.
+std::optional<std::string> NodeKey(const Node& node) {
+  std::string key = absl::StrCat(node.op_type(), "|", PrintAttributes(node.attrs()), "|");
   for (const auto& [name, value] : node.attrs().all()) {
-    if (std::holds_alternative<Tensor>(value)) return true;
+    if (const Tensor* t = std::get_if<Tensor>(&value)) {
+      if (t->num_elements() > kMaxCseConstantElements) return std::nullopt;
+      absl::StrAppend(&key, name, "=", ConstantKey(*t), "|");
+    }
   }
-  return false;
-}
-
-// Key of a node: op type, printed attributes (exact for scalars and lists),
-// output count and input value ids.
-std::string NodeKey(const Node& node) {
-  std::string key = absl::StrCat(node.op_type(), "|", PrintAttributes(node.attrs()), "|",
-                                 node.num_outputs(), "|");
+  absl::StrAppend(&key, node.num_outputs(), "|");
   for (Value* in : node.inputs()) absl::StrAppend(&key, in ? in->id() : -1, ",");
   return key;
 }
@@ -51,9 +52,9 @@ absl::StatusOr<bool> EliminateCommonSubexpressions(Graph& graph) {
   }
   absl::flat_hash_map<std::string, Node*> seen;
   for (Node* node : graph.nodes()) {
-    // Printed tensor attributes are abbreviated, so they are not a safe key.
-    if (HasTensorAttribute(*node)) continue;
-    auto [it, inserted] = seen.try_emplace(NodeKey(*node), node);
+    std::optional<std::string> key = NodeKey(*node);
+    if (!key) continue;
+    auto [it, inserted] = seen.try_emplace(*std::move(key), node);
     if (inserted) continue;
     for (int i = 0; i < node->num_outputs(); ++i) {
       Value* dup = node->output(i);

@@ -46,6 +46,20 @@ TEST_F(CseTest, MergesEqualNodesAndEqualConstants) {
   ExpectOutputs(g, in, *before);
 }
 
+TEST_F(CseTest, ComparesTensorAttributesByContent) {
+  Value* shape = Ints({2, 3});
+  auto fill = [&](float v) {
+    return Attr("value", Tensor::FromVector<float>(DType::kF32, {1}, std::vector<float>{v}));
+  };
+  Value* a = Op("ConstantOfShape", {shape}, fill(2));
+  Value* b = Op("ConstantOfShape", {shape}, fill(2));
+  Value* c = Op("ConstantOfShape", {shape}, fill(3));
+  g.AddOutput(Op("Add", {Op("Add", {a, b}), c}));
+  ASSERT_TRUE(EliminateCommonSubexpressions(g).ok());
+  ASSERT_TRUE(EliminateDeadCode(g).ok());
+  EXPECT_EQ(Count("ConstantOfShape"), 2);
+}
+
 TEST_F(CseTest, KeepsNodesThatDifferInAttributes) {
   Value* x = In("x", {4, 4});
   g.AddOutput(Op("Transpose", {x}, Attr("perm", std::vector<int64_t>{1, 0})));
