@@ -1,10 +1,11 @@
 #include "shapes/guard_program.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
+#include <vector>
 
 #include "absl/container/btree_set.h"
-#include "absl/container/fixed_array.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -58,12 +59,20 @@ class GuardCompiler {
       }
       case ExprKind::kAdd:
       case ExprKind::kMul: {
-        const Op op = e.kind() == ExprKind::kAdd ? Op::kAdd : Op::kMul;
+        const bool add = e.kind() == ExprKind::kAdd;
+        // Evaluation order matches SymExpr::Evaluate (left to right), so
+        // overflow is detected on the same partial results; only a
+        // constant operand is folded into the instruction.
         absl::StatusOr<uint32_t> acc = Expr(e.operands()[0]);
         for (size_t i = 1; acc.ok() && i < e.operands().size(); ++i) {
-          absl::StatusOr<uint32_t> next = Expr(e.operands()[i]);
+          SymExpr operand = e.operands()[i];
+          if (auto c = operand.AsConst()) {
+            acc = Emit({add ? Op::kAddImm : Op::kMulImm, 0, *acc, 0, *c});
+            continue;
+          }
+          absl::StatusOr<uint32_t> next = Expr(operand);
           if (!next.ok()) return next;
-          acc = Emit({op, 0, *acc, *next, 0});
+          acc = Emit({add ? Op::kAdd : Op::kMul, 0, *acc, *next, 0});
         }
         return acc;
       }
@@ -72,6 +81,10 @@ class GuardCompiler {
     }
     absl::StatusOr<uint32_t> a = Expr(e.operands()[0]);
     if (!a.ok()) return a;
+    if (auto d = e.operands()[1].AsConst(); d && *d != 0 &&
+        (e.kind() == ExprKind::kFloorDiv || e.kind() == ExprKind::kMod)) {
+      return Emit({e.kind() == ExprKind::kFloorDiv ? Op::kFloorDivImm : Op::kModImm, 0, *a, 0, *d});
+    }
     absl::StatusOr<uint32_t> b = Expr(e.operands()[1]);
     if (!b.ok()) return b;
     Op op = e.kind() == ExprKind::kFloorDiv ? Op::kFloorDiv
@@ -113,6 +126,15 @@ class GuardCompiler {
     }
     absl::StatusOr<uint32_t> lhs = Expr(p.lhs());
     if (!lhs.ok()) return lhs;
+    if (auto c = p.rhs().AsConst()) {
+      Op op = p.kind() == PredKind::kEq   ? Op::kEqImm
+              : p.kind() == PredKind::kNe ? Op::kNeImm
+              : p.kind() == PredKind::kLt ? Op::kLtImm
+              : p.kind() == PredKind::kLe ? Op::kLeImm
+              : p.kind() == PredKind::kGt ? Op::kGtImm
+                                          : Op::kGeImm;
+      return Emit({op, 0, *lhs, 0, *c});
+    }
     absl::StatusOr<uint32_t> rhs = Expr(p.rhs());
     if (!rhs.ok()) return rhs;
     switch (p.kind()) {
@@ -165,7 +187,15 @@ std::optional<size_t> GuardProgram::SlotOf(absl::string_view symbol) const {
 
 GuardVerdict GuardProgram::Evaluate(absl::Span<const int64_t> slot_values) const {
   if (slot_values.size() != slots_.size()) return {false, num_atoms_};
-  absl::FixedArray<int64_t, kInlineRegisters> r(num_registers_);
+  // Registers need no initialization: every register is written before it
+  // is read. A plain stack array avoids even zeroing them.
+  int64_t inline_registers[kInlineRegisters];
+  std::vector<int64_t> heap_registers;
+  int64_t* r = inline_registers;
+  if (num_registers_ > kInlineRegisters) {
+    heap_registers.resize(num_registers_);
+    r = heap_registers.data();
+  }
   bool failed = false;  // an overflow or division by zero so far: the next check fails
   for (const Instr& in : code_) {
     switch (in.op) {
@@ -234,15 +264,52 @@ GuardVerdict GuardProgram::Evaluate(absl::Span<const int64_t> slot_values) const
       case Op::kCheck:
         if (failed || r[in.a] == 0) return {false, static_cast<size_t>(in.imm)};
         break;
+      case Op::kAddImm:
+        failed |= __builtin_add_overflow(r[in.a], in.imm, &r[in.dst]);
+        break;
+      case Op::kMulImm:
+        failed |= __builtin_mul_overflow(r[in.a], in.imm, &r[in.dst]);
+        break;
+      case Op::kFloorDivImm:
+        if (in.imm == -1 && r[in.a] == std::numeric_limits<int64_t>::min()) {
+          failed = true;
+          r[in.dst] = 0;
+        } else {
+          r[in.dst] = FloorDivInt(r[in.a], in.imm);
+        }
+        break;
+      case Op::kModImm:
+        r[in.dst] = FloorModInt(r[in.a], in.imm);
+        break;
+      case Op::kEqImm:
+        r[in.dst] = r[in.a] == in.imm;
+        break;
+      case Op::kNeImm:
+        r[in.dst] = r[in.a] != in.imm;
+        break;
+      case Op::kLtImm:
+        r[in.dst] = r[in.a] < in.imm;
+        break;
+      case Op::kLeImm:
+        r[in.dst] = r[in.a] <= in.imm;
+        break;
+      case Op::kGtImm:
+        r[in.dst] = r[in.a] > in.imm;
+        break;
+      case Op::kGeImm:
+        r[in.dst] = r[in.a] >= in.imm;
+        break;
     }
   }
   return {true, 0};
 }
 
 std::string GuardProgram::Disassemble() const {
-  static constexpr const char* kNames[] = {"load", "const", "add", "mul", "floordiv", "mod",
-                                           "min",  "max",   "eq",  "ne",  "lt",       "le",
-                                           "divisible", "and", "or", "not", "check"};
+  static constexpr const char* kNames[] = {
+      "load", "const", "add", "mul", "floordiv", "mod", "min", "max", "eq", "ne", "lt", "le",
+      "divisible", "and", "or", "not", "check", "add", "mul", "floordiv", "mod", "eq", "ne", "lt",
+      "le", "gt", "ge"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Op::kGeImm) + 1);
   std::string out;
   for (const Instr& in : code_) {
     const char* name = kNames[static_cast<int>(in.op)];
@@ -254,7 +321,17 @@ std::string GuardProgram::Disassemble() const {
         absl::StrAppend(&out, "r", in.dst, " = const ", in.imm, "\n");
         break;
       case Op::kDivisible:
-        absl::StrAppend(&out, "r", in.dst, " = divisible r", in.a, ", ", in.imm, "\n");
+      case Op::kAddImm:
+      case Op::kMulImm:
+      case Op::kFloorDivImm:
+      case Op::kModImm:
+      case Op::kEqImm:
+      case Op::kNeImm:
+      case Op::kLtImm:
+      case Op::kLeImm:
+      case Op::kGtImm:
+      case Op::kGeImm:
+        absl::StrAppend(&out, "r", in.dst, " = ", name, " r", in.a, ", ", in.imm, "\n");
         break;
       case Op::kNot:
         absl::StrAppend(&out, "r", in.dst, " = not r", in.a, "\n");

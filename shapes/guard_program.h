@@ -78,6 +78,18 @@ class GuardProgram {
     kOr,
     kNot,       // r[dst] = !r[a]
     kCheck,     // atom imm fails unless r[a] != 0 and nothing failed so far
+    // The same with a constant right operand in `imm` (most guard atoms
+    // compare with or scale by a constant): one register read fewer.
+    kAddImm,
+    kMulImm,
+    kFloorDivImm,  // imm != 0
+    kModImm,       // imm != 0
+    kEqImm,
+    kNeImm,
+    kLtImm,
+    kLeImm,
+    kGtImm,
+    kGeImm,
   };
   struct Instr {
     Op op;
