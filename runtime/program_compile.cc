@@ -169,10 +169,16 @@ class ProgramBuilder {
       SS_ASSIGN_OR_RETURN(slot, Slot(e));
       step.dim_slots.push_back(slot);
     }
-    for (const GraphValue* v : call.buffers) {
-      SS_ASSIGN_OR_RETURN(buffer, Buffer(v));
+    SymExpr work = 0;
+    for (size_t i = 0; i < call.buffers.size(); ++i) {
+      SS_ASSIGN_OR_RETURN(buffer, Buffer(call.buffers[i]));
       step.buffers.push_back(buffer);
+      if (call.kernel.buffers[i].role == codegen::BufferRole::kOutput) {
+        work = work + call.buffers[i]->type().NumElements();
+      }
     }
+    SS_ASSIGN_OR_RETURN(work_slot, Slot(work));
+    step.work_slot = work_slot;
     impl_.max_call_buffers = std::max(impl_.max_call_buffers, step.buffers.size());
     impl_.max_call_dims = std::max(impl_.max_call_dims, step.dim_slots.size());
     impl_.steps.push_back(std::move(step));

@@ -31,7 +31,13 @@ struct KernelStep {
   std::shared_ptr<const codegen::cpu::CompiledKernel> kernel;
   std::vector<int> buffers;    // indices into Impl::buffers
   std::vector<int> dim_slots;  // tape slots, one per kernel dim
+  int work_slot = -1;          // tape slot: elements the call writes
 };
+
+// Below this many output elements a kernel runs on the calling thread: an
+// OpenMP fork/join costs more than the work (short requests are mostly such
+// calls), and on a loaded machine a descheduled worker stalls the barrier.
+inline constexpr int64_t kSerialKernelElements = 16384;
 
 struct MatmulStep {
   const codegen::cpu::OnednnMatmul* matmul = nullptr;

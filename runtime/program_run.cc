@@ -31,11 +31,15 @@ void GatherRows(int64_t begin, int64_t end, void* const* buffers, const int64_t*
   }
 }
 
-absl::Status RunStep(const KernelStep& step, ExecutionContext& ctx, void* const* buffers, const int64_t* slots,
+absl::Status RunStep(const KernelStep& step, void* const* buffers, const int64_t* slots,
                      std::vector<void*>& call_buffers, std::vector<int64_t>& call_dims) {
   for (size_t i = 0; i < step.buffers.size(); ++i) call_buffers[i] = buffers[step.buffers[i]];
   for (size_t i = 0; i < step.dim_slots.size(); ++i) call_dims[i] = slots[step.dim_slots[i]];
-  cpu::RunParallel(*step.kernel, call_buffers.data(), call_dims.data());
+  if (slots[step.work_slot] < kSerialKernelElements) {
+    step.kernel->fn(0, step.kernel->extent(call_dims.data()), call_buffers.data(), call_dims.data());
+  } else {
+    cpu::RunParallel(*step.kernel, call_buffers.data(), call_dims.data());
+  }
   return absl::OkStatus();
 }
 
@@ -151,7 +155,7 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> in
   for (const Step& step : p.steps) {
     absl::Status s;
     if (const auto* k = std::get_if<KernelStep>(&step)) {
-      s = RunStep(*k, ctx, buffers, slots, ctx.call_buffers_, ctx.call_dims_);
+      s = RunStep(*k, buffers, slots, ctx.call_buffers_, ctx.call_dims_);
     } else if (const auto* m = std::get_if<MatmulStep>(&step)) {
       s = RunStep(*m, buffers, slots);
     } else {
@@ -162,7 +166,9 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> in
   // 6. Outputs that live elsewhere (an input, a constant, another output).
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     if (p.outputs[i].in_place) continue;
-    std::memcpy(outputs[i].mutable_raw(), buffers[p.outputs[i].buffer], outputs[i].byte_size());
+    if (outputs[i].byte_size() > 0) {
+      std::memcpy(outputs[i].mutable_raw(), buffers[p.outputs[i].buffer], outputs[i].byte_size());
+    }
   }
   return outputs;
 }
