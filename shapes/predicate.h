@@ -1,10 +1,14 @@
 // Predicate: boolean formulas over SymExprs — the language of guards and of
 // every shape question a pass asks the ShapeEnv.
 //
-// Comparisons are normalized at construction (`a < b` is stored as
-// `a - b + 1 <= 0`-equivalent canonical comparisons where that helps
-// deduplication), but printing keeps a readable form. Predicates are small
-// immutable values (shared pointers to nodes); equal text means equal meaning.
+// Comparisons are normalized at construction where that helps
+// deduplication, while printing keeps a readable form: constant differences
+// fold to true/false, constants move right (`128 < seq` is `seq > 128`,
+// `seq + 1 <= 5` is `seq <= 4`), `e % k == 0` is Divisible(e, k), `!` flips
+// comparisons, and && / || flatten and drop duplicates (predicate.cc lists
+// them all). Predicates are small immutable values (shared pointers to
+// nodes); equal text means equal meaning. Evaluate never short-circuits: an
+// evaluation error anywhere (division by zero, overflow) is an error.
 #ifndef SHAPESHIFT_SHAPES_PREDICATE_H_
 #define SHAPESHIFT_SHAPES_PREDICATE_H_
 

@@ -17,7 +17,11 @@
 // code): FloorDiv rounds toward negative infinity and Mod has the sign of the
 // divisor, so that  a == b * FloorDiv(a, b) + Mod(a, b)  for every b != 0.
 // Examples: FloorDiv(-7, 2) == -4, Mod(-7, 2) == 1, Mod(7, -2) == -1.
-// Division by zero is an evaluation error, never undefined behaviour.
+// Division by zero is an evaluation error, never undefined behaviour; so is
+// int64 overflow (checked with __builtin_*_overflow). A `+`/`*` whose folded
+// coefficients would overflow is kept unexpanded and fails evaluation.
+//
+// Interning is thread-safe: expressions may be built on several threads.
 #ifndef SHAPESHIFT_SHAPES_SYM_EXPR_H_
 #define SHAPESHIFT_SHAPES_SYM_EXPR_H_
 
