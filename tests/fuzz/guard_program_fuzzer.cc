@@ -6,7 +6,7 @@
 #include "tests/fuzz/checks/violation.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  shapeshift::fuzz::AbortOnViolation(
-      shapeshift::fuzz::CheckGuardProgramText(absl::string_view(reinterpret_cast<const char*>(data), size)));
+  const absl::string_view input(reinterpret_cast<const char*>(data), size);
+  shapeshift::fuzz::AbortOnViolation(shapeshift::fuzz::CheckGuardProgramText(input));
   return 0;
 }
