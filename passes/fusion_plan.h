@@ -12,7 +12,8 @@
 //  - Groups are in topological order; every node that computes runtime data
 //    is in exactly one group. Nodes in no group are compile-time shape
 //    computations (e.g. Shape→Gather feeding a Range limit): their outputs
-//    are read only as *shape operands* and have Value::elements() known.
+//    are read only as *shape operands* with Value::elements() known, or only
+//    measured by a compile-time Shape/Size (op_classes.h CompileTimeNodes).
 //  - Shape operands (Reshape/Expand shape, ConstantOfShape input, Slice
 //    starts/ends/axes/steps, Range start/limit/delta, Squeeze/Unsqueeze axes,
 //    Reduce* axes) are never group inputs: lowering reads them from

@@ -45,20 +45,17 @@ absl::flat_hash_set<const Node*> CompileTimeNodes(const Graph& graph) {
   std::vector<Node*> nodes = graph.nodes();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const Node* node = *it;
-    bool only_shape = true;
+    bool needed_at_runtime = false;
     for (const Value* out : node->outputs()) {
-      if (!out->elements() || IsGraphOutput(graph, out)) {
-        only_shape = false;
-        break;
-      }
+      if (IsGraphOutput(graph, out)) needed_at_runtime = true;
       for (const Use& u : out->uses()) {
-        if (!IsShapeOperand(*u.user, u.input_index) && !compile_time.contains(u.user)) {
-          only_shape = false;
-          break;
-        }
+        const std::string& reader = u.user->op_type();
+        bool type_only_reader = (reader == "Shape" || reader == "Size") && compile_time.contains(u.user);
+        bool reads_elements = IsShapeOperand(*u.user, u.input_index) || compile_time.contains(u.user);
+        if (!type_only_reader && !(reads_elements && out->elements())) needed_at_runtime = true;
       }
     }
-    if (only_shape) compile_time.insert(node);
+    if (!needed_at_runtime) compile_time.insert(node);
   }
   return compile_time;
 }

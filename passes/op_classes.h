@@ -20,9 +20,10 @@ bool IsViewOp(const Node& node);
 // shape, Slice's starts/ends/axes/steps, Range's start/limit/delta, ...).
 bool IsShapeOperand(const Node& node, int index);
 
-// Nodes whose outputs all have known elements() and are read only as shape
-// operands (directly or through other compile-time nodes) and are not graph
-// outputs: shape arithmetic that needs no kernel.
+// Nodes no kernel needs to run: none of their outputs is a graph output, and
+// every read of an output is either a shape operand or a compile-time node
+// reading its known elements(), or a compile-time Shape/Size (which reads
+// only the type). Shape arithmetic, and values computed only to be measured.
 absl::flat_hash_set<const Node*> CompileTimeNodes(const Graph& graph);
 
 }  // namespace shapeshift::passes

@@ -192,5 +192,18 @@ TEST_F(FusionTest, SliceWithSymbolicStartsIsAStridedCopy) {
   EXPECT_EQ(slice.slice.steps, (std::vector<int64_t>{1, 1, 1}));
 }
 
+TEST_F(FusionTest, ValuesOnlyMeasuredByShapeGetNoKernel) {
+  Value* x = In("x", {batch, seq});
+  Value* measured = Op("Exp", {x});  // read only by Shape
+  Value* len = Op("Gather", {Op("Shape", {measured}), g.AddConstant("", Tensor::ScalarI64(1))},
+                  Attr("axis", int64_t{0}));
+  Value* positions = Op("Range", {g.AddConstant("", Tensor::ScalarI64(0)), len, g.AddConstant("", Tensor::ScalarI64(1))});
+  g.AddOutput(positions);
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 1u) << plan.ToString();
+  EXPECT_EQ(plan.groups[0].nodes.front()->op_type(), "Range");
+  EXPECT_TRUE(plan.groups[0].inputs.empty());
+}
+
 }  // namespace
 }  // namespace shapeshift::passes
