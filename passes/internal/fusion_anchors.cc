@@ -66,7 +66,10 @@ std::optional<std::vector<int64_t>> PermOf(const Node& t) {
 void AbsorbEpilogue(Grouping& g, int gid, Value* out, const std::vector<GeluMatch>& gelus) {
   MatmulGroup& mm = g.group(gid).matmul;
   Value* cur = out;
-  if (Node* c = AbsorbableConsumer(g, cur, gid)) {
+  // A Gemm's C input is already the bias: a scale or second bias after it
+  // would not fit act(scale * A·B + bias).
+  const bool has_bias = mm.bias != nullptr;
+  if (Node* c = AbsorbableConsumer(g, cur, gid); c && !has_bias) {
     if (std::optional<float> s = ScaleOf(*c, cur); s && SameShape(g, c->output(0), out, *c, "scale keeps the shape")) {
       mm.scale *= *s;
       g.Add(c, gid);
@@ -74,7 +77,7 @@ void AbsorbEpilogue(Grouping& g, int gid, Value* out, const std::vector<GeluMatc
     }
   }
   const std::optional<int64_t> n = out->type().shape.back().AsConst();
-  if (Node* c = AbsorbableConsumer(g, cur, gid); c && c->op_type() == "Add" && n) {
+  if (Node* c = AbsorbableConsumer(g, cur, gid); c && c->op_type() == "Add" && n && !has_bias) {
     Value* bias = OtherOperand(*c, cur);
     if (bias && bias->is_constant() && bias->type().dtype == DType::kF32 &&
         bias->constant()->num_elements() == *n && !bias->constant()->shape().empty() &&

@@ -173,6 +173,20 @@ TEST_F(FusionTest, GemmMapsTransBAlphaAndBias) {
   EXPECT_NE(mm.bias, nullptr);
 }
 
+TEST_F(FusionTest, GemmWithBiasTakesNoScaleOrSecondBiasAfterIt) {
+  Value* x = In("x", {batch, 4});
+  Value* c = Floats({8}, std::vector<float>(8, 1));
+  Value* gemm = Op("Gemm", {x, Weights(4, 8), c});
+  Value* scaled = Op("Mul", {gemm, Scalar(3)});
+  g.AddOutput(Op("Add", {scaled, Floats({8}, std::vector<float>(8, 2))}));
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 2u) << plan.ToString();
+  EXPECT_EQ(plan.groups[0].matmul.bias, c);
+  EXPECT_FLOAT_EQ(plan.groups[0].matmul.scale, 1.0f);
+  EXPECT_EQ(plan.groups[0].outputs, std::vector<Value*>{gemm});
+  EXPECT_EQ(plan.groups[1].kind, GroupKind::kElementwise);
+}
+
 TEST_F(FusionTest, SliceWithSymbolicStartsIsAStridedCopy) {
   SymExpr past = env.DeclareSymbol({"past", 0, 32}).value();
   Value* cache = In("cache", {batch, past + seq, 8});
