@@ -66,10 +66,10 @@ struct MemoryPlan {
   std::string ToString() const;
 };
 
-// Plans the buffers of `plan`. A kView output whose root is a graph input or
-// constant aliases it; a kView output that is a graph output makes its root
-// the graph output's storage only when the root is an arena value defined
-// by a group (otherwise fusion emits kCopy instead). Errors name the value.
+// Plans the buffers of `plan`. A kView output aliases its root, whatever the
+// root's storage (arena, graph input, constant or graph output); a view that
+// is itself a graph output never reaches here (fusion makes it a kCopy).
+// Errors name the value.
 absl::StatusOr<MemoryPlan> PlanMemory(const Graph& graph, const FusionPlan& plan,
                                       ShapeEnv& env);
 
