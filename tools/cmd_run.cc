@@ -110,7 +110,7 @@ double Percentile(std::vector<double> values, double p) {
   return values[std::min(index, values.size() - 1)];
 }
 
-nlohmann::json OutputSummary(const std::string& name, const Tensor& t) {
+nlohmann::ordered_json OutputSummary(const std::string& name, const Tensor& t) {
   double sum = 0, abs_sum = 0;
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     double v = t.GetAsDouble(i);
@@ -137,7 +137,7 @@ std::pair<double, bool> Compare(const std::vector<Tensor>& actual, const std::ve
   return {worst, within};
 }
 
-void PrintText(const nlohmann::json& r) {
+void PrintText(const nlohmann::ordered_json& r) {
   std::printf("model: %s\n", r["model"].get<std::string>().c_str());
   std::printf("request dims:");
   for (const auto& [name, value] : r["dims"].items()) std::printf(" %s=%lld", name.c_str(), value.get<long long>());
@@ -197,9 +197,9 @@ int RunModel(const RunFlags& flags) {
   }
   const runtime::SessionStats stats = (*session)->stats();
 
-  nlohmann::json r;
+  nlohmann::ordered_json r;
   r["model"] = flags.model;
-  r["dims"] = nlohmann::json::object();
+  r["dims"] = nlohmann::ordered_json::object();
   for (const SymbolInfo& s : (*session)->env().symbols()) {
     if (auto it = dims->find(s.name); it != dims->end()) r["dims"][s.name] = it->second;
   }
@@ -209,7 +209,7 @@ int RunModel(const RunFlags& flags) {
   r["compile_s"] = stats.program.compile_ms / 1000.0;
   r["kernels"] = stats.program.kernels;
   r["gemms"] = stats.program.gemms;
-  r["outputs"] = nlohmann::json::array();
+  r["outputs"] = nlohmann::ordered_json::array();
   for (size_t i = 0; i < outputs.size(); ++i) {
     r["outputs"].push_back(OutputSummary(i < output_names.size() ? output_names[i] : absl::StrCat(i), outputs[i]));
   }
