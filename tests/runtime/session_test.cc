@@ -2,7 +2,9 @@
 // the interpreter; inputs rejected with clear errors; arena reuse; threads.
 #include "runtime/session.h"
 
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "graph/interpreter.h"
@@ -169,6 +171,44 @@ TEST(SessionTest, ConcurrentRunsFromSeveralThreadsAgree) {
   }
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(worst[t], 0) << "thread " << t;
+}
+
+TEST(SessionTest, PrintAfterReachesThePassManager) {
+  std::ostringstream printed;
+  CompileOptions options;
+  options.print_after = {"fusion"};
+  options.print_stream = &printed;
+  std::unique_ptr<Session> session = Compile(AddRelu(), options);
+  ASSERT_NE(session, nullptr);
+  EXPECT_NE(printed.str().find("fusion"), std::string::npos) << printed.str();
+}
+
+TEST(SessionTest, OnnxBytesCompileAndMatchTheReference) {
+  std::string path = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/tiny_bert_opset17.onnx";
+  std::ifstream file(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(bytes.empty());
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(ModelSource::OnnxBytes(bytes, "tiny"));
+  ASSERT_TRUE(session.ok()) << session.status();
+  const Graph& graph = (*session)->graph();
+  ASSERT_EQ(graph.inputs().size(), 2u);
+  std::vector<Tensor> inputs;
+  for (const Value* in : graph.inputs()) {
+    std::vector<int64_t> ones(2 * 9, 1);
+    inputs.push_back(Tensor::FromVector<int64_t>(in->type().dtype, {2, 9}, ones));
+  }
+  absl::StatusOr<std::vector<Tensor>> got = (*session)->Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  absl::StatusOr<std::vector<Tensor>> want = (*session)->RunReference(inputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_LE(MaxAbsDiff((*got)[0], (*want)[0]), 1e-4);
+}
+
+TEST(SessionTest, CorruptOnnxBytesAreAnErrorNamingTheSource) {
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(ModelSource::OnnxBytes("definitely not a protobuf", "request.onnx"));
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find("request.onnx"), std::string::npos) << session.status();
 }
 
 }  // namespace
