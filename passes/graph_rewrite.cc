@@ -100,6 +100,19 @@ absl::StatusOr<Node*> ReplaceWithNewNode(Graph& graph, ShapeEnv& env, Value* old
   const std::string name = old_value->name();
   const TensorType old_type = old_value->type();
   const std::string node_name = old_value->producer() ? old_value->producer()->name() : "";
+  // A trial node checks the replacement's type before the graph is touched.
+  Node* trial = graph.AddNode(op_type, inputs, 1, attrs);
+  absl::Status inferred = InferNode(*trial, env, graph.opset());
+  const TensorType new_type = trial->output(0)->type();
+  if (absl::Status s = graph.RemoveNode(trial); !s.ok()) return s;
+  if (!inferred.ok()) return absl::InternalError(absl::StrCat(pass_name, ": ", inferred.message()));
+  if (new_type.dtype != old_type.dtype ||
+      !ShapesEqual(env, new_type.shape, old_type.shape,
+                   Provenance{pass_name, node_name, "replacement keeps the value's shape"})) {
+    return absl::InternalError(absl::StrCat(pass_name, ": replacing '", name, "' by ", op_type,
+                                            " would change its type from ", old_type.ToString(), " to ",
+                                            new_type.ToString()));
+  }
   // A placeholder holds old_value's uses (and graph-output slots) while the
   // dead nodes are removed, so the name is free for the new value.
   Value* placeholder = graph.AddConstant("", Tensor::Scalar(0.0f));
@@ -113,19 +126,9 @@ absl::StatusOr<Node*> ReplaceWithNewNode(Graph& graph, ShapeEnv& env, Value* old
   }
   Node* node = graph.AddNode(op_type, std::move(inputs), 1, std::move(attrs),
                              graph.FindNode(node_name) ? "" : node_name, {name});
-  if (absl::Status s = InferNode(*node, env, graph.opset()); !s.ok()) {
-    return absl::InternalError(absl::StrCat(pass_name, ": ", s.message()));
-  }
-  Value* out = node->output(0);
-  if (out->type().dtype != old_type.dtype ||
-      !ShapesEqual(env, out->type().shape, old_type.shape,
-                   Provenance{pass_name, node->name(), "replacement keeps the value's shape"})) {
-    return absl::InternalError(absl::StrCat(pass_name, ": replacing '", name, "' by ", op_type,
-                                            " changes its type from ", old_type.ToString(), " to ",
-                                            out->type().ToString()));
-  }
-  out->set_type(old_type);
-  graph.ReplaceAllUsesWith(placeholder, out);
+  if (absl::Status s = InferNode(*node, env, graph.opset()); !s.ok()) return s;
+  node->output(0)->set_type(old_type);
+  graph.ReplaceAllUsesWith(placeholder, node->output(0));
   graph.RemoveUnusedConstants();
   if (absl::Status s = graph.TopologicalSort(); !s.ok()) return s;
   return node;

@@ -52,8 +52,9 @@ bool ReducesLastAxisKeepDims(const Node& node);
 // Replaces `old_value` by the single output of a new node
 // `op_type(inputs) {attrs}` and removes `dead_nodes` (which must become
 // unused once `old_value` is replaced). The new value keeps `old_value`'s
-// name and type (the inferred type must provably equal it), so users and
-// graph outputs see no difference. Re-sorts the graph.
+// name and type, so users and graph outputs see no difference. The new
+// node's inferred type must provably equal the old one; if not, this fails
+// before touching the graph. Re-sorts the graph.
 absl::StatusOr<Node*> ReplaceWithNewNode(Graph& graph, ShapeEnv& env, Value* old_value,
                                          const std::vector<Node*>& dead_nodes,
                                          const std::string& op_type, std::vector<Value*> inputs,
