@@ -1,4 +1,5 @@
 // Program::Compile: passes → lowering → JIT/primitives → per-request recipe.
+#include <algorithm>
 #include <chrono>
 #include <limits>
 
@@ -43,6 +44,7 @@ class ProgramBuilder {
       }
     }
     if (absl::Status s = PlanOutputs(); !s.ok()) return s;
+    if (absl::Status s = PlanGuards(); !s.ok()) return s;
     SS_ASSIGN_OR_RETURN(arena_slot, Slot(pipeline_.memory.arena_bytes));
     impl_.arena_slot = arena_slot;
     stats_.groups = static_cast<int64_t>(pipeline_.fusion.groups.size());
@@ -248,6 +250,28 @@ class ProgramBuilder {
       spec.in_place = src.kind == BufferSource::Kind::kOutput && src.index == static_cast<int>(i);
       impl_.outputs.push_back(std::move(spec));
     }
+    return absl::OkStatus();
+  }
+
+  // Every recorded guard becomes a check before the request runs: a
+  // specialized answer is only valid where its question holds.
+  absl::Status PlanGuards() {
+    std::vector<Predicate> atoms;
+    for (const GuardAtom& atom : env_.guards()) {
+      atoms.push_back(atom.predicate);
+      const Provenance& p = atom.provenance;
+      impl_.guard_texts.push_back(absl::StrCat(atom.predicate.ToString(), " (asked by ", p.pass,
+                                               p.node.empty() ? "" : absl::StrCat(" at node '", p.node, "'"),
+                                               ": ", p.reason, ")"));
+    }
+    if (atoms.empty()) return absl::OkStatus();
+    std::vector<std::string> order;
+    for (const SymbolRange& s : impl_.symbols) order.push_back(s.name);
+    absl::StatusOr<GuardProgram> program = GuardProgram::Compile(atoms, order);
+    if (!program.ok()) {
+      return absl::Status(program.status().code(), absl::StrCat("guards: ", program.status().message()));
+    }
+    impl_.guards = *std::move(program);
     return absl::OkStatus();
   }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "graph/dtype.h"
 #include "runtime/program.h"
 #include "runtime/sym_tape.h"
+#include "shapes/guard_program.h"
 
 namespace shapeshift::runtime {
 
@@ -95,6 +97,11 @@ struct Program::Impl {
   std::vector<InputSpec> inputs;
   std::vector<SymbolRange> symbols;  // slot i of the tape is symbols[i]
   std::vector<OutputSpec> outputs;
+  // Guards the compile recorded (specialized answers): the program is valid
+  // only where they all hold. Evaluated on the bound symbols (tape slots
+  // [0, symbols.size())); absent when no guard was recorded.
+  std::optional<GuardProgram> guards;
+  std::vector<std::string> guard_texts;  // per atom: predicate and provenance
   int arena_slot = -1;
   size_t max_call_buffers = 0;
   size_t max_call_dims = 0;

@@ -104,6 +104,15 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> in
                                                 r.max));
     }
   }
+  // 2b. Guards recorded by specialized compile decisions.
+  if (p.guards.has_value()) {
+    GuardVerdict verdict = p.guards->Evaluate(absl::MakeConstSpan(slots, p.symbols.size()));
+    if (!verdict.pass) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the request violates a guard of the compiled program: ",
+          verdict.failed_atom < p.guard_texts.size() ? p.guard_texts[verdict.failed_atom] : "(bad slot count)"));
+    }
+  }
   // 3. Every size the steps need; then the remaining input dims must agree.
   if (absl::Status s = p.tape->Evaluate(absl::MakeSpan(ctx.slots_)); !s.ok()) return s;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -1,7 +1,10 @@
 #include "codegen/lower/element_emitter.h"
 
 #include <cmath>
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "graph/dtype.h"

@@ -173,6 +173,24 @@ TEST(SessionTest, ConcurrentRunsFromSeveralThreadsAgree) {
   for (int t = 0; t < 4; ++t) EXPECT_EQ(worst[t], 0) << "thread " << t;
 }
 
+TEST(SessionTest, RecordedGuardsAreCheckedPerRequest) {
+  // A specialized answer (as a pass would get for a bucketed symbol) makes
+  // the compiled program valid only where the question holds.
+  testing::BuiltModel model = AddRelu();
+  ASSERT_TRUE(model.env->SetPolicy("seq", SymbolPolicy::kBucketed).ok());
+  ASSERT_TRUE(model.env->SetHint("seq", 10).ok());
+  Answer answer = model.env->Query(Predicate::Le(SymExpr::Symbol("seq"), 32), {"test-pass", "n0", "pretend a tile fits"});
+  ASSERT_EQ(answer, Answer::kSpecializedTrue);
+  std::unique_ptr<Session> session = Compile(std::move(model));
+  ASSERT_NE(session, nullptr);
+  EXPECT_TRUE(session->Run({RandomF32({1, 32, 8}, 1), RandomF32({1, 32, 8}, 2)}).ok());
+  absl::StatusOr<std::vector<Tensor>> out = session->Run({RandomF32({1, 33, 8}, 1), RandomF32({1, 33, 8}, 2)});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(out.status().message().find("pretend a tile fits"), std::string::npos) << out.status();
+  EXPECT_NE(out.status().message().find("test-pass"), std::string::npos) << out.status();
+}
+
 TEST(SessionTest, PrintAfterReachesThePassManager) {
   std::ostringstream printed;
   CompileOptions options;
