@@ -95,6 +95,34 @@ absl::StatusOr<std::string> ReadExternalData(const onnx::TensorProto& proto,
   return bytes;
 }
 
+// The element count a shape declares, refusing negative dims and counts that
+// overflow or exceed Tensor::kMaxElements — computed without allocating.
+absl::StatusOr<int64_t> DeclaredElementCount(const std::vector<int64_t>& shape,
+                                             const std::string& what) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": negative dimension ", d));
+    }
+    if (d != 0 && count > Tensor::kMaxElements / d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": shape has more than ", Tensor::kMaxElements, " elements"));
+    }
+    count *= d;
+  }
+  return count;
+}
+
+// Number of values in the typed repeated field that holds `dtype`'s data.
+int64_t TypedFieldSize(const onnx::TensorProto& proto, DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return proto.float_data_size();
+    case DType::kF64: return proto.double_data_size();
+    case DType::kI64: return proto.int64_data_size();
+    default: return proto.int32_data_size();
+  }
+}
+
 absl::Status CopyTypedData(const onnx::TensorProto& proto, Tensor* tensor,
                            const std::string& what) {
   switch (tensor->dtype()) {
@@ -129,20 +157,36 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std
     return absl::UnimplementedError(absl::StrCat(what, ": segmented tensors are not supported"));
   }
   std::vector<int64_t> shape(proto.dims().begin(), proto.dims().end());
+  // Compare the declared size with the data actually present BEFORE
+  // allocating: a header that claims f32[2^33] with no data must cost nothing.
+  absl::StatusOr<int64_t> declared = DeclaredElementCount(shape, what);
+  if (!declared.ok()) return declared.status();
+  const int64_t declared_bytes = *declared * static_cast<int64_t>(DTypeSize(*dtype));
+  std::string external_bytes;
+  const std::string* raw = nullptr;
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    absl::StatusOr<std::string> bytes = ReadExternalData(proto, base_dir, what);
+    if (!bytes.ok()) return bytes.status();
+    external_bytes = *std::move(bytes);
+    raw = &external_bytes;
+  } else if (proto.has_raw_data()) {
+    raw = &proto.raw_data();
+  }
+  if (raw != nullptr && static_cast<int64_t>(raw->size()) != declared_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", raw->size(),
+                                                   " bytes but its shape and type need ",
+                                                   declared_bytes));
+  }
+  if (raw == nullptr && TypedFieldSize(proto, *dtype) != *declared) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": has ", TypedFieldSize(proto, *dtype),
+                                                   " values but its shape needs ", *declared));
+  }
   absl::StatusOr<Tensor> tensor = Tensor::Zeros(*dtype, shape);
   if (!tensor.ok()) {
     return absl::Status(tensor.status().code(), absl::StrCat(what, ": ", tensor.status().message()));
   }
-  absl::Status copied;
-  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    absl::StatusOr<std::string> bytes = ReadExternalData(proto, base_dir, what);
-    if (!bytes.ok()) return bytes.status();
-    copied = CopyRawBytes(*bytes, &*tensor, what);
-  } else if (proto.has_raw_data()) {
-    copied = CopyRawBytes(proto.raw_data(), &*tensor, what);
-  } else {
-    copied = CopyTypedData(proto, &*tensor, what);
-  }
+  absl::Status copied =
+      raw != nullptr ? CopyRawBytes(*raw, &*tensor, what) : CopyTypedData(proto, &*tensor, what);
   if (!copied.ok()) return copied;
   return tensor;
 }

@@ -163,7 +163,22 @@ class Parser {
     return lhs;
   }
 
+  // Nesting ('(', unary '-', '!') recurses; a hostile input must get an
+  // error, not a stack overflow.
+  static constexpr int kMaxNesting = 256;
+  struct NestingScope {
+    explicit NestingScope(int* depth) : depth(depth) { ++*depth; }
+    ~NestingScope() { --*depth; }
+    int* depth;
+  };
+  absl::Status NestingError() const {
+    return absl::InvalidArgumentError(absl::StrCat("nesting deeper than ", kMaxNesting,
+                                                   " levels at column ", Peek().column));
+  }
+
   absl::StatusOr<SymExpr> Factor() {
+    NestingScope scope(&depth_);
+    if (depth_ > kMaxNesting) return NestingError();
     if (AcceptOp("-")) {
       absl::StatusOr<SymExpr> e = Factor();
       if (!e.ok()) return e;
@@ -220,6 +235,8 @@ class Parser {
   }
 
   absl::StatusOr<Predicate> Unary() {
+    NestingScope scope(&depth_);
+    if (depth_ > kMaxNesting) return NestingError();
     if (AcceptOp("!")) {
       absl::StatusOr<Predicate> p = Unary();
       if (!p.ok()) return p;
@@ -267,6 +284,7 @@ class Parser {
   absl::string_view text_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

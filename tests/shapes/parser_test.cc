@@ -84,5 +84,18 @@ TEST(ParsePredicateTest, ReportsErrors) {
   EXPECT_NE(p.status().message().find("column 12"), std::string::npos) << p.status();
 }
 
+TEST(ParserNestingTest, DeepNestingIsAnErrorNotAStackOverflow) {
+  const std::string parens = std::string(20000, '(') + "x" + std::string(20000, ')');
+  absl::StatusOr<SymExpr> e = ParseSymExpr(parens);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("nesting deeper than"), std::string::npos) << e.status();
+  EXPECT_FALSE(ParseSymExpr(std::string(20000, '-') + "x").ok());
+  absl::StatusOr<Predicate> p = ParsePredicate(std::string(20000, '!') + "x > 1");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("nesting deeper than"), std::string::npos) << p.status();
+  // Moderate nesting still parses.
+  EXPECT_EQ(*ParseSymExpr(std::string(100, '(') + "x" + std::string(100, ')')), S("x"));
+}
+
 }  // namespace
 }  // namespace shapeshift

@@ -103,5 +103,26 @@ TEST(TensorProtoTest, ReadsBackendTestDataFile) {
   EXPECT_FALSE(ReadTensorProtoFile("/nonexistent/input_0.pb").ok());
 }
 
+TEST(TensorProtoTest, HugeDeclaredShapeWithoutDataIsRejectedBeforeAllocating) {
+  // f32[2^33] with no data: must be refused from the header alone (no 32 GiB allocation).
+  onnx::TensorProto proto;
+  proto.set_data_type(onnx::TensorProto::FLOAT);
+  proto.add_dims(int64_t{1} << 33);
+  absl::StatusOr<Tensor> t = TensorFromProto(proto, "", "initializer 'w'");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("initializer 'w': has 0 values but its shape needs 8589934592"),
+            std::string::npos)
+      << t.status();
+  proto.set_raw_data(std::string(16, '\0'));
+  t = TensorFromProto(proto, "", "initializer 'w'");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("raw data has 16 bytes"), std::string::npos) << t.status();
+  proto.clear_dims();
+  proto.add_dims(-3);
+  t = TensorFromProto(proto, "", "initializer 'w'");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("negative dimension -3"), std::string::npos) << t.status();
+}
+
 }  // namespace
 }  // namespace shapeshift
