@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <set>
 #include <string>
@@ -241,6 +242,8 @@ int Demo(const DemoFlags& flags) {
   r["seq_max"] = static_cast<int64_t>(Percentile(seqs, 1.0));
   r["distinct_shapes"] = shapes.size();
   r["seed"] = flags.seed;
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");  // latency depends on it when cores are shared
+  r["omp_wait_policy"] = wait_policy != nullptr ? wait_policy : "default";
   if (flags.json) {
     std::printf("%s\n", r.dump().c_str());
   } else {
