@@ -119,8 +119,16 @@ absl::Status Bind(const std::string& symbol, int64_t value, const std::string& f
   return absl::OkStatus();
 }
 
+// A dim given by --input that is an expression of symbols (`past + seq`):
+// checked once every symbol is bound.
+struct DerivedDim {
+  SymExpr dim;
+  int64_t given = 0;
+  std::string flag;
+};
+
 absl::Status BindInputShape(const std::vector<InputRecipe>& recipes, const std::string& flag_value, Assignment& dims,
-                            std::map<std::string, std::string>& bound_by) {
+                            std::map<std::string, std::string>& bound_by, std::vector<DerivedDim>& derived) {
   const std::string flag = absl::StrCat("--input ", flag_value);
   std::vector<std::string> name_shape = absl::StrSplit(flag_value, absl::MaxSplits('=', 1));
   if (name_shape.size() != 2) return absl::InvalidArgumentError(absl::StrCat(flag, ": expected NAME=SHAPE"));
@@ -148,7 +156,9 @@ absl::Status BindInputShape(const std::vector<InputRecipe>& recipes, const std::
       }
     } else if (dim.IsSymbol()) {
       if (absl::Status s = Bind(dim.symbol_name(), (*shape)[i], flag, dims, bound_by); !s.ok()) return s;
-    }  // derived dims are checked when the inputs are made
+    } else {
+      derived.push_back({dim, (*shape)[i], flag});
+    }
   }
   return absl::OkStatus();
 }
@@ -212,14 +222,22 @@ absl::StatusOr<Assignment> BindRequestDims(const std::vector<InputRecipe>& recip
     }
     if (absl::Status s = Bind(parts[0], value, "--bind " + flag, dims, bound_by); !s.ok()) return s;
   }
+  std::vector<DerivedDim> derived;
   for (const std::string& flag : input_shapes) {
-    if (absl::Status s = BindInputShape(recipes, flag, dims, bound_by); !s.ok()) return s;
+    if (absl::Status s = BindInputShape(recipes, flag, dims, bound_by, derived); !s.ok()) return s;
   }
   for (const SymbolInfo& s : env.symbols()) {
     auto [it, unbound] = dims.emplace(s.name, s.min);
     if (!unbound && (it->second < s.min || it->second > s.max)) {
       return absl::OutOfRangeError(absl::StrCat(bound_by[s.name], ": ", s.name, " = ", it->second,
                                                 " is outside the declared range ", s.min, "..", s.max));
+    }
+  }
+  for (const DerivedDim& d : derived) {
+    absl::StatusOr<int64_t> value = d.dim.Evaluate(dims);
+    if (!value.ok() || *value != d.given) {
+      return absl::InvalidArgumentError(absl::StrCat(d.flag, ": a dim of ", d.given, " where the model needs ",
+                                                     d.dim.ToString(), value.ok() ? absl::StrCat(" = ", *value) : ""));
     }
   }
   return dims;
@@ -238,6 +256,9 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const std::vector<InputRecipe>& r
     absl::StatusOr<Tensor> t = Tensor::Zeros(r.type.dtype, *shape);
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("input '", r.name, "': ", t.status().message()));
     const bool floats = r.kind == InputRecipe::Kind::kFloats;
+    if (!floats && r.kind != InputRecipe::Kind::kMask && r.limit < 1 && t->num_elements() > 0) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", r.name, "' indexes an empty table"));
+    }
     if ((floats && r.type.dtype != DType::kF32) ||
         (!floats && r.type.dtype != DType::kI64 && r.type.dtype != DType::kI32 && r.type.dtype != DType::kBool)) {
       return absl::UnimplementedError(
