@@ -1,6 +1,8 @@
 // Program::Run: bind dims, evaluate sizes, run the steps (see program.h).
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/cpu/parallel_run.h"

@@ -2,6 +2,9 @@
 // reshape copies, which are index remaps), softmax, layer norm, trailing-axis
 // reductions, concat and slice copies.
 #include <limits>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/lower/element_emitter.h"
