@@ -1,0 +1,104 @@
+// `shapeshift explain` end to end: golden text for the committed sample logs
+// in tests/data/explain/ (per-event blocks and --summary), --json re-emits
+// the events, and malformed or missing logs exit 2 naming the file and line.
+//
+// To update a golden file after an intended change of the rendering:
+//   shapeshift explain tests/data/explain/X.jsonl [--summary] > tests/data/explain/X[.summary].txt
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+const std::string kDataDir = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/explain/";
+
+CliResult Explain(const std::string& args, bool with_stderr = false) {
+  std::string cmd = std::string(SHAPESHIFT_CLI) + " explain " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  CliResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string ReadGolden(const std::string& name) {
+  std::ifstream in(kDataDir + name);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class ExplainGoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExplainGoldenTest, EventBlocksMatchGolden) {
+  const std::string golden = ReadGolden(GetParam() + ".txt");
+  ASSERT_FALSE(golden.empty());
+  CliResult r = Explain(kDataDir + GetParam() + ".jsonl");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, golden);
+}
+
+TEST_P(ExplainGoldenTest, SummaryMatchesGolden) {
+  const std::string golden = ReadGolden(GetParam() + ".summary.txt");
+  ASSERT_FALSE(golden.empty());
+  CliResult r = Explain(kDataDir + GetParam() + ".jsonl --summary");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, golden);
+}
+
+INSTANTIATE_TEST_SUITE_P(SampleLogs, ExplainGoldenTest, ::testing::Values("static_misses", "tiers"));
+
+TEST(ExplainCliTest, MissBlockNamesFailingAtomAndProvenance) {
+  CliResult r = Explain(kDataDir + "tiers.jsonl");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("failed: seq <= 256    [asked by memory-plan at node 'attn/softmax_out': "
+                       "reuse a dead buffer's slot]"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(ExplainCliTest, JsonIsAnArrayOfTheEvents) {
+  CliResult r = Explain(kDataDir + "static_misses.jsonl --json");
+  ASSERT_EQ(r.exit_code, 0);
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.out;
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0]["trigger"], "initial");
+  EXPECT_EQ(j[1]["trigger"], "miss");
+  EXPECT_EQ(j[1]["unsat_core"][0]["atom"], "seq == 5");
+  EXPECT_EQ(j[1]["unsat_core"][0]["pass"], "dispatcher");
+  EXPECT_EQ(j[2]["new_entry"]["id"], 3);
+}
+
+TEST(ExplainCliTest, MalformedLineExitsTwoNamingFileAndLine) {
+  CliResult r = Explain(kDataDir + "malformed.jsonl", /*with_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("malformed.jsonl:2:"), std::string::npos) << r.out;
+}
+
+TEST(ExplainCliTest, MissingLogAndBadUsageExitTwo) {
+  CliResult missing = Explain(kDataDir + "no_such_log.jsonl", /*with_stderr=*/true);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.out.find("no_such_log.jsonl"), std::string::npos) << missing.out;
+  EXPECT_EQ(Explain("").exit_code, 2);
+  EXPECT_EQ(Explain(kDataDir + "tiers.jsonl --summary --json").exit_code, 2);
+  EXPECT_EQ(Explain(kDataDir + "tiers.jsonl --verbose").exit_code, 2);
+}
+
+}  // namespace
