@@ -1,0 +1,30 @@
+// Guard generalization: after every compile, the new entry's guard set is
+// reduced to the atoms that matter before it becomes a cache key.
+//
+// Why: a compile records every question a pass asked, and many are implied
+// by the declared ranges or by another atom (once `seq == 37` is pinned,
+// `seq <= 64` says nothing more). Implied atoms cost dispatch time on every
+// request and clutter every explanation, so Z3 drops them; a contradictory
+// set (no input could pass) is a compiler bug and an error, never an entry.
+#ifndef SHAPESHIFT_RUNTIME_SPECIALIZATION_GENERALIZE_H_
+#define SHAPESHIFT_RUNTIME_SPECIALIZATION_GENERALIZE_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "shapes/predicate.h"
+#include "shapes/shape_env.h"
+#include "shapes/z3_bridge.h"
+
+namespace shapeshift::runtime {
+
+// The atoms of `atoms` not implied by `domain` and the atoms kept before
+// them (greedy, in order: put the atoms that should survive first). When Z3
+// cannot decide, every atom is kept (sound: the set only gets stricter).
+// An error when the atoms contradict each other within the domain.
+absl::StatusOr<std::vector<GuardAtom>> DropImpliedAtoms(const Predicate& domain, std::vector<GuardAtom> atoms,
+                                                        Z3Bridge& z3);
+
+}  // namespace shapeshift::runtime
+
+#endif  // SHAPESHIFT_RUNTIME_SPECIALIZATION_GENERALIZE_H_

@@ -1,0 +1,95 @@
+// SpecializationCache: the compiled artifacts of one model, each keyed by the
+// guard set under which it is valid, tried most specific first.
+//
+// Why keyed by guards and not by shape: an artifact is valid wherever the
+// questions its compile asked have the same answers, which is usually a
+// whole region of shapes (a bucket, or the entire domain), not one shape.
+// The guards are the key; a request's symbol values find the first entry
+// whose guards pass. Most specific first (static, then bucketed, then
+// polymorphic; within a tier, more atoms first) so a request is served by
+// the fastest artifact that is valid for it.
+//
+// The hot path (Find) binds nothing and allocates nothing: the caller passes
+// the symbol values in slot order, each entry's guards are a GuardProgram
+// compiled over the same slots, and the result is a shared_ptr copy (an
+// atomic increment). The slow path (ExplainMiss) re-evaluates the atoms one
+// by one to list every failing atom with its provenance.
+//
+// Thread-safety: all methods may be called concurrently (a reader/writer
+// mutex; Find takes it shared). Entries are immutable and reference
+// counted, so a request keeps running on an entry that was since removed.
+#ifndef SHAPESHIFT_RUNTIME_SPECIALIZATION_SPECIALIZATION_CACHE_H_
+#define SHAPESHIFT_RUNTIME_SPECIALIZATION_SPECIALIZATION_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "graph/graph.h"
+#include "runtime/program.h"
+#include "runtime/specialization/policy.h"
+#include "shapes/guard_program.h"
+#include "shapes/shape_env.h"
+
+namespace shapeshift::runtime {
+
+// One compiled Program with the graph and ShapeEnv it points into (Program
+// requires both to outlive it; members are destroyed program first).
+struct SpecializedArtifact {
+  std::unique_ptr<Graph> graph;
+  std::unique_ptr<ShapeEnv> env;
+  std::unique_ptr<Program> program;
+};
+
+struct CacheEntry {
+  int64_t id = 0;
+  Tier tier = Tier::kPolymorphic;
+  std::vector<GuardAtom> guards;  // a conjunction; empty = the whole domain
+  GuardProgram guard_program;     // `guards` over the cache's slots
+  std::shared_ptr<const SpecializedArtifact> artifact;
+};
+
+// Why one entry rejected a request.
+struct EntryMiss {
+  std::shared_ptr<const CacheEntry> entry;
+  std::vector<size_t> failing;  // indices into entry->guards, in order
+};
+
+class SpecializationCache {
+ public:
+  // `slots`: the model's symbols in the order requests bind them.
+  explicit SpecializationCache(std::vector<std::string> slots);
+
+  const std::vector<std::string>& slots() const { return slots_; }
+
+  // Adds an entry; its guards may only mention slot symbols (an error names
+  // the atom otherwise). Returns the new entry (its id is assigned here).
+  absl::StatusOr<std::shared_ptr<const CacheEntry>> Insert(Tier tier, std::vector<GuardAtom> guards,
+                                                           std::shared_ptr<const SpecializedArtifact> artifact);
+  // Removes an entry (e.g. subsumed by another); false when absent.
+  bool Remove(int64_t id);
+
+  // The most specific entry whose guards pass, or nullptr.
+  std::shared_ptr<const CacheEntry> Find(absl::Span<const int64_t> slot_values) const;
+  // Every entry (most specific first) with all of its atoms that fail at
+  // `slot_values`; entries that pass are listed with no failing atoms.
+  std::vector<EntryMiss> ExplainMiss(absl::Span<const int64_t> slot_values) const;
+  // A snapshot of the entries, most specific first.
+  std::vector<std::shared_ptr<const CacheEntry>> entries() const;
+  size_t size() const;
+
+ private:
+  const std::vector<std::string> slots_;
+  mutable absl::Mutex mu_;
+  std::vector<std::shared_ptr<const CacheEntry>> entries_ ABSL_GUARDED_BY(mu_);  // most specific first
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace shapeshift::runtime
+
+#endif  // SHAPESHIFT_RUNTIME_SPECIALIZATION_SPECIALIZATION_CACHE_H_
