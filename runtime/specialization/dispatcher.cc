@@ -250,6 +250,10 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(Tier 
     }
   }
 
+  // A compile whose guards all turned out implied serves the whole domain:
+  // whatever it was asked to specialize to, it is the polymorphic artifact.
+  const Tier entry_tier = kept->empty() ? Tier::kPolymorphic : tier;
+
   RecompileEvent event;
   event.timestamp = RecompileTimestampNow();
   event.trigger = trigger;
@@ -274,16 +278,22 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(Tier 
       if (in_core.insert(absl::StrCat(r.atom, "\n", Origin(r.provenance))).second) event.unsat_core.push_back(r);
     }
   }
-  event.new_tier = tier;
+  event.new_tier = entry_tier;
   for (const GuardAtom& g : *kept) event.new_guards.push_back(Record(g));
   event.compile_ms = compile_ms;
 
-  absl::StatusOr<std::shared_ptr<const CacheEntry>> entry = cache_.Insert(tier, *std::move(kept), std::move(artifact));
+  absl::StatusOr<std::shared_ptr<const CacheEntry>> entry =
+      cache_.Insert(entry_tier, *std::move(kept), std::move(artifact));
   if (!entry.ok()) return entry.status();
   event.new_entry_id = (*entry)->id;
+  int64_t removed = 0;
+  for (int64_t id : SubsumedEntries(env_->DomainPredicate(), **entry, cache_.entries(), z3)) {
+    removed += cache_.Remove(id) ? 1 : 0;
+  }
   {
     absl::MutexLock lock(&mu_);
     ++stats_.compiles;
+    stats_.entries_removed += removed;
     if (trigger == RecompileTrigger::kMiss) ++stats_.misses;
     event.sequence = static_cast<int64_t>(events_.size()) + 1;
     // Appended under the lock so the log's lines are in sequence order.

@@ -20,7 +20,9 @@
 // the entry's guards (env.guards(), with provenance); a static entry also
 // pins every symbol (`seq == 37`, provenance "dispatcher"), since a static
 // compiler serves one shape whatever its passes asked. Z3 then drops the
-// implied atoms (generalize.h).
+// implied atoms, and entries the new one subsumes are removed
+// (generalize.h). An entry left with no guards is polymorphic, whatever tier
+// was asked for.
 //
 // When compiles happen, per policy:
 //  - polymorphic / auto: one polymorphic compile in Create (the "initial"
@@ -70,6 +72,7 @@ struct DispatcherStats {
   int64_t shared_compiles = 0;  // requests that waited on another request's compile
   int64_t limit_fallbacks = 0;  // requests served by the polymorphic entry at the limit
   int64_t limit_errors = 0;     // requests refused at the limit
+  int64_t entries_removed = 0;  // entries subsumed by a newer one (generalize.h)
   int64_t log_errors = 0;       // events the recompile log failed to write (still in events())
 };
 

@@ -25,4 +25,31 @@ absl::StatusOr<std::vector<GuardAtom>> DropImpliedAtoms(const Predicate& domain,
   return kept;
 }
 
+namespace {
+
+// Does every input in `domain` that passes `inner` also pass `outer`?
+bool RegionWithin(const Predicate& domain, const std::vector<GuardAtom>& inner, const std::vector<GuardAtom>& outer,
+                  Z3Bridge& z3) {
+  std::vector<Predicate> assumptions = {domain};
+  for (const GuardAtom& g : inner) assumptions.push_back(g.predicate);
+  for (const GuardAtom& g : outer) {
+    if (z3.Implies(assumptions, g.predicate).verdict != Verdict::kProven) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<int64_t> SubsumedEntries(const Predicate& domain, const CacheEntry& added,
+                                     absl::Span<const std::shared_ptr<const CacheEntry>> entries, Z3Bridge& z3) {
+  std::vector<int64_t> subsumed;
+  for (const std::shared_ptr<const CacheEntry>& e : entries) {
+    if (e->id == added.id || static_cast<int>(e->tier) > static_cast<int>(added.tier)) continue;
+    if (!RegionWithin(domain, e->guards, added.guards, z3)) continue;
+    if (e->tier == added.tier && !RegionWithin(domain, added.guards, e->guards, z3)) continue;
+    subsumed.push_back(e->id);
+  }
+  return subsumed;
+}
+
 }  // namespace shapeshift::runtime

@@ -9,9 +9,13 @@
 #ifndef SHAPESHIFT_RUNTIME_SPECIALIZATION_GENERALIZE_H_
 #define SHAPESHIFT_RUNTIME_SPECIALIZATION_GENERALIZE_H_
 
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/specialization/specialization_cache.h"
 #include "shapes/predicate.h"
 #include "shapes/shape_env.h"
 #include "shapes/z3_bridge.h"
@@ -24,6 +28,15 @@ namespace shapeshift::runtime {
 // An error when the atoms contradict each other within the domain.
 absl::StatusOr<std::vector<GuardAtom>> DropImpliedAtoms(const Predicate& domain, std::vector<GuardAtom> atoms,
                                                         Z3Bridge& z3);
+
+// The ids of `entries` made redundant by `added`: an entry F is subsumed
+// when every input it serves is also served by `added` (the domain and F's
+// guards imply each of added's atoms) and F is no faster — a lower tier, or
+// the same tier with exactly the same region. Removing them only saves
+// dispatch time; a request already holding one keeps it (entries are
+// reference counted). Undecided implications keep the entry.
+std::vector<int64_t> SubsumedEntries(const Predicate& domain, const CacheEntry& added,
+                                     absl::Span<const std::shared_ptr<const CacheEntry>> entries, Z3Bridge& z3);
 
 }  // namespace shapeshift::runtime
 

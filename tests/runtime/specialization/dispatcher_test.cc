@@ -97,6 +97,18 @@ TEST(DispatcherTest, StaticPolicyReplayOverTwentyLengthsExplainsEveryMiss) {
   }
 }
 
+TEST(DispatcherTest, BucketedCompileThatNeedsNoGuardsIsThePolymorphicEntry) {
+  std::unique_ptr<Dispatcher> d = Make(SpecializationPolicy::kBucketed);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->stats().compiles, 0);  // bucketed compiles at the first request
+  for (int64_t seq = 1; seq <= 20; ++seq) RunAndCheck(*d, 1 + seq % 3, seq);
+  EXPECT_EQ(d->stats().compiles, 1);
+  std::vector<RecompileEvent> events = d->events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].trigger, RecompileTrigger::kInitial);
+  EXPECT_EQ(events[0].new_tier, Tier::kPolymorphic) << "relu(x + y) asks no shape question";
+}
+
 TEST(DispatcherTest, MissCompilesThenHits) {
   std::unique_ptr<Dispatcher> d = Make(SpecializationPolicy::kStatic);
   ASSERT_NE(d, nullptr);
