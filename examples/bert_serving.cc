@@ -71,9 +71,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     const shapeshift::Tensor& hidden = (*outputs)[0];
-    std::printf("request %2d: batch %lld seq %3lld -> %s in %8.0f us (first value %.4f)\n", i,
-                static_cast<long long>(batch), static_cast<long long>(seq), hidden.DebugString(0).c_str(), us,
-                hidden.data<float>()[0]);
+    std::printf("request %2d: batch %lld seq %3lld -> last_hidden_state [%lld, %lld, %lld] in %8.0f us"
+                " (first value %.4f)\n",
+                i, static_cast<long long>(batch), static_cast<long long>(seq),
+                static_cast<long long>(hidden.shape()[0]), static_cast<long long>(hidden.shape()[1]),
+                static_cast<long long>(hidden.shape()[2]), us, hidden.data<float>()[0]);
   }
 
   Request too_long = MakeRequest(1, 513, config.vocab, 0);
