@@ -1,0 +1,125 @@
+#include "runtime/specialization/specializing_session.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/onnx/importer.h"
+
+namespace shapeshift::runtime {
+namespace {
+
+absl::Status UnknownDim(const std::string& name, const ShapeEnv& env) {
+  std::vector<std::string> known;
+  for (const SymbolInfo& s : env.symbols()) known.push_back(s.name);
+  return absl::InvalidArgumentError(absl::StrCat("--dim ", name, ": the model has no dim named '", name,
+                                                 "'; its dims are: ", absl::StrJoin(known, ", ")));
+}
+
+// The built model's symbols re-declared with the user's ranges (the graph
+// refers to symbols by name, so a fresh env with the same names serves it).
+absl::StatusOr<std::unique_ptr<ShapeEnv>> WithRanges(const ShapeEnv& env, const std::map<std::string, DimRange>& dims) {
+  for (const auto& [name, range] : dims) {
+    if (!env.HasSymbol(name)) return UnknownDim(name, env);
+  }
+  auto out = std::make_unique<ShapeEnv>();
+  for (SymbolInfo info : env.symbols()) {
+    if (auto it = dims.find(info.name); it != dims.end()) {
+      info.min = it->second.min;
+      info.max = it->second.max;
+      if (info.hint && (*info.hint < info.min || *info.hint > info.max)) info.hint.reset();
+    }
+    absl::StatusOr<SymExpr> declared = out->DeclareSymbol(info);
+    if (!declared.ok()) return declared.status();
+  }
+  return out;
+}
+
+}  // namespace
+
+SpecializingSession::~SpecializingSession() {
+  dispatcher_.reset();  // before the log it appends to
+}
+
+absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::CreateFromOnnxFile(
+    const std::string& path, const SpecializingSessionOptions& options) {
+  ImportOptions import;
+  import.dim_ranges = options.compile.dims;
+  absl::StatusOr<ImportedModel> imported = ImportOnnxFile(path, import);
+  if (!imported.ok()) return imported.status();
+  for (const auto& [name, range] : options.compile.dims) {
+    if (!imported->env->HasSymbol(name)) return UnknownDim(name, *imported->env);
+  }
+  return Create(std::move(imported->graph), std::move(imported->env), options, path);
+}
+
+absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::CreateFromBuilt(
+    std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, const SpecializingSessionOptions& options) {
+  if (graph == nullptr || env == nullptr) {
+    return absl::InvalidArgumentError("a built model needs both a graph and a ShapeEnv");
+  }
+  if (!options.compile.dims.empty()) {
+    absl::StatusOr<std::unique_ptr<ShapeEnv>> ranged = WithRanges(*env, options.compile.dims);
+    if (!ranged.ok()) return ranged.status();
+    env = *std::move(ranged);
+  }
+  return Create(std::move(graph), std::move(env), options, "<built model>");
+}
+
+absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::Create(
+    std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, const SpecializingSessionOptions& options,
+    const std::string& model_name) {
+  std::unique_ptr<SpecializingSession> session(new SpecializingSession());
+  absl::StatusOr<std::unique_ptr<RecompileLogWriter>> log = options.recompile_log.empty()
+                                                                ? RecompileLogWriter::OpenFromEnvironment()
+                                                                : RecompileLogWriter::Open(options.recompile_log);
+  if (!log.ok()) return log.status();
+  session->log_ = *std::move(log);
+  DispatcherOptions dispatch;
+  dispatch.policy = options.policy;
+  dispatch.recompile_limit = options.recompile_limit;
+  dispatch.compile = options.compile;
+  dispatch.log = session->log_.get();
+  absl::StatusOr<std::unique_ptr<Dispatcher>> dispatcher =
+      Dispatcher::Create(std::move(graph), std::move(env), std::move(dispatch));
+  if (!dispatcher.ok()) {
+    return absl::Status(dispatcher.status().code(),
+                        absl::StrCat("compiling ", model_name, ": ", dispatcher.status().message()));
+  }
+  session->dispatcher_ = *std::move(dispatcher);
+  return session;
+}
+
+absl::StatusOr<std::vector<Tensor>> SpecializingSession::Run(absl::Span<const TensorView> inputs) {
+  std::unique_ptr<ExecutionContext> context;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!idle_contexts_.empty()) {
+      context = std::move(idle_contexts_.back());
+      idle_contexts_.pop_back();
+    }
+  }
+  if (context == nullptr) context = std::make_unique<ExecutionContext>();
+  absl::StatusOr<std::vector<Tensor>> out = dispatcher_->Run(inputs, *context);
+  {
+    absl::MutexLock lock(&mu_);
+    idle_contexts_.push_back(std::move(context));
+  }
+  if (out.ok()) requests_.fetch_add(1, std::memory_order_relaxed);
+  return out;
+}
+
+absl::StatusOr<std::vector<Tensor>> SpecializingSession::Run(const std::vector<Tensor>& inputs) {
+  std::vector<TensorView> views;
+  views.reserve(inputs.size());
+  for (const Tensor& t : inputs) views.push_back(TensorView::Of(t));
+  return Run(absl::Span<const TensorView>(views));
+}
+
+SpecializingSessionStats SpecializingSession::stats() const {
+  SpecializingSessionStats s;
+  s.dispatcher = dispatcher_->stats();
+  s.requests = requests_.load(std::memory_order_relaxed);
+  s.entries = dispatcher_->cache().size();
+  return s;
+}
+
+}  // namespace shapeshift::runtime

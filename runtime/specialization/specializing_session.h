@@ -1,0 +1,90 @@
+// SpecializingSession: the Session-like facade over the Dispatcher — a model
+// plus a specialization policy, a recompile limit and a recompile log.
+//
+// Why a second facade: `Session` (runtime/session.h) compiles exactly once
+// and never specializes; this class is what `--policy` and `--recompile-log`
+// plug into, so callers choose between one polymorphic artifact and the
+// tiers without knowing about caches or events. It owns the model template,
+// the Dispatcher, the log writer and a pool of ExecutionContexts.
+//
+//   auto s = SpecializingSession::CreateFromOnnxFile("bert.onnx",
+//       {.compile = {.dims = {{"seq", {1, 512}}}}, .policy = SpecializationPolicy::kStatic,
+//        .recompile_log = "recompiles.jsonl"});
+//   auto outputs = (*s)->Run(inputs);
+//   (*s)->stats().dispatcher.compiles;   // how many artifacts were compiled
+//
+// Thread-safety: Run may be called concurrently (see Dispatcher).
+#ifndef SHAPESHIFT_RUNTIME_SPECIALIZATION_SPECIALIZING_SESSION_H_
+#define SHAPESHIFT_RUNTIME_SPECIALIZATION_SPECIALIZING_SESSION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "graph/graph.h"
+#include "graph/tensor.h"
+#include "runtime/compile_options.h"
+#include "runtime/execution_context.h"
+#include "runtime/specialization/dispatcher.h"
+#include "runtime/specialization/policy.h"
+#include "runtime/specialization/recompile_event.h"
+#include "runtime/tensor_view.h"
+#include "shapes/shape_env.h"
+
+namespace shapeshift::runtime {
+
+struct SpecializingSessionOptions {
+  CompileOptions compile;  // declared ranges (`--dim`), print-after, vector width
+  SpecializationPolicy policy = SpecializationPolicy::kAuto;
+  int recompile_limit = 64;
+  // JSON-lines recompile log (`--recompile-log`); when empty, the
+  // SHAPESHIFT_RECOMPILE_LOG environment variable, if set.
+  std::string recompile_log;
+};
+
+struct SpecializingSessionStats {
+  DispatcherStats dispatcher;
+  int64_t requests = 0;  // successful Run calls
+  size_t entries = 0;    // artifacts in the cache now
+};
+
+class SpecializingSession {
+ public:
+  static absl::StatusOr<std::unique_ptr<SpecializingSession>> CreateFromOnnxFile(
+      const std::string& path, const SpecializingSessionOptions& options);
+  // A built model (examples/ builders); `options.compile.dims` replace the
+  // builder's ranges, unknown names are an error.
+  static absl::StatusOr<std::unique_ptr<SpecializingSession>> CreateFromBuilt(
+      std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, const SpecializingSessionOptions& options);
+  ~SpecializingSession();
+
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs);
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs);
+
+  SpecializingSessionStats stats() const;
+  std::vector<RecompileEvent> events() const { return dispatcher_->events(); }
+  const Dispatcher& dispatcher() const { return *dispatcher_; }
+
+ private:
+  SpecializingSession() = default;
+  static absl::StatusOr<std::unique_ptr<SpecializingSession>> Create(std::unique_ptr<Graph> graph,
+                                                                     std::unique_ptr<ShapeEnv> env,
+                                                                     const SpecializingSessionOptions& options,
+                                                                     const std::string& model_name);
+
+  std::unique_ptr<RecompileLogWriter> log_;  // outlives the dispatcher that appends to it
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::atomic<int64_t> requests_{0};
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<ExecutionContext>> idle_contexts_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace shapeshift::runtime
+
+#endif  // SHAPESHIFT_RUNTIME_SPECIALIZATION_SPECIALIZING_SESSION_H_
