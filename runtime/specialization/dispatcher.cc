@@ -140,9 +140,14 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Acquire(absl::Span
     const bool initial = !initial_claimed_;
     const Tier tier = PolicyTier();
     const std::string key = CompileKey(tier, values);
-    if (in_flight_.contains(key)) {
+    if (auto it = in_flight_.find(key); it != in_flight_.end()) {
       ++stats_.shared_compiles;
-      while (in_flight_.contains(key)) compile_done_.Wait(&mu_);
+      std::shared_ptr<InFlight> flight = it->second;
+      while (!flight->done) compile_done_.Wait(&mu_);
+      if (!flight->status.ok()) {
+        mu_.Unlock();
+        return flight->status;
+      }
       continue;
     }
     if (!initial && miss_compiles_started_ >= options_.recompile_limit) {
@@ -155,12 +160,15 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Acquire(absl::Span
     } else {
       ++miss_compiles_started_;
     }
-    in_flight_.insert(key);
+    auto flight = std::make_shared<InFlight>();
+    in_flight_[key] = flight;
     mu_.Unlock();
     std::vector<EntryMiss> misses = cache_.ExplainMiss(values);
     absl::StatusOr<std::shared_ptr<const CacheEntry>> entry =
         CompileEntry(tier, initial ? RecompileTrigger::kInitial : RecompileTrigger::kMiss, values, misses);
     mu_.Lock();
+    flight->done = true;
+    flight->status = entry.status();
     in_flight_.erase(key);
     compile_done_.SignalAll();
     mu_.Unlock();

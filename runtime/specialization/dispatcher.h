@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
@@ -133,7 +133,13 @@ class Dispatcher {
 
   mutable absl::Mutex mu_;
   absl::CondVar compile_done_;
-  absl::flat_hash_set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
+  // One compile in progress; requests with its key wait for it and share its
+  // outcome (a failed compile fails them all, once, with the same error).
+  struct InFlight {
+    bool done = false;
+    absl::Status status;
+  };
+  absl::flat_hash_map<std::string, std::shared_ptr<InFlight>> in_flight_ ABSL_GUARDED_BY(mu_);
   int64_t miss_compiles_started_ ABSL_GUARDED_BY(mu_) = 0;
   bool initial_claimed_ ABSL_GUARDED_BY(mu_) = false;
   DispatcherStats stats_ ABSL_GUARDED_BY(mu_);

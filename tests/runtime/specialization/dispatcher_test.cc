@@ -161,6 +161,34 @@ TEST(DispatcherTest, ConcurrentRequestsForOneShapeShareOneCompile) {
   EXPECT_EQ(d->events().size(), 5u);
 }
 
+TEST(DispatcherTest, AFailedCompileIsAnErrorForEveryRequestThatNeededIt) {
+  BuiltModel model = AddRelu();
+  DispatcherOptions options;
+  options.policy = SpecializationPolicy::kStatic;
+  options.compile.print_after = {"no-such-pass"};  // every compile fails in the pipeline
+  absl::StatusOr<std::unique_ptr<Dispatcher>> d =
+      Dispatcher::Create(std::move(model.graph), std::move(model.env), options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> results(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<Tensor> in = Inputs(1, 9);
+      results[t] = (*d)->Acquire(Views(in)).status();
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (const absl::Status& s : results) {
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("compiling a static entry for batch=1 seq=9"), std::string::npos) << s;
+    EXPECT_NE(s.message().find("no-such-pass"), std::string::npos) << s;
+  }
+  EXPECT_EQ((*d)->stats().compiles, 0);
+  EXPECT_TRUE((*d)->events().empty());
+  EXPECT_EQ((*d)->cache().size(), 0u);
+}
+
 TEST(DispatcherTest, AtTheRecompileLimitTheErrorSaysSoAndNamesTheFailingGuards) {
   std::unique_ptr<Dispatcher> d = Make(SpecializationPolicy::kStatic, /*limit=*/2);
   ASSERT_NE(d, nullptr);
