@@ -102,7 +102,7 @@ TEST_F(ExternalDataHostileTest, RangeOutsideTheFileIsRefusedUnallocated) {
 }
 
 TEST_F(ExternalDataHostileTest, MalformedOffsetOrLength) {
-  for (const std::string& bad : {"-4", "abc", "99999999999999999999999", ""}) {
+  for (const char* bad : {"-4", "abc", "99999999999999999999999", ""}) {
     std::vector<std::string> errors =
         Errors(WriteModel({{"location", "weights.bin"}, {"offset", bad}}));
     EXPECT_THAT(errors[1], HasSubstr("bad external data offset")) << "'" << bad << "'";

@@ -37,7 +37,9 @@ ImportOptions NoChecker() {
 std::string ImportErrors(const std::string& bytes, const std::string& checker_on_part = "") {
   absl::StatusOr<ImportedModel> checked = ImportOnnxBytes(bytes, {}, "hostile.onnx");
   EXPECT_FALSE(checked.ok()) << "accepted with the checker on";
-  if (!checked.ok()) EXPECT_THAT(std::string(checked.status().message()), HasSubstr(checker_on_part));
+  if (!checked.ok()) {
+    EXPECT_THAT(std::string(checked.status().message()), HasSubstr(checker_on_part));
+  }
   absl::StatusOr<ImportedModel> unchecked = ImportOnnxBytes(bytes, NoChecker(), "hostile.onnx");
   EXPECT_FALSE(unchecked.ok()) << "accepted with the checker off";
   return unchecked.ok() ? "" : std::string(unchecked.status().message());
