@@ -1,21 +1,50 @@
 #include "runtime/specialization/specialization_cache.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 
 namespace shapeshift::runtime {
 namespace {
 
-// True when `a` must be tried before `b`: higher tier, then more atoms (a
-// narrower region), then the older entry (stable across inserts).
+// True when `a` must be tried before `b`: higher tier, then exact shapes (a
+// single point), then more atoms (a narrower region), then the older entry
+// (stable across inserts).
 bool MoreSpecific(const CacheEntry& a, const CacheEntry& b) {
   if (a.tier != b.tier) return static_cast<int>(a.tier) > static_cast<int>(b.tier);
+  if (a.exact_shape.empty() != b.exact_shape.empty()) return !a.exact_shape.empty();
   if (a.guards.size() != b.guards.size()) return a.guards.size() > b.guards.size();
   return a.id < b.id;
 }
 
+// The pinned values when `guards` pin each slot to a constant exactly once
+// (`slot == c`), else empty.
+std::vector<int64_t> ExactShape(Tier tier, const std::vector<GuardAtom>& guards,
+                                const std::vector<std::string>& slots) {
+  if (tier != Tier::kStatic || guards.size() != slots.size() || slots.empty()) return {};
+  std::vector<std::optional<int64_t>> pinned(slots.size());
+  for (const GuardAtom& g : guards) {
+    const Predicate& p = g.predicate;
+    if (p.kind() != PredKind::kEq) return {};
+    SymExpr sym = p.lhs().IsSymbol() ? p.lhs() : p.rhs();
+    std::optional<int64_t> value = p.lhs().IsSymbol() ? p.rhs().AsConst() : p.lhs().AsConst();
+    if (!sym.IsSymbol() || !value) return {};
+    auto slot = std::find(slots.begin(), slots.end(), sym.symbol_name());
+    if (slot == slots.end() || pinned[slot - slots.begin()]) return {};
+    pinned[slot - slots.begin()] = *value;
+  }
+  std::vector<int64_t> shape;
+  for (const std::optional<int64_t>& v : pinned) shape.push_back(*v);
+  return shape;
+}
+
 }  // namespace
+
+size_t SpecializationCache::ShapeHash::operator()(absl::Span<const int64_t> values) const {
+  return absl::Hash<absl::Span<const int64_t>>()(values);
+}
 
 SpecializationCache::SpecializationCache(std::vector<std::string> slots) : slots_(std::move(slots)) {}
 
@@ -34,12 +63,14 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> SpecializationCache::Insert(
   entry->tier = tier;
   entry->guards = std::move(guards);
   entry->guard_program = *std::move(program);
+  entry->exact_shape = ExactShape(tier, entry->guards, slots_);
   entry->artifact = std::move(artifact);
   absl::MutexLock lock(&mu_);
   entry->id = next_id_++;
   auto at = std::upper_bound(entries_.begin(), entries_.end(), entry,
                              [](const auto& a, const auto& b) { return MoreSpecific(*a, *b); });
   entries_.insert(at, entry);
+  if (!entry->exact_shape.empty()) exact_.try_emplace(entry->exact_shape, entry);
   return std::shared_ptr<const CacheEntry>(std::move(entry));
 }
 
@@ -47,13 +78,28 @@ bool SpecializationCache::Remove(int64_t id) {
   absl::MutexLock lock(&mu_);
   auto it = std::find_if(entries_.begin(), entries_.end(), [id](const auto& e) { return e->id == id; });
   if (it == entries_.end()) return false;
+  const std::vector<int64_t>& shape = (*it)->exact_shape;
+  if (auto e = exact_.find(shape); !shape.empty() && e != exact_.end() && e->second == *it) {
+    exact_.erase(e);
+    // Another entry pinning the same shape (if any) takes its place.
+    for (const std::shared_ptr<const CacheEntry>& other : entries_) {
+      if (other != *it && other->exact_shape == shape) {
+        exact_.try_emplace(shape, other);
+        break;
+      }
+    }
+  }
   entries_.erase(it);
   return true;
 }
 
 std::shared_ptr<const CacheEntry> SpecializationCache::Find(absl::Span<const int64_t> slot_values) const {
   absl::ReaderMutexLock lock(&mu_);
+  if (!exact_.empty()) {
+    if (auto it = exact_.find(slot_values); it != exact_.end()) return it->second;
+  }
   for (const std::shared_ptr<const CacheEntry>& e : entries_) {
+    if (!e->exact_shape.empty()) continue;  // the probe above covers them
     if (e->guard_program.Evaluate(slot_values).pass) return e;
   }
   return nullptr;

@@ -12,7 +12,11 @@
 // The hot path (Find) binds nothing and allocates nothing: the caller passes
 // the symbol values in slot order, each entry's guards are a GuardProgram
 // compiled over the same slots, and the result is a shared_ptr copy (an
-// atomic increment). The slow path (ExplainMiss) re-evaluates the atoms one
+// atomic increment). Exact-shape entries (the static tier: every slot
+// pinned) are the most specific possible — their region is one point — so
+// they come first and are found by one hash probe on the values, however
+// many shapes a static workload has compiled; the other entries are
+// evaluated in order. The slow path (ExplainMiss) re-evaluates the atoms one
 // by one to list every failing atom with its provenance.
 //
 // Thread-safety: all methods may be called concurrently (a reader/writer
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
@@ -51,6 +56,9 @@ struct CacheEntry {
   Tier tier = Tier::kPolymorphic;
   std::vector<GuardAtom> guards;  // a conjunction; empty = the whole domain
   GuardProgram guard_program;     // `guards` over the cache's slots
+  // For an exact-shape entry (static, one `slot == c` pin per slot): the
+  // pinned values in slot order; empty otherwise.
+  std::vector<int64_t> exact_shape;
   std::shared_ptr<const SpecializedArtifact> artifact;
 };
 
@@ -86,7 +94,21 @@ class SpecializationCache {
  private:
   const std::vector<std::string> slots_;
   mutable absl::Mutex mu_;
+  // Hashes a shape key and a request's values alike (heterogeneous lookup,
+  // so Find allocates no key).
+  struct ShapeHash {
+    using is_transparent = void;
+    size_t operator()(absl::Span<const int64_t> values) const;
+  };
+  struct ShapeEq {
+    using is_transparent = void;
+    bool operator()(absl::Span<const int64_t> a, absl::Span<const int64_t> b) const { return a == b; }
+  };
+
   std::vector<std::shared_ptr<const CacheEntry>> entries_ ABSL_GUARDED_BY(mu_);  // most specific first
+  // Exact-shape entries by their values (the oldest per shape).
+  absl::flat_hash_map<std::vector<int64_t>, std::shared_ptr<const CacheEntry>, ShapeHash, ShapeEq> exact_
+      ABSL_GUARDED_BY(mu_);
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "shapes/predicate.h"
 
@@ -64,6 +65,34 @@ TEST(SpecializationCacheTest, ExplainMissListsEveryFailingAtomPerEntry) {
   v = {2, 48};
   misses = cache.ExplainMiss(v);
   EXPECT_TRUE(misses[1].failing.empty());  // the bucket serves it
+}
+
+TEST(SpecializationCacheTest, ExactShapesComeFirstAndAreFoundByValue) {
+  SpecializationCache cache({"batch", "seq"});
+  auto wide_static = Insert(cache, Tier::kStatic, {Atom("seq <= 64"), Atom("batch == 1"), Atom("seq % 2 == 0")});
+  std::vector<std::shared_ptr<const CacheEntry>> exact;
+  for (int64_t seq = 1; seq <= 40; ++seq) {
+    exact.push_back(Insert(cache, Tier::kStatic, {Atom("batch == 1"), Atom(absl::StrCat("seq == ", seq))}));
+  }
+  EXPECT_TRUE(wide_static->exact_shape.empty());
+  EXPECT_EQ(exact[9]->exact_shape, (std::vector<int64_t>{1, 10}));
+  EXPECT_EQ(cache.entries().front(), exact[0]);
+  EXPECT_EQ(cache.entries().back(), wide_static);
+  std::vector<int64_t> v = {1, 10};
+  EXPECT_EQ(cache.Find(v), exact[9]);
+  v = {1, 42};
+  EXPECT_EQ(cache.Find(v), wide_static);
+  v = {2, 10};
+  EXPECT_EQ(cache.Find(v), nullptr);
+
+  // A second entry for the same shape takes over when the first is removed.
+  auto duplicate = Insert(cache, Tier::kStatic, {Atom("seq == 10"), Atom("batch == 1")});
+  v = {1, 10};
+  EXPECT_EQ(cache.Find(v), exact[9]);
+  ASSERT_TRUE(cache.Remove(exact[9]->id));
+  EXPECT_EQ(cache.Find(v), duplicate);
+  ASSERT_TRUE(cache.Remove(duplicate->id));
+  EXPECT_EQ(cache.Find(v), wide_static);
 }
 
 TEST(SpecializationCacheTest, GuardOnAnUnknownSymbolIsAnError) {
