@@ -37,6 +37,18 @@ absl::Status FloatUnary(InferenceContext& ctx) {
   return SameTypeAsInput0(ctx);
 }
 
+// Gelu is ONNX opset 20; shapeshift accepts it at every supported opset (an
+// extension below 20) because the passes rewrite recognized GELU
+// decompositions into it and the optimized graph must stay interpretable.
+absl::Status Gelu(InferenceContext& ctx) {
+  absl::StatusOr<std::string> approximate = ctx.attrs().GetString("approximate", "none");
+  if (!approximate.ok()) return ctx.Error(approximate.status().message());
+  if (*approximate != "none" && *approximate != "tanh") {
+    return ctx.Error(absl::StrCat("approximate must be \"none\" or \"tanh\", not \"", *approximate, "\""));
+  }
+  return FloatUnary(ctx);
+}
+
 // Unary ops defined on integers too, with their effect on shape values.
 absl::Status NumericUnary(InferenceContext& ctx) {
   const TensorType& t = ctx.input_type(0);
@@ -350,6 +362,7 @@ void RegisterElementwiseOps(std::vector<OpSchema>& table) {
                          "LeakyRelu", "HardSigmoid", "HardSwish", "Celu", "Mish"}) {
     table.push_back({op, 1, 1, 1, 1, FloatUnary});
   }
+  table.push_back({"Gelu", 1, 1, 1, 1, Gelu});
   for (const char* op : {"Neg", "Abs", "Relu", "Sign", "Identity"}) {
     table.push_back({op, 1, 1, 1, 1, NumericUnary});
   }

@@ -115,6 +115,35 @@ KernelResult FloatUnary(const KernelArgs& args) {
   return std::vector<Tensor>{*std::move(out)};
 }
 
+// ONNX Gelu (opset 20): approximate "none" is x·Φ(x) via erf, "tanh" is the
+// tanh approximation. The shape rule has already checked the attribute.
+double GeluErf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double GeluTanh(double x) {
+  const double kSqrt2OverPi = 0.7978845608028654;
+  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+}
+
+KernelResult Gelu(const KernelArgs& args) {
+  absl::StatusOr<const Tensor*> x = RequiredInput(args, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<std::string> approximate = args.attrs->GetString("approximate", "none");
+  if (!approximate.ok()) return approximate.status();
+  if (*approximate != "none" && *approximate != "tanh") {
+    return absl::InvalidArgumentError(absl::StrCat("Gelu approximate must be \"none\" or \"tanh\", not \"",
+                                                   *approximate, "\""));
+  }
+  FloatFn fn = *approximate == "tanh" ? [](double v, const UnaryParams&) { return GeluTanh(v); }
+                                      : [](double v, const UnaryParams&) { return GeluErf(v); };
+  absl::StatusOr<Tensor> out;
+  absl::Status st = VisitFloat(args, (*x)->dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    out = Map<T, T>(**x, (*x)->dtype(), [&](T v) { return static_cast<T>(fn(static_cast<double>(v), {})); });
+    return out.status();
+  });
+  if (!st.ok()) return st;
+  return std::vector<Tensor>{*std::move(out)};
+}
+
 // Ops defined for every numeric type; `fn` is a generic lambda.
 template <typename Fn>
 KernelResult NumericUnary(const KernelArgs& args, Fn fn) {
@@ -242,6 +271,7 @@ void RegisterElementwiseUnaryKernels(KernelRegistry& registry) {
   for (const FloatUnaryOp& op : kFloatUnaryOps) {
     registry.Add(op.name, FloatUnary, HalfPrecision::kViaF32);
   }
+  registry.Add("Gelu", Gelu, HalfPrecision::kViaF32);
   registry.Add("Neg", Neg, HalfPrecision::kViaF32);
   registry.Add("Abs", Abs, HalfPrecision::kViaF32);
   registry.Add("Relu", Relu, HalfPrecision::kViaF32);

@@ -22,7 +22,7 @@ constexpr const char* kOpSet[] = {
     "Softsign", "Elu", "Selu", "LeakyRelu", "HardSigmoid", "HardSwish", "Celu", "Mish", "IsNaN",
     "IsInf", "Mod", "GreaterOrEqual", "LessOrEqual", "Xor", "PRelu", "ReduceMin", "ReduceProd",
     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax",
-    "ArgMin", "LogSoftmax", "Tile", "Sum", "Mean", "GatherElements", "Dropout"};
+    "ArgMin", "LogSoftmax", "Tile", "Sum", "Mean", "GatherElements", "Dropout", "Gelu"};
 
 TEST(KernelRegistryTest, EveryOpOfTheOpSetHasAKernel) {
   for (const char* op : kOpSet) EXPECT_TRUE(HasReferenceKernel(op)) << op;
