@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "passes/gelu_match.h"
 #include "passes/graph_rewrite.h"
 #include "passes/internal/fusion_anchors.h"
 #include "passes/internal/grouping.h"
@@ -39,29 +38,17 @@ void GrowElementwiseGroup(Grouping& g, int gid) {
   }
 }
 
-// Records the GELU matches lying wholly inside elementwise groups.
-void AttachGelus(const std::vector<GeluMatch>& gelus, Grouping& g) {
-  for (const GeluMatch& m : gelus) {
-    int gid = g.GroupOfNode(m.nodes.front());
-    if (gid < 0 || g.group(gid).kind != GroupKind::kElementwise) continue;
-    bool inside = std::all_of(m.nodes.begin(), m.nodes.end(),
-                              [&](const Node* n) { return g.GroupOfNode(n) == gid; });
-    if (inside) g.group(gid).elementwise.gelus.push_back(m);
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env) {
   Grouping g(graph, env);
-  std::vector<GeluMatch> gelus = FindGelus(graph);
   std::vector<Node*> order = graph.nodes();
   // Matmuls first: their operand transposes and epilogues take precedence.
   for (bool matmuls : {true, false}) {
     for (Node* node : order) {
       bool is_matmul = node->op_type() == "MatMul" || node->op_type() == "Gemm";
       if (is_matmul != matmuls || g.IsAssigned(node) || g.IsCompileTime(node)) continue;
-      internal::BuildAnchoredGroup(g, node, gelus);
+      internal::BuildAnchoredGroup(g, node);
     }
   }
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -71,7 +58,6 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env) {
     g.group(gid).elementwise.domain = node->output(0)->type().shape;
     GrowElementwiseGroup(g, gid);
   }
-  AttachGelus(gelus, g);
   absl::StatusOr<FusionPlan> plan = g.Finish();
   if (!plan.ok()) return plan.status();
   if (absl::Status s = VerifyFusionPlan(graph, *plan); !s.ok()) return s;

@@ -4,7 +4,7 @@
 // predictable):
 //  1. Anchors. A MatMul/Gemm absorbs its epilogue forward — a Mul/Div by a
 //     constant scalar (scale), an Add of a constant per-N vector (bias), a
-//     recognized GELU (gelu_match.h) and an Add of a same-shape tensor
+//     Gelu node (gelu_recognition.h) and an Add of a same-shape tensor
 //     (residual), in that order, each only while the running value has no
 //     other reader; a B operand that is a Transpose of the last two dims
 //     (read only by the matmul) becomes transpose_b. A Softmax over the last

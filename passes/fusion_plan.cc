@@ -64,7 +64,6 @@ std::string KindDetails(const Group& g) {
       break;
     case GroupKind::kElementwise:
       parts.push_back(absl::StrCat("domain=", ShapeToString(g.elementwise.domain)));
-      for (const GeluMatch& m : g.elementwise.gelus) parts.push_back(GeluFormName(m.form));
       break;
     case GroupKind::kReduction:
       parts.push_back(absl::StrCat(g.reduction.reduce->op_type(), " last ", g.reduction.reduced_axes));

@@ -57,20 +57,10 @@ enum class GroupKind {
 };
 const char* GroupKindName(GroupKind kind);
 
-// Both ONNX (opset 20) Gelu forms; recognized from their decompositions.
+// A matmul's activation: none or an absorbed Gelu node (approximate "none"
+// is kErf, "tanh" is kTanh), applied as a oneDNN post-op.
 enum class GeluForm { kNone, kErf, kTanh };
 const char* GeluFormName(GeluForm form);
-
-// A GELU recognized inside the graph's primitive ops (the graph has no Gelu
-// op, so the graph keeps x*0.5*(1+erf(x/√2)) or the tanh form; this records
-// that `output` = gelu(`input`) and which nodes compute it). Every value
-// defined by `nodes` except `output` is used only by `nodes`.
-struct GeluMatch {
-  Value* input = nullptr;
-  Value* output = nullptr;
-  GeluForm form = GeluForm::kNone;
-  std::vector<Node*> nodes;  // topological order; the last defines `output`
-};
 
 // output = activation(scale * (a · op(b)) + bias) + residual
 // (the order oneDNN applies post-ops in; a scale that follows a bias Add is
@@ -112,8 +102,6 @@ struct ElementwiseGroup {
   // Generator ops (Range, ConstantOfShape, Expand of a constant) compute from
   // the output index and their shape operands' elements().
   std::vector<SymExpr> domain;
-  // Optional speed-ups: lowering may compute each match's output directly.
-  std::vector<GeluMatch> gelus;
 };
 
 struct ReductionGroup {

@@ -11,7 +11,7 @@ const absl::flat_hash_set<std::string>& ElementwiseOps() {
   static const auto* ops = new absl::flat_hash_set<std::string>{
       "Sqrt", "Reciprocal", "Exp", "Log", "Tanh", "Erf", "Sigmoid", "Floor", "Ceil", "Round", "Sin",
       "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus",
-      "Softsign", "Elu", "Selu", "LeakyRelu", "HardSigmoid", "HardSwish", "Celu", "Mish", "Neg",
+      "Softsign", "Elu", "Selu", "LeakyRelu", "HardSigmoid", "HardSwish", "Celu", "Mish", "Gelu", "Neg",
       "Abs", "Relu", "Sign", "Not", "IsNaN", "IsInf", "Add", "Sub", "Mul", "Div", "Pow", "Mod",
       "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "PRelu",
       "Min", "Max", "Sum", "Mean", "Where", "Clip", "Cast", "Expand", "ConstantOfShape", "Range"};

@@ -8,6 +8,7 @@
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/fusion.h"
+#include "passes/gelu_recognition.h"
 #include "passes/layer_norm_recognition.h"
 #include "passes/matmul_layout.h"
 #include "passes/pass_manager.h"
@@ -38,6 +39,7 @@ PassManager Recognition(const PassManagerOptions& options) {
   PassManager pm(options);
   pm.Add("layer-norm-recognition", RecognizeLayerNorm);
   pm.Add("softmax-recognition", RecognizeSoftmax);
+  pm.Add("gelu-recognition", RecognizeGelu);
   pm.Add("matmul-layout", SplitMatmulOperandTransposes);
   pm.Add("dce", [](Graph& g, ShapeEnv&) { return EliminateDeadCode(g); });
   return pm;
@@ -46,9 +48,8 @@ PassManager Recognition(const PassManagerOptions& options) {
 }  // namespace
 
 std::vector<std::string> PipelinePassNames() {
-  return {"shape-value-folding", "constant-folding",      "simplify",
-          "cse",                 "dce",                   "layer-norm-recognition",
-          "softmax-recognition", "matmul-layout",         "fusion",
+  return {"shape-value-folding",    "constant-folding", "simplify",      "cse",    "dce",
+          "layer-norm-recognition", "softmax-recognition", "gelu-recognition", "matmul-layout", "fusion",
           "memory-plan"};
 }
 

@@ -3,8 +3,8 @@
 //
 // Order (see passes/README.md for why this order): shape-value folding,
 // constant folding, algebraic simplification, CSE and DCE repeated to a
-// fixpoint; LayerNorm and Softmax recognition; the matmul operand layout;
-// DCE; fusion (GELU matched there); memory planning. The graph is rewritten
+// fixpoint; LayerNorm, Softmax and GELU recognition; the matmul operand
+// layout; DCE; fusion; memory planning. The graph is rewritten
 // in place and stays runnable by the interpreter with the same results; the
 // returned plan points into it, so the Graph must outlive the plan.
 #ifndef SHAPESHIFT_PASSES_PIPELINE_H_

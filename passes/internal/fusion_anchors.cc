@@ -63,7 +63,16 @@ std::optional<std::vector<int64_t>> PermOf(const Node& t) {
   return std::nullopt;
 }
 
-void AbsorbEpilogue(Grouping& g, int gid, Value* out, const std::vector<GeluMatch>& gelus) {
+// The post-op form of a Gelu node (its shape rule has checked the attribute).
+std::optional<GeluForm> GeluFormOf(const Node& gelu) {
+  absl::StatusOr<std::string> approximate = gelu.attrs().GetString("approximate", "none");
+  if (!approximate.ok()) return std::nullopt;
+  if (*approximate == "none") return GeluForm::kErf;
+  if (*approximate == "tanh") return GeluForm::kTanh;
+  return std::nullopt;
+}
+
+void AbsorbEpilogue(Grouping& g, int gid, Value* out) {
   MatmulGroup& mm = g.group(gid).matmul;
   Value* cur = out;
   // A Gemm's C input is already the bias: a scale or second bias after it
@@ -87,30 +96,12 @@ void AbsorbEpilogue(Grouping& g, int gid, Value* out, const std::vector<GeluMatc
       cur = c->output(0);
     }
   }
-  for (const GeluMatch& m : gelus) {
-    if (m.input != cur) continue;
-    bool ok = true;
-    for (const Use& u : cur->uses()) {
-      if (std::find(m.nodes.begin(), m.nodes.end(), u.user) == m.nodes.end()) ok = false;
+  if (Node* c = AbsorbableConsumer(g, cur, gid); c && c->op_type() == "Gelu") {
+    if (std::optional<GeluForm> form = GeluFormOf(*c)) {
+      mm.activation = *form;
+      g.Add(c, gid);
+      cur = c->output(0);
     }
-    if (IsGraphOutput(g.graph(), cur)) ok = false;
-    // Added in topological order, so each node's producers are already in.
-    std::vector<Node*> added;
-    for (Node* n2 : m.nodes) {
-      if (!ok || !g.CanAdd(n2, gid)) {
-        ok = false;
-        break;
-      }
-      g.Add(n2, gid);
-      added.push_back(n2);
-    }
-    if (!ok) {
-      for (Node* n2 : added) g.Remove(n2);
-      break;
-    }
-    mm.activation = m.form;
-    cur = m.output;
-    break;
   }
   if (Node* c = AbsorbableConsumer(g, cur, gid); c && c->op_type() == "Add") {
     Value* residual = OtherOperand(*c, cur);
@@ -123,7 +114,7 @@ void AbsorbEpilogue(Grouping& g, int gid, Value* out, const std::vector<GeluMatc
   }
 }
 
-void BuildMatmul(Grouping& g, Node* node, const std::vector<GeluMatch>& gelus) {
+void BuildMatmul(Grouping& g, Node* node) {
   Value* a = node->input(0);
   Value* b = node->input(1);
   bool is_gemm = node->op_type() == "Gemm";
@@ -167,7 +158,7 @@ void BuildMatmul(Grouping& g, Node* node, const std::vector<GeluMatch>& gelus) {
     }
   }
   g.group(gid).matmul = mm;
-  AbsorbEpilogue(g, gid, node->output(0), gelus);
+  AbsorbEpilogue(g, gid, node->output(0));
 }
 
 int64_t NormalizedAxis(const Node& node, int64_t fallback, int64_t rank) {
@@ -312,10 +303,10 @@ bool BuildSliceFields(Grouping& g, const Node& node, SliceGroup* out) {
 
 }  // namespace
 
-bool BuildAnchoredGroup(Grouping& g, Node* node, const std::vector<GeluMatch>& gelus) {
+bool BuildAnchoredGroup(Grouping& g, Node* node) {
   const std::string& op = node->op_type();
   if (op == "MatMul" || op == "Gemm") {
-    BuildMatmul(g, node, gelus);
+    BuildMatmul(g, node);
   } else if (op == "Softmax") {
     BuildSoftmax(g, node);
   } else if (op == "LayerNormalization") {

@@ -4,8 +4,6 @@
 #ifndef SHAPESHIFT_PASSES_INTERNAL_FUSION_ANCHORS_H_
 #define SHAPESHIFT_PASSES_INTERNAL_FUSION_ANCHORS_H_
 
-#include <vector>
-
 #include "passes/fusion_plan.h"
 #include "passes/internal/grouping.h"
 
@@ -13,7 +11,7 @@ namespace shapeshift::passes::internal {
 
 // Forms the group anchored at `node` if its op anchors one; false when the
 // node is left for the elementwise phase.
-bool BuildAnchoredGroup(Grouping& grouping, Node* node, const std::vector<GeluMatch>& gelus);
+bool BuildAnchoredGroup(Grouping& grouping, Node* node);
 
 }  // namespace shapeshift::passes::internal
 

@@ -15,11 +15,8 @@ class FusionTest : public PassTest {
     return plan.ok() ? *std::move(plan) : FusionPlan{};
   }
   Value* Weights(int64_t k, int64_t n) { return Floats({k, n}, std::vector<float>(k * n, 0.5f)); }
-  // x * 0.5 * (1 + erf(x / √2))
-  Value* GeluErf(Value* x) {
-    Value* t = Op("Add", {Op("Erf", {Op("Div", {x, Scalar(1.4142135f)})}), Scalar(1)});
-    return Op("Mul", {Op("Mul", {x, t}), Scalar(0.5f)});
-  }
+  Value* GeluErf(Value* x) { return Op("Gelu", {x}); }
+  Value* GeluTanh(Value* x) { return Op("Gelu", {x}, Attr("approximate", std::string("tanh"))); }
 };
 
 TEST_F(FusionTest, MatmulAbsorbsScaleBiasGeluAndResidual) {
@@ -53,12 +50,22 @@ TEST_F(FusionTest, SharedMatmulOutputStopsTheEpilogue) {
   EXPECT_EQ(mm.kind, GroupKind::kMatmul);
   EXPECT_EQ(mm.matmul.activation, GeluForm::kNone);
   EXPECT_EQ(mm.outputs, std::vector<Value*>{biased});
-  // The GELU is one elementwise group that remembers its form; biased is stored once.
+  // The Gelu is its own elementwise group; biased is stored once.
   int gelu_groups = 0;
   for (const Group& g2 : plan.groups) {
-    if (g2.kind == GroupKind::kElementwise && g2.elementwise.gelus.size() == 1) ++gelu_groups;
+    if (g2.kind == GroupKind::kElementwise && g2.nodes.size() == 1 && g2.nodes[0]->op_type() == "Gelu") ++gelu_groups;
   }
   EXPECT_EQ(gelu_groups, 1) << plan.ToString();
+}
+
+TEST_F(FusionTest, TanhGeluAfterBiasIsTheTanhPostOp) {
+  Value* x = In("x", {seq, 4});
+  Value* biased = Op("Add", {Op("MatMul", {x, Weights(4, 8)}), Floats({8}, std::vector<float>(8, 0.1f))});
+  g.AddOutput(GeluTanh(biased));
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 1u) << plan.ToString();
+  EXPECT_EQ(plan.groups[0].matmul.activation, GeluForm::kTanh);
+  EXPECT_EQ(plan.groups[0].nodes.size(), 3u);
 }
 
 TEST_F(FusionTest, AttentionScoresTransposedBAndMaskedSoftmax) {

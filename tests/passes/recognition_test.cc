@@ -1,7 +1,7 @@
 #include <cmath>
 
 #include "passes/dce.h"
-#include "passes/gelu_match.h"
+#include "passes/gelu_recognition.h"
 #include "passes/layer_norm_recognition.h"
 #include "passes/softmax_recognition.h"
 #include "tests/passes/pass_test_util.h"
@@ -96,54 +96,81 @@ TEST_F(SoftmaxRecognitionTest, IgnoresReductionsOverOtherAxes) {
   EXPECT_FALSE(*changed);
 }
 
-class GeluMatchTest : public PassTest {
+class GeluRecognitionTest : public PassTest {
  protected:
   Value* x_ = nullptr;
   void SetUp() override { x_ = In("x", {batch, 8}); }
   // 1 + erf(x / √2) or 1 + erf(x * 0.7071…)
-  Value* OnePlusErf(bool by_mul) {
-    Value* u = by_mul ? Op("Mul", {x_, Scalar(0.70710677f)}) : Op("Div", {x_, Scalar(1.4142135f)});
+  Value* OnePlusErf(Value* x, bool by_mul) {
+    Value* u = by_mul ? Op("Mul", {x, Scalar(0.70710677f)}) : Op("Div", {x, Scalar(1.4142135f)});
     return Op("Add", {Op("Erf", {u}), Scalar(1)});
+  }
+  // Rewrites, then checks every graph output is a Gelu of `approximate`
+  // reading `expected_input` and the results equal the decomposition's.
+  void ExpectRewrittenTo(const std::string& approximate, const Value* expected_input) {
+    std::vector<Tensor> in = {Random({3, 8}, 7)};
+    absl::StatusOr<std::vector<Tensor>> before = Interpret(g, in);
+    ASSERT_TRUE(before.ok()) << before.status();
+    absl::StatusOr<bool> changed = RecognizeGelu(g, env);
+    ASSERT_TRUE(changed.ok()) << changed.status();
+    EXPECT_TRUE(*changed);
+    ASSERT_TRUE(EliminateDeadCode(g).ok());
+    EXPECT_EQ(g.num_nodes(), static_cast<int>(g.outputs().size()));
+    for (const Value* out : g.outputs()) {
+      const Node* gelu = out->producer();
+      ASSERT_NE(gelu, nullptr);
+      EXPECT_EQ(gelu->op_type(), "Gelu");
+      EXPECT_EQ(*gelu->attrs().GetString("approximate", ""), approximate);
+      EXPECT_EQ(gelu->input(0), expected_input);
+    }
+    ExpectOutputs(g, in, *before);
   }
 };
 
-TEST_F(GeluMatchTest, FindsErfFormInEveryAssociation) {
-  g.AddOutput(Op("Mul", {Op("Mul", {x_, OnePlusErf(false)}), Scalar(0.5f)}));  // torch
-  g.AddOutput(Op("Mul", {Op("Mul", {x_, Scalar(0.5f)}), OnePlusErf(true)}));   // (x*0.5)*t
-  g.AddOutput(Op("Mul", {x_, Op("Mul", {Scalar(0.5f), OnePlusErf(false)})}));  // x*(0.5*t)
-  std::vector<GeluMatch> found = FindGelus(g);
-  ASSERT_EQ(found.size(), 3u);
-  for (size_t i = 0; i < found.size(); ++i) {
-    EXPECT_EQ(found[i].form, GeluForm::kErf);
-    EXPECT_EQ(found[i].input, x_);
-    EXPECT_EQ(found[i].output, g.outputs()[i]);
-    EXPECT_EQ(found[i].nodes.back(), g.outputs()[i]->producer());
-  }
+TEST_F(GeluRecognitionTest, RewritesErfFormInEveryAssociation) {
+  g.AddOutput(Op("Mul", {Op("Mul", {x_, OnePlusErf(x_, false)}), Scalar(0.5f)}));  // torch
+  g.AddOutput(Op("Mul", {Op("Mul", {x_, Scalar(0.5f)}), OnePlusErf(x_, true)}));   // (x*0.5)*t
+  g.AddOutput(Op("Mul", {x_, Op("Mul", {Scalar(0.5f), OnePlusErf(x_, false)})}));  // x*(0.5*t)
+  std::vector<std::string> names;
+  for (const Value* v : g.outputs()) names.push_back(v->name());
+  ExpectRewrittenTo("none", x_);
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(g.outputs()[i]->name(), names[i]);
 }
 
-TEST_F(GeluMatchTest, FindsTanhFormWithPowOrProductCube) {
+TEST_F(GeluRecognitionTest, RewritesTanhFormWithPowOrProductCube) {
   for (bool pow : {true, false}) {
     Value* cube = pow ? Op("Pow", {x_, Scalar(3)}) : Op("Mul", {Op("Mul", {x_, x_}), x_});
     Value* inner = Op("Add", {x_, Op("Mul", {Scalar(0.044715f), cube})});
     Value* t = Op("Add", {Scalar(1), Op("Tanh", {Op("Mul", {Scalar(0.7978846f), inner})})});
     g.AddOutput(Op("Mul", {Op("Mul", {Scalar(0.5f), x_}), t}));
   }
-  std::vector<GeluMatch> found = FindGelus(g);
-  ASSERT_EQ(found.size(), 2u);
-  for (const GeluMatch& m : found) {
-    EXPECT_EQ(m.form, GeluForm::kTanh);
-    EXPECT_EQ(m.input, x_);
-  }
-  EXPECT_EQ(found[0].nodes.size(), 8u);  // Pow, Mul, Add, Mul, Tanh, Add, Mul, Mul
-  EXPECT_EQ(found[1].nodes.size(), 9u);  // two Muls instead of the Pow
+  ExpectRewrittenTo("tanh", x_);
 }
 
-TEST_F(GeluMatchTest, RejectsWrongConstantsAndSharedIntermediates) {
-  g.AddOutput(Op("Mul", {Op("Mul", {x_, OnePlusErf(false)}), Scalar(0.25f)}));  // not 0.5
-  Value* t = OnePlusErf(false);
+TEST_F(GeluRecognitionTest, RewritesAGeluOfAGelu) {
+  Value* first = Op("Mul", {Op("Mul", {x_, OnePlusErf(x_, false)}), Scalar(0.5f)});
+  Value* second = Op("Mul", {Op("Mul", {first, OnePlusErf(first, false)}), Scalar(0.5f)});
+  g.AddOutput(second);
+  std::vector<Tensor> in = {Random({3, 8}, 8)};
+  absl::StatusOr<std::vector<Tensor>> before = Interpret(g, in);
+  ASSERT_TRUE(before.ok());
+  absl::StatusOr<bool> changed = RecognizeGelu(g, env);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_TRUE(EliminateDeadCode(g).ok());
+  EXPECT_EQ(g.num_nodes(), 2);
+  EXPECT_EQ(Count("Gelu"), 2);
+  ExpectOutputs(g, in, *before);
+}
+
+TEST_F(GeluRecognitionTest, LeavesWrongConstantsAndSharedIntermediatesAlone) {
+  g.AddOutput(Op("Mul", {Op("Mul", {x_, OnePlusErf(x_, false)}), Scalar(0.25f)}));  // not 0.5
+  Value* t = OnePlusErf(x_, false);
   g.AddOutput(Op("Mul", {Op("Mul", {x_, t}), Scalar(0.5f)}));
   g.AddOutput(Op("Neg", {t}));  // t read outside the pattern
-  EXPECT_TRUE(FindGelus(g).empty());
+  absl::StatusOr<bool> changed = RecognizeGelu(g, env);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(Count("Gelu"), 0);
 }
 
 }  // namespace

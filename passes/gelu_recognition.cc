@@ -1,8 +1,9 @@
-#include "passes/gelu_match.h"
+#include "passes/gelu_recognition.h"
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -11,6 +12,18 @@
 namespace shapeshift::passes {
 namespace {
 
+enum class GeluApproximation { kErf, kTanh };
+
+// `output` = gelu(`input`), computed by `nodes` (every value they define
+// except `output` is used only by `nodes`).
+struct GeluMatch {
+  Value* input = nullptr;
+  Value* output = nullptr;
+  GeluApproximation form = GeluApproximation::kErf;
+  std::vector<Node*> nodes;
+};
+
+constexpr char kPass[] = "gelu-recognition";
 constexpr double kSqrt2 = 1.4142135623730951;
 constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kCubicCoefficient = 0.044715;
@@ -103,7 +116,7 @@ std::optional<GeluMatch> MatchErf(Node* erf) {
   Value* u = erf->input(0);
   if (SingleUser(u) != erf || u->uses().size() != 1) return std::nullopt;
   GeluMatch m;
-  m.form = GeluForm::kErf;
+  m.form = GeluApproximation::kErf;
   Value* x = ErfArgumentSource(u, &m.nodes);
   if (x == nullptr) return std::nullopt;
   m.nodes.push_back(erf);
@@ -141,7 +154,7 @@ std::optional<GeluMatch> MatchTanh(Node* tanh) {
   Value* w = tanh->input(0);
   if (SingleUser(w) != tanh || w->uses().size() != 1 || ProducerIs(w, "Mul") == nullptr) return std::nullopt;
   GeluMatch m;
-  m.form = GeluForm::kTanh;
+  m.form = GeluApproximation::kTanh;
   std::vector<Value*> outer = ProductFactors(w, &m.nodes);
   if (outer.size() != 2) return std::nullopt;
   for (int i = 0; i < 2 && m.input == nullptr; ++i) {
@@ -170,8 +183,7 @@ std::optional<GeluMatch> MatchTanh(Node* tanh) {
   return m;
 }
 
-}  // namespace
-
+// Every GELU in `graph`, disjoint, in topological order of their outputs.
 std::vector<GeluMatch> FindGelus(const Graph& graph) {
   std::vector<Node*> order = graph.nodes();
   absl::flat_hash_map<const Node*, int> position;
@@ -196,6 +208,27 @@ std::vector<GeluMatch> FindGelus(const Graph& graph) {
     return position[a.output->producer()] < position[b.output->producer()];
   });
   return matches;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> RecognizeGelu(Graph& graph, ShapeEnv& env) {
+  // Matches are disjoint, so a rewrite leaves the others' nodes alone; but a
+  // match may read an earlier match's output (gelu(gelu(x))), whose Value a
+  // rewrite replaces: such inputs are looked up by their old address (only
+  // compared, never dereferenced) in `replaced`.
+  std::vector<GeluMatch> matches = FindGelus(graph);
+  absl::flat_hash_map<const Value*, Value*> replaced;
+  for (const GeluMatch& m : matches) {
+    auto it = replaced.find(m.input);
+    Value* input = it == replaced.end() ? m.input : it->second;
+    Attributes attrs;
+    attrs.Set("approximate", std::string(m.form == GeluApproximation::kTanh ? "tanh" : "none"));
+    absl::StatusOr<Node*> gelu = ReplaceWithNewNode(graph, env, m.output, m.nodes, "Gelu", {input}, attrs, kPass);
+    if (!gelu.ok()) return gelu.status();
+    replaced[m.output] = (*gelu)->output(0);
+  }
+  return !matches.empty();
 }
 
 }  // namespace shapeshift::passes
