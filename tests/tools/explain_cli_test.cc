@@ -1,6 +1,7 @@
 // `shapeshift explain` end to end: golden text for the committed sample logs
 // in tests/data/explain/ (per-event blocks and --summary), --json re-emits
-// the events, and malformed or missing logs exit 2 naming the file and line.
+// the events, malformed or missing logs exit 2 naming the file and line, and
+// a log the Dispatcher really wrote renders every miss with its failing pin.
 //
 // To update a golden file after an intended change of the rendering:
 //   shapeshift explain tests/data/explain/X.jsonl [--summary] > tests/data/explain/X[.summary].txt
@@ -12,8 +13,11 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "runtime/specialization/dispatcher.h"
+#include "tests/runtime/runtime_test_util.h"
 
 namespace {
 
@@ -99,6 +103,42 @@ TEST(ExplainCliTest, MissingLogAndBadUsageExitTwo) {
   EXPECT_EQ(Explain("").exit_code, 2);
   EXPECT_EQ(Explain(kDataDir + "tiers.jsonl --summary --json").exit_code, 2);
   EXPECT_EQ(Explain(kDataDir + "tiers.jsonl --verbose").exit_code, 2);
+}
+
+TEST(ExplainCliTest, RendersALogTheDispatcherWrote) {
+  using namespace shapeshift::runtime;
+  namespace helpers = shapeshift::runtime::testing;
+  const std::string path = ::testing::TempDir() + "/explain_dispatcher_log.jsonl";
+  std::remove(path.c_str());
+  {
+    absl::StatusOr<std::unique_ptr<RecompileLogWriter>> log = RecompileLogWriter::Open(path);
+    ASSERT_TRUE(log.ok()) << log.status();
+    helpers::BuiltModel model = helpers::AddRelu();
+    DispatcherOptions options;
+    options.policy = SpecializationPolicy::kStatic;
+    options.log = log->get();
+    absl::StatusOr<std::unique_ptr<Dispatcher>> d =
+        Dispatcher::Create(std::move(model.graph), std::move(model.env), options);
+    ASSERT_TRUE(d.ok()) << d.status();
+    for (int64_t seq : {3, 4, 5}) {
+      std::vector<shapeshift::Tensor> in = {helpers::RandomF32({1, seq, 8}, 1), helpers::RandomF32({1, seq, 8}, 2)};
+      std::vector<TensorView> views = {TensorView::Of(in[0]), TensorView::Of(in[1])};
+      ASSERT_TRUE((*d)->Acquire(views).ok());
+    }
+  }
+  CliResult r = Explain(path);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string pin = "    [asked by dispatcher: static policy pins every dim]";
+  EXPECT_NE(r.out.find("event 1: initial (policy static)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("event 3: miss (policy static)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  input: batch=1 seq=5\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(absl::StrCat("    failed: seq == 4", pin)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(absl::StrCat("    failed: seq == 3", pin)), std::string::npos) << r.out;
+  CliResult summary = Explain(path + " --summary");
+  ASSERT_EQ(summary.exit_code, 0);
+  EXPECT_EQ(summary.out.rfind("3 events: 1 initial, 2 miss, 0 tier-up;", 0), 0u) << summary.out;
+  EXPECT_NE(summary.out.find("  2  dispatcher: static policy pins every dim\n"), std::string::npos) << summary.out;
+  std::remove(path.c_str());
 }
 
 }  // namespace
