@@ -251,6 +251,21 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
     // (the common case for negative bases) are handled above.
     return Exp(y * Unary(UnaryOp::kLog, x));
   }
+  if (op == "Gelu") {
+    if (*out_type != ScalarType::kF32) return Unsupported(node, "Gelu is compiled for f32 only");
+    absl::StatusOr<std::string> approximate = node->attrs().GetString("approximate", "none");
+    if (!approximate.ok()) return approximate.status();
+    SS_ARG(x, 0);
+    codegen::Value gate;
+    if (*approximate == "none") {
+      gate = F32(1) + Unary(UnaryOp::kErf, x * F32(M_SQRT1_2));
+    } else if (*approximate == "tanh") {
+      gate = F32(1) + Unary(UnaryOp::kTanh, F32(std::sqrt(2.0 / M_PI)) * (x + F32(0.044715) * x * x * x));
+    } else {
+      return Unsupported(node, "approximate must be \"none\" or \"tanh\"");
+    }
+    return F32(0.5) * x * gate;
+  }
   if (op == "Where") {
     SS_ARG(c, 0);
     SS_ARG(a, 1);

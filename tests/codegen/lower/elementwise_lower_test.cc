@@ -27,6 +27,27 @@ TEST_F(LowerTest, BiasGeluErfChainMatchesInterpreter) {
   }
 }
 
+TEST_F(LowerTest, BiasGeluNodeBothFormsMatchInterpreter) {
+  for (const char* approximate : {"none", "tanh"}) {
+    SCOPED_TRACE(approximate);
+    Graph fresh(17);
+    std::swap(g, fresh);
+    GraphValue* x = In("x", {batch, seq, 24});
+    Node* add = Op("Add", {x, Const({24}, 1)});
+    Node* gelu = Op("Gelu", {add->output(0)}, Attr("approximate", std::string(approximate)));
+    g.AddOutput(gelu->output(0));
+    passes::Group group = MakeGroup(GroupKind::kElementwise, {add, gelu}, {x, add->input(1)});
+    group.elementwise.domain = gelu->output(0)->type().shape;
+    for (int64_t s : AwkwardSeqs()) {
+      SCOPED_TRACE(s);
+      // Wide inputs reach erf/tanh saturation and the negative tail.
+      Tensor in = RandomTensor({2, s, 24}, s);
+      for (int64_t i = 0; i < in.num_elements(); ++i) in.mutable_data<float>()[i] *= 4.0f;
+      ExpectMatchesInterpreter(group, {in});
+    }
+  }
+}
+
 TEST_F(LowerTest, AttentionMaskFromIdsBroadcastsAndCasts) {
   GraphValue* mask = In("mask", {batch, seq}, DType::kI64);
   Node* u1 = Op("Unsqueeze", {mask, Ints({1})});

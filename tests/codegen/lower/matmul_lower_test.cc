@@ -43,6 +43,37 @@ TEST_F(LowerTest, DenseWithBiasGeluResidualMatchesInterpreter) {
   }
 }
 
+TEST_F(LowerTest, GeluNodeEpilogueIsOnePostOpCallInBothForms) {
+  for (auto [approximate, form] : {std::pair{"none", passes::GeluForm::kErf},
+                                   std::pair{"tanh", passes::GeluForm::kTanh}}) {
+    SCOPED_TRACE(approximate);
+    Graph fresh(17);
+    std::swap(g, fresh);
+    GraphValue* x = In("x", {batch, seq, 32});
+    GraphValue* w = Const({32, 24}, 1);
+    GraphValue* bias = Const({24}, 2);
+    Node* mm = Op("MatMul", {x, w});
+    Node* add = Op("Add", {mm->output(0), bias});
+    Node* gelu = Op("Gelu", {add->output(0)}, Attr("approximate", std::string(approximate)));
+    g.AddOutput(gelu->output(0));
+    passes::Group group = MakeGroup(GroupKind::kMatmul, {mm, add, gelu}, {x, w, bias});
+    group.matmul.a = x;
+    group.matmul.b = w;
+    group.matmul.b_is_2d = true;
+    group.matmul.bias = bias;
+    group.matmul.activation = form;
+    absl::StatusOr<std::vector<LoweredStep>> steps = LowerGroup(group, &env);
+    ASSERT_TRUE(steps.ok()) << steps.status();
+    ASSERT_EQ(steps->size(), 1u);
+    EXPECT_EQ(std::get<MatmulCall>((*steps)[0]).config.activation,
+              form == passes::GeluForm::kErf ? cpu::MatmulActivation::kGeluErf : cpu::MatmulActivation::kGeluTanh);
+    for (int64_t s : AwkwardSeqs()) {
+      SCOPED_TRACE(s);
+      ExpectMatchesInterpreter(group, {RandomTensor({2, s, 32}, 5)}, 1e-4);
+    }
+  }
+}
+
 TEST_F(LowerTest, ScaledQueryKeyTransposeIsOneBatchedMatmul) {
   GraphValue* q = In("q", {batch, 2, seq, 8});
   GraphValue* k = In("k", {batch, 2, seq, 8});
