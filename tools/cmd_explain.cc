@@ -55,7 +55,10 @@ std::string RenderEvent(const RecompileEvent& e) {
                                  "\n");
   std::vector<std::string> values;
   for (const runtime::SymbolValue& s : e.symbols) values.push_back(absl::StrCat(s.name, "=", s.value));
-  absl::StrAppend(&out, "  input: ", values.empty() ? "(no dynamic dims)" : absl::StrJoin(values, " "), "\n");
+  // The polymorphic compile happens before any request, so it has no input.
+  const char* no_values =
+      e.trigger == RecompileTrigger::kInitial ? "none (compiled before the first request)" : "(no dynamic dims)";
+  absl::StrAppend(&out, "  input: ", values.empty() ? no_values : absl::StrJoin(values, " "), "\n");
   if (e.tried.empty()) {
     absl::StrAppend(&out, "  tried: no entries",
                     e.trigger == RecompileTrigger::kInitial ? " (first compile)" : "", "\n");
