@@ -3,6 +3,7 @@
 // Sum/Mean/Max/Min, and Where.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "graph/reference/kernel_util.h"
@@ -125,17 +126,36 @@ KernelResult Pow(const KernelArgs& args) {
   absl::StatusOr<Operands> in = TwoInputs(args, /*same_dtype=*/false);
   if (!in.ok()) return in.status();
   absl::StatusOr<Tensor> out;
+  // An integer base can give a result its type cannot hold ((-1)^0.5 is NaN,
+  // 10^30 overflows): converting that would be undefined behaviour, so it is
+  // an error naming the node instead.
+  bool unrepresentable = false;
   absl::Status st = VisitNumeric(args, in->a->dtype(), [&](auto base_tag) {
     using T = typename decltype(base_tag)::type;
     return VisitNumeric(args, in->b->dtype(), [&](auto exp_tag) {
       using E = typename decltype(exp_tag)::type;
-      out = Broadcast2<T, E, T>(*in->a, *in->b, in->a->dtype(), [](T x, E y) {
-        return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+      out = Broadcast2<T, E, T>(*in->a, *in->b, in->a->dtype(), [&](T x, E y) {
+        const double r = std::pow(static_cast<double>(x), static_cast<double>(y));
+        if constexpr (std::is_integral_v<T>) {
+          // max + 1 is exact in double for every integer type (2^63 for
+          // int64, where max itself rounds up to it); NaN fails both tests.
+          const double lo = static_cast<double>(std::numeric_limits<T>::min());
+          const double past_hi = static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
+          if (!(r >= lo && r < past_hi)) {
+            unrepresentable = true;
+            return T{0};
+          }
+        }
+        return static_cast<T>(r);
       });
       return out.status();
     });
   });
   if (!st.ok()) return st;
+  if (unrepresentable) {
+    return Invalid("Pow result is not representable in ", DTypeName(in->a->dtype()),
+                   " (NaN, infinite or out of range)");
+  }
   return std::vector<Tensor>{*std::move(out)};
 }
 

@@ -95,6 +95,19 @@ TEST(ElementwiseKernelTest, PowAcceptsMixedExponentType) {
   EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(1, 4, 9));
 }
 
+TEST(ElementwiseKernelTest, IntegerPowWithUnrepresentableResultIsAnError) {
+  auto exact = RunOp("Pow", {I64({2}, {-2, 3}), F32({1}, {3})});
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_THAT(Values<int64_t>((*exact)[0]), ElementsAre(-8, 27));
+  // (-1)^0.5 is NaN and 10^30 overflows int64: an error, never a garbage cast.
+  for (float e : {0.5f, 30.0f}) {
+    auto bad = RunOp("Pow", {I64({1}, {e == 0.5f ? -1 : 10}), F32({1}, {e})});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("not representable in i64"), std::string::npos)
+        << bad.status();
+  }
+}
+
 TEST(ElementwiseKernelTest, ComparisonsAndLogicProduceBool) {
   auto less = RunOp("Less", {I32({3}, {1, 5, 3}), I32({1}, {3})});
   ASSERT_TRUE(less.ok()) << less.status();
