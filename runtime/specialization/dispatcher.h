@@ -96,6 +96,9 @@ class Dispatcher {
   // The symbol each slot holds, in binding order (the cache's slots).
   const std::vector<std::string>& slots() const { return cache_.slots(); }
   const SpecializationCache& cache() const { return cache_; }
+  // The model's symbols and declared ranges (the domain every entry is
+  // specialized within).
+  const ShapeEnv& env() const { return *env_; }
   DispatcherStats stats() const;
   std::vector<RecompileEvent> events() const;
 
