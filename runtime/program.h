@@ -40,6 +40,11 @@ struct ProgramStats {
   int64_t gemm_calls = 0;     // matmul steps
   int64_t steps = 0;          // all steps, views excluded
   int64_t groups = 0;         // fusion groups in the plan
+  // Each GEMM primitive is run once inside Compile on a small valid shape:
+  // oneDNN generates its kernels (and OpenMP starts its threads) on the
+  // first execute, which would otherwise land on the first request.
+  int64_t gemms_warmed = 0;
+  double warmup_ms = 0;       // part of compile_ms
 };
 
 class Program {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -194,6 +195,7 @@ class ProgramBuilder {
     const cpu::OnednnMatmul*& matmul = matmul_by_config_[key];
     if (matmul == nullptr) {
       SS_ASSIGN_OR_RETURN(created, cpu::OnednnMatmul::Create(call.config));
+      if (absl::Status s = WarmUp(*created); !s.ok()) return s;
       matmul = created.get();
       impl_.matmuls.push_back(std::move(created));
     }
@@ -212,6 +214,30 @@ class ProgramBuilder {
     step.a = a, step.b = b, step.bias = bias, step.residual = residual, step.c = c;
     impl_.steps.push_back(step);
     ++stats_.gemm_calls;
+    return absl::OkStatus();
+  }
+
+  // Runs `matmul` once on zeros at its smallest valid shape (runtime dims
+  // 1), so oneDNN's lazy kernel generation is paid here, inside compile_ms.
+  absl::Status WarmUp(const cpu::OnednnMatmul& matmul) {
+    const cpu::MatmulConfig& cfg = matmul.config();
+    if (cfg.pack_b) return absl::OkStatus();  // B must be packed first; the runtime never packs
+    auto start = std::chrono::steady_clock::now();
+    auto dim = [](int64_t d) { return d == cpu::kRuntimeDim ? int64_t{1} : d; };
+    cpu::MatmulShape shape{cfg.batch == 0 ? 1 : dim(cfg.batch), dim(cfg.m), dim(cfg.k), dim(cfg.n)};
+    std::vector<float> a(shape.batch * shape.m * shape.k), b(shape.batch * shape.k * shape.n);
+    std::vector<float> bias(shape.n), c(shape.batch * shape.m * shape.n);
+    cpu::MatmulOperands ops;
+    ops.a = a.data();
+    ops.b = b.data();
+    ops.bias = cfg.bias ? bias.data() : nullptr;
+    ops.residual = cfg.residual ? c.data() : nullptr;
+    ops.c = c.data();
+    if (absl::Status s = matmul.Execute(shape, ops); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("warming up: ", s.message()));
+    }
+    ++stats_.gemms_warmed;
+    stats_.warmup_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return absl::OkStatus();
   }
 
