@@ -61,7 +61,14 @@ absl::Status RunStep(const GatherStep& step, void* const* buffers, const int64_t
   std::atomic<int64_t> bad{-1};
   void* args[4] = {buffers[step.table], buffers[step.indices], buffers[step.output], &bad};
   int64_t dims[3] = {step.row_bytes, step.table_rows, step.indices_i32 ? 1 : 0};
-  cpu::RunParallel(&GatherRows, slots[step.count_slot], args, dims);
+  // Like kernels, a small copy (a short request's embeddings) runs on this
+  // thread: waking the pool costs more than the copy, a lot more under load.
+  const int64_t rows = slots[step.count_slot];
+  if (rows * step.row_bytes / static_cast<int64_t>(sizeof(float)) < kSerialKernelElements) {
+    GatherRows(0, rows, args, dims);
+  } else {
+    cpu::RunParallel(&GatherRows, rows, args, dims);
+  }
   if (int64_t r = bad.load(); r >= 0) {
     int64_t id = step.indices_i32 ? static_cast<const int32_t*>(buffers[step.indices])[r]
                                   : static_cast<const int64_t*>(buffers[step.indices])[r];
