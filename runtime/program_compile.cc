@@ -217,14 +217,18 @@ class ProgramBuilder {
     return absl::OkStatus();
   }
 
-  // Runs `matmul` once on zeros at its smallest valid shape (runtime dims
-  // 1), so oneDNN's lazy kernel generation is paid here, inside compile_ms.
+  // Runs `matmul` once on zeros, so oneDNN's lazy kernel generation is paid
+  // here, inside compile_ms. Runtime dims are kWarmUpDim, not 1: at m = 1
+  // oneDNN takes its gemv path and the first real request would still
+  // generate the gemm kernels.
   absl::Status WarmUp(const cpu::OnednnMatmul& matmul) {
     const cpu::MatmulConfig& cfg = matmul.config();
     if (cfg.pack_b) return absl::OkStatus();  // B must be packed first; the runtime never packs
     auto start = std::chrono::steady_clock::now();
-    auto dim = [](int64_t d) { return d == cpu::kRuntimeDim ? int64_t{1} : d; };
-    cpu::MatmulShape shape{cfg.batch == 0 ? 1 : dim(cfg.batch), dim(cfg.m), dim(cfg.k), dim(cfg.n)};
+    constexpr int64_t kWarmUpDim = 64;
+    auto dim = [](int64_t d) { return d == cpu::kRuntimeDim ? kWarmUpDim : d; };
+    cpu::MatmulShape shape{cfg.batch == 0 || cfg.batch == cpu::kRuntimeDim ? 1 : cfg.batch, dim(cfg.m), dim(cfg.k),
+                           dim(cfg.n)};
     std::vector<float> a(shape.batch * shape.m * shape.k), b(shape.batch * shape.k * shape.n);
     std::vector<float> bias(shape.n), c(shape.batch * shape.m * shape.n);
     cpu::MatmulOperands ops;
