@@ -26,11 +26,33 @@ class GuardCompiler {
   absl::Status CompileAtom(const Predicate& atom, size_t index) {
     absl::StatusOr<uint32_t> r = Pred(atom);
     if (!r.ok()) return r.status();
+    // Peephole: an atom that is one comparison with a constant was just
+    // emitted into a fresh register nobody else reads; fuse it with its check.
+    Instr& last = p_->code_.back();
+    if (std::optional<Op> fused = FusedCheck(last.op); fused && last.dst == *r) {
+      last.op = *fused;
+      last.dst = static_cast<uint32_t>(index);
+      --p_->num_registers_;
+      return absl::OkStatus();
+    }
     Emit({Op::kCheck, 0, *r, 0, static_cast<int64_t>(index)});
     return absl::OkStatus();
   }
 
  private:
+  static std::optional<Op> FusedCheck(Op op) {
+    switch (op) {
+      case Op::kEqImm: return Op::kCheckEqImm;
+      case Op::kNeImm: return Op::kCheckNeImm;
+      case Op::kLtImm: return Op::kCheckLtImm;
+      case Op::kLeImm: return Op::kCheckLeImm;
+      case Op::kGtImm: return Op::kCheckGtImm;
+      case Op::kGeImm: return Op::kCheckGeImm;
+      case Op::kDivisible: return Op::kCheckDivisible;
+      default: return std::nullopt;
+    }
+  }
+
   uint32_t NewRegister() { return static_cast<uint32_t>(p_->num_registers_++); }
   uint32_t Emit(Instr in) {
     if (in.op != Op::kCheck) in.dst = NewRegister();
@@ -299,6 +321,27 @@ GuardVerdict GuardProgram::Evaluate(absl::Span<const int64_t> slot_values) const
       case Op::kGeImm:
         r[in.dst] = r[in.a] >= in.imm;
         break;
+      case Op::kCheckEqImm:
+        if (failed || !(r[in.a] == in.imm)) return {false, in.dst};
+        break;
+      case Op::kCheckNeImm:
+        if (failed || !(r[in.a] != in.imm)) return {false, in.dst};
+        break;
+      case Op::kCheckLtImm:
+        if (failed || !(r[in.a] < in.imm)) return {false, in.dst};
+        break;
+      case Op::kCheckLeImm:
+        if (failed || !(r[in.a] <= in.imm)) return {false, in.dst};
+        break;
+      case Op::kCheckGtImm:
+        if (failed || !(r[in.a] > in.imm)) return {false, in.dst};
+        break;
+      case Op::kCheckGeImm:
+        if (failed || !(r[in.a] >= in.imm)) return {false, in.dst};
+        break;
+      case Op::kCheckDivisible:
+        if (failed || FloorModInt(r[in.a], in.imm) != 0) return {false, in.dst};
+        break;
     }
   }
   return {true, 0};
@@ -308,8 +351,9 @@ std::string GuardProgram::Disassemble() const {
   static constexpr const char* kNames[] = {
       "load", "const", "add", "mul", "floordiv", "mod", "min", "max", "eq", "ne", "lt", "le",
       "divisible", "and", "or", "not", "check", "add", "mul", "floordiv", "mod", "eq", "ne", "lt",
-      "le", "gt", "ge"};
-  static_assert(std::size(kNames) == static_cast<size_t>(Op::kGeImm) + 1);
+      "le", "gt", "ge", "check eq", "check ne", "check lt", "check le", "check gt", "check ge",
+      "check divisible"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Op::kCheckDivisible) + 1);
   std::string out;
   for (const Instr& in : code_) {
     const char* name = kNames[static_cast<int>(in.op)];
@@ -338,6 +382,15 @@ std::string GuardProgram::Disassemble() const {
         break;
       case Op::kCheck:
         absl::StrAppend(&out, "check r", in.a, " atom ", in.imm, "\n");
+        break;
+      case Op::kCheckEqImm:
+      case Op::kCheckNeImm:
+      case Op::kCheckLtImm:
+      case Op::kCheckLeImm:
+      case Op::kCheckGtImm:
+      case Op::kCheckGeImm:
+      case Op::kCheckDivisible:
+        absl::StrAppend(&out, name, " r", in.a, ", ", in.imm, " atom ", in.dst, "\n");
         break;
       default:
         absl::StrAppend(&out, "r", in.dst, " = ", name, " r", in.a, ", r", in.b, "\n");

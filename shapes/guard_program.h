@@ -90,6 +90,16 @@ class GuardProgram {
     kLeImm,
     kGtImm,
     kGeImm,
+    // A comparison with a constant fused with its check (the shape of most
+    // guard atoms, `seq <= 128`, `seq % 16 == 0`): atom `dst` fails unless
+    // the comparison of r[a] with imm holds and nothing failed so far.
+    kCheckEqImm,
+    kCheckNeImm,
+    kCheckLtImm,
+    kCheckLeImm,
+    kCheckGtImm,
+    kCheckGeImm,
+    kCheckDivisible,
   };
   struct Instr {
     Op op;
