@@ -5,10 +5,11 @@ cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
 scripts/build.sh
 BIN=${BUILD_DIR:-build}/tools/shapeshift
-# libgomp's default active spin-waiting collapses when the cores are shared
-# with other work (measured 10x slower on the loaded 2-core machine, see
-# bench/RESULTS.md "End to end"); sleep-waiting unless the caller chose.
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+# OpenMP wait policy: libgomp's default (spin, then sleep). Measured on the
+# quiet 2-core machine: default p50 2.2 ms / 16x over the interpreter, passive
+# p50 7.1 ms / 6x (each request opens ~60 oneDNN parallel regions, each a futex
+# wake-up when passive). On a machine shared with other busy processes spinning
+# collapses instead; set OMP_WAIT_POLICY=passive there.
 if "$BIN" help | grep -q '^  demo '; then
   exec "$BIN" demo "$@"
 fi
