@@ -1,40 +1,11 @@
 #include "runtime/session.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "graph/interpreter.h"
 #include "graph/onnx/importer.h"
+#include "runtime/dim_ranges.h"
 
 namespace shapeshift::runtime {
-namespace {
-
-absl::Status UnknownDim(const std::string& name, const ShapeEnv& env) {
-  std::vector<std::string> known;
-  for (const SymbolInfo& s : env.symbols()) known.push_back(s.name);
-  return absl::InvalidArgumentError(absl::StrCat("--dim ", name, ": the model has no dim named '", name,
-                                                 "'; its dims are: ", absl::StrJoin(known, ", ")));
-}
-
-// A built model's env with the user's ranges: a fresh ShapeEnv declaring the
-// same symbols (the graph refers to symbols by name).
-absl::StatusOr<std::unique_ptr<ShapeEnv>> WithRanges(const ShapeEnv& env, const std::map<std::string, DimRange>& dims) {
-  for (const auto& [name, range] : dims) {
-    if (!env.HasSymbol(name)) return UnknownDim(name, env);
-  }
-  auto out = std::make_unique<ShapeEnv>();
-  for (SymbolInfo info : env.symbols()) {
-    if (auto it = dims.find(info.name); it != dims.end()) {
-      info.min = it->second.min;
-      info.max = it->second.max;
-      if (info.hint && (*info.hint < info.min || *info.hint > info.max)) info.hint.reset();
-    }
-    absl::StatusOr<SymExpr> declared = out->DeclareSymbol(info);
-    if (!declared.ok()) return declared.status();
-  }
-  return out;
-}
-
-}  // namespace
 
 ModelSource ModelSource::OnnxFile(std::string path) {
   ModelSource m;
@@ -69,7 +40,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, cons
     if (model.graph_ == nullptr || model.env_ == nullptr) {
       return absl::InvalidArgumentError("ModelSource::Built needs both a graph and a ShapeEnv");
     }
-    absl::StatusOr<std::unique_ptr<ShapeEnv>> env = WithRanges(*model.env_, options.dims);
+    absl::StatusOr<std::unique_ptr<ShapeEnv>> env = RedeclareWithRanges(*model.env_, options.dims);
     if (!env.ok()) return env.status();
     session->env_ = options.dims.empty() ? std::move(model.env_) : *std::move(env);
     session->graph_ = std::move(model.graph_);
@@ -81,7 +52,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, cons
                                                  : ImportOnnxBytes(model.text_, import, model.name_);
     if (!imported.ok()) return imported.status();
     for (const auto& [name, range] : options.dims) {
-      if (!imported->env->HasSymbol(name)) return UnknownDim(name, *imported->env);
+      if (!imported->env->HasSymbol(name)) return UnknownDimError(name, *imported->env);
     }
     session->env_ = std::move(imported->env);
     session->graph_ = std::move(imported->graph);

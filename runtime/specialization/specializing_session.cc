@@ -1,39 +1,10 @@
 #include "runtime/specialization/specializing_session.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "graph/onnx/importer.h"
+#include "runtime/dim_ranges.h"
 
 namespace shapeshift::runtime {
-namespace {
-
-absl::Status UnknownDim(const std::string& name, const ShapeEnv& env) {
-  std::vector<std::string> known;
-  for (const SymbolInfo& s : env.symbols()) known.push_back(s.name);
-  return absl::InvalidArgumentError(absl::StrCat("--dim ", name, ": the model has no dim named '", name,
-                                                 "'; its dims are: ", absl::StrJoin(known, ", ")));
-}
-
-// The built model's symbols re-declared with the user's ranges (the graph
-// refers to symbols by name, so a fresh env with the same names serves it).
-absl::StatusOr<std::unique_ptr<ShapeEnv>> WithRanges(const ShapeEnv& env, const std::map<std::string, DimRange>& dims) {
-  for (const auto& [name, range] : dims) {
-    if (!env.HasSymbol(name)) return UnknownDim(name, env);
-  }
-  auto out = std::make_unique<ShapeEnv>();
-  for (SymbolInfo info : env.symbols()) {
-    if (auto it = dims.find(info.name); it != dims.end()) {
-      info.min = it->second.min;
-      info.max = it->second.max;
-      if (info.hint && (*info.hint < info.min || *info.hint > info.max)) info.hint.reset();
-    }
-    absl::StatusOr<SymExpr> declared = out->DeclareSymbol(info);
-    if (!declared.ok()) return declared.status();
-  }
-  return out;
-}
-
-}  // namespace
 
 SpecializingSession::~SpecializingSession() {
   dispatcher_.reset();  // before the log it appends to
@@ -46,7 +17,7 @@ absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::Create
   absl::StatusOr<ImportedModel> imported = ImportOnnxFile(path, import);
   if (!imported.ok()) return imported.status();
   for (const auto& [name, range] : options.compile.dims) {
-    if (!imported->env->HasSymbol(name)) return UnknownDim(name, *imported->env);
+    if (!imported->env->HasSymbol(name)) return UnknownDimError(name, *imported->env);
   }
   return Create(std::move(imported->graph), std::move(imported->env), options, path);
 }
@@ -57,7 +28,7 @@ absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::Create
     return absl::InvalidArgumentError("a built model needs both a graph and a ShapeEnv");
   }
   if (!options.compile.dims.empty()) {
-    absl::StatusOr<std::unique_ptr<ShapeEnv>> ranged = WithRanges(*env, options.compile.dims);
+    absl::StatusOr<std::unique_ptr<ShapeEnv>> ranged = RedeclareWithRanges(*env, options.compile.dims);
     if (!ranged.ok()) return ranged.status();
     env = *std::move(ranged);
   }
