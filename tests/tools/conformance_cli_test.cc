@@ -1,7 +1,6 @@
 // `shapeshift conformance`: runs the ONNX backend node tests shipped by
 // Debian's libonnx-testdata and classifies each as passed, failed,
 // unsupported or excluded (known-bad expected data).
-#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "graph/tensor_proto.h"
 #include "gtest/gtest.h"
+#include "tests/tools/cli_test_util.h"
 #include "nlohmann/json.hpp"
 #include "onnx/onnx_pb.h"
 
@@ -26,22 +26,10 @@ constexpr char kNodeTests[] = "/usr/share/libonnx-testdata/data/node";
 // when more tests pass.
 constexpr int kPassedFloor = 530;
 
-struct CliResult {
-  int exit_code = -1;
-  std::string output;  // stdout only
-};
+using shapeshift::testing::CliResult;
 
 CliResult RunConformance(const std::string& args) {
-  const std::string command = std::string(SHAPESHIFT_CLI) + " conformance " + args + " 2>/dev/null";
-  CliResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return shapeshift::testing::RunShapeshift("conformance " + args);
 }
 
 TEST(ConformanceCliTest, WholeNodeSuiteHasNoFailuresAndKeepsThePassCount) {

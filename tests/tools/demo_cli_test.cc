@@ -2,7 +2,6 @@
 // no recompiles, the sampled requests matching the interpreter, and every
 // JSON field the issue names; text mode and bad flags. Latency and speed-up
 // figures are checked for presence and sanity, never against a time budget.
-#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
@@ -10,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/tools/cli_test_util.h"
 #include "nlohmann/json.hpp"
 
 namespace shapeshift {
@@ -17,23 +17,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct CliResult {
-  int exit_code = -1;
-  std::string output;
-};
+using shapeshift::testing::CliResult;
 
 // `redirect` decides where stderr goes ("2>&1" or "2>/dev/null").
 CliResult RunDemo(const std::string& args, const std::string& redirect) {
-  std::string command = std::string(SHAPESHIFT_CLI) + " demo " + args + " " + redirect;
-  CliResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return shapeshift::testing::RunShapeshift("demo " + args, redirect);
 }
 
 TEST(DemoCliTest, JsonReportsOneCompileAndAnAccurateSample) {

@@ -5,7 +5,6 @@
 //
 // To update a golden file after an intended change of the rendering:
 //   shapeshift explain tests/data/explain/X.jsonl [--summary] > tests/data/explain/X[.summary].txt
-#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
@@ -15,30 +14,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/tools/cli_test_util.h"
 #include "nlohmann/json.hpp"
 #include "runtime/specialization/dispatcher.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace {
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-};
+using shapeshift::testing::CliResult;
 
 const std::string kDataDir = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/explain/";
 
 CliResult Explain(const std::string& args, bool with_stderr = false) {
-  std::string cmd = std::string(SHAPESHIFT_CLI) + " explain " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  CliResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return shapeshift::testing::RunShapeshift("explain " + args, with_stderr ? "2>&1" : "2>/dev/null");
 }
 
 std::string ReadGolden(const std::string& name) {
@@ -55,7 +43,7 @@ TEST_P(ExplainGoldenTest, EventBlocksMatchGolden) {
   ASSERT_FALSE(golden.empty());
   CliResult r = Explain(kDataDir + GetParam() + ".jsonl");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, golden);
+  EXPECT_EQ(r.output, golden);
 }
 
 TEST_P(ExplainGoldenTest, SummaryMatchesGolden) {
@@ -63,7 +51,7 @@ TEST_P(ExplainGoldenTest, SummaryMatchesGolden) {
   ASSERT_FALSE(golden.empty());
   CliResult r = Explain(kDataDir + GetParam() + ".jsonl --summary");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, golden);
+  EXPECT_EQ(r.output, golden);
 }
 
 INSTANTIATE_TEST_SUITE_P(SampleLogs, ExplainGoldenTest, ::testing::Values("static_misses", "tiers"));
@@ -71,17 +59,17 @@ INSTANTIATE_TEST_SUITE_P(SampleLogs, ExplainGoldenTest, ::testing::Values("stati
 TEST(ExplainCliTest, MissBlockNamesFailingAtomAndProvenance) {
   CliResult r = Explain(kDataDir + "tiers.jsonl");
   ASSERT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("failed: seq <= 256    [asked by memory-plan at node 'attn/softmax_out': "
+  EXPECT_NE(r.output.find("failed: seq <= 256    [asked by memory-plan at node 'attn/softmax_out': "
                        "reuse a dead buffer's slot]"),
             std::string::npos)
-      << r.out;
+      << r.output;
 }
 
 TEST(ExplainCliTest, JsonIsAnArrayOfTheEvents) {
   CliResult r = Explain(kDataDir + "static_misses.jsonl --json");
   ASSERT_EQ(r.exit_code, 0);
-  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
-  ASSERT_TRUE(j.is_array()) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.output, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.output;
   ASSERT_EQ(j.size(), 3u);
   EXPECT_EQ(j[0]["trigger"], "initial");
   EXPECT_EQ(j[1]["trigger"], "miss");
@@ -93,13 +81,13 @@ TEST(ExplainCliTest, JsonIsAnArrayOfTheEvents) {
 TEST(ExplainCliTest, MalformedLineExitsTwoNamingFileAndLine) {
   CliResult r = Explain(kDataDir + "malformed.jsonl", /*with_stderr=*/true);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find("malformed.jsonl:2:"), std::string::npos) << r.out;
+  EXPECT_NE(r.output.find("malformed.jsonl:2:"), std::string::npos) << r.output;
 }
 
 TEST(ExplainCliTest, MissingLogAndBadUsageExitTwo) {
   CliResult missing = Explain(kDataDir + "no_such_log.jsonl", /*with_stderr=*/true);
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_NE(missing.out.find("no_such_log.jsonl"), std::string::npos) << missing.out;
+  EXPECT_NE(missing.output.find("no_such_log.jsonl"), std::string::npos) << missing.output;
   EXPECT_EQ(Explain("").exit_code, 2);
   EXPECT_EQ(Explain(kDataDir + "tiers.jsonl --summary --json").exit_code, 2);
   EXPECT_EQ(Explain(kDataDir + "tiers.jsonl --verbose").exit_code, 2);
@@ -127,17 +115,17 @@ TEST(ExplainCliTest, RendersALogTheDispatcherWrote) {
     }
   }
   CliResult r = Explain(path);
-  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string pin = "    [asked by dispatcher: static policy pins every dim]";
-  EXPECT_NE(r.out.find("event 1: initial (policy static)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("event 3: miss (policy static)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("  input: batch=1 seq=5\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(absl::StrCat("    failed: seq == 4", pin)), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(absl::StrCat("    failed: seq == 3", pin)), std::string::npos) << r.out;
+  EXPECT_NE(r.output.find("event 1: initial (policy static)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("event 3: miss (policy static)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  input: batch=1 seq=5\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(absl::StrCat("    failed: seq == 4", pin)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(absl::StrCat("    failed: seq == 3", pin)), std::string::npos) << r.output;
   CliResult summary = Explain(path + " --summary");
   ASSERT_EQ(summary.exit_code, 0);
-  EXPECT_EQ(summary.out.rfind("3 events: 1 initial, 2 miss, 0 tier-up;", 0), 0u) << summary.out;
-  EXPECT_NE(summary.out.find("  2  dispatcher: static policy pins every dim\n"), std::string::npos) << summary.out;
+  EXPECT_EQ(summary.output.rfind("3 events: 1 initial, 2 miss, 0 tier-up;", 0), 0u) << summary.output;
+  EXPECT_NE(summary.output.find("  2  dispatcher: static policy pins every dim\n"), std::string::npos) << summary.output;
   std::remove(path.c_str());
 }
 

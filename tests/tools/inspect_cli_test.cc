@@ -1,6 +1,5 @@
 // `shapeshift inspect`: symbolic input/output shapes, op histogram,
 // unsupported ops, --print-ir, --dim ranges and exit codes.
-#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
@@ -10,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/tools/cli_test_util.h"
 #include "tests/graph/onnx_test_model.h"
 
 namespace shapeshift {
@@ -18,22 +18,10 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct CliResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using shapeshift::testing::CliResult;
 
 CliResult RunInspect(const std::string& args) {
-  std::string command = std::string(SHAPESHIFT_CLI) + " inspect " + args + " 2>&1";
-  CliResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return shapeshift::testing::RunShapeshift("inspect " + args, "2>&1");
 }
 
 std::string WriteModel(const std::string& name, const std::string& bytes) {

@@ -2,7 +2,6 @@
 // request shape, checked against the interpreter (--check), the JSON
 // contract bench/peers relies on, and exit code 2 with a message naming the
 // culprit for every kind of bad argument.
-#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
@@ -13,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/tools/cli_test_util.h"
 #include "nlohmann/json.hpp"
 
 namespace shapeshift {
@@ -20,30 +20,23 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct CliResult {
+struct RunResult {
   int exit_code = -1;
   std::string out;  // stdout
   std::string err;  // stderr
 };
 
-CliResult RunCli(const std::string& args) {
+RunResult RunCli(const std::string& args) {
   std::filesystem::path err_path = std::filesystem::path(::testing::TempDir()) / "run_cli_stderr.txt";
-  std::string command = std::string(SHAPESHIFT_CLI) + " run " + args + " 2>" + err_path.string();
-  CliResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-  int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  shapeshift::testing::CliResult r = shapeshift::testing::RunShapeshift("run " + args, "2>" + err_path.string());
+  RunResult result{r.exit_code, std::move(r.output), ""};
   std::ifstream err(err_path);
   result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
   return result;
 }
 
 TEST(RunCliTest, BuiltinBertJsonMatchesTheInterpreter) {
-  CliResult r = RunCli("builtin:bert --input input_ids=2x9 --check --json --repeats 2");
+  RunResult r = RunCli("builtin:bert --input input_ids=2x9 --check --json --repeats 2");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["model"], "builtin:bert");
@@ -65,7 +58,7 @@ TEST(RunCliTest, BuiltinBertJsonMatchesTheInterpreter) {
 }
 
 TEST(RunCliTest, KvCacheModelTakesPastFromBindAndPrintsText) {
-  CliResult r = RunCli("builtin:gpt2-kv --bind past=5 --input input_ids=1x1 --check --repeats 1");
+  RunResult r = RunCli("builtin:gpt2-kv --bind past=5 --input input_ids=1x1 --check --repeats 1");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("request dims: batch=1 seq=1 past=5"));
   EXPECT_THAT(r.out, HasSubstr("output logits: f32[1,1,8192]"));
@@ -75,7 +68,7 @@ TEST(RunCliTest, KvCacheModelTakesPastFromBindAndPrintsText) {
 
 TEST(RunCliTest, ExporterMadeOnnxFileWithDimFlags) {
   std::string model = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/tiny_bert_opset17.onnx";
-  CliResult r = RunCli(model + " --dim batch=1..4 --dim sequence=1..64 --input input_ids=3x17 --check --json");
+  RunResult r = RunCli(model + " --dim batch=1..4 --dim sequence=1..64 --input input_ids=3x17 --check --json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["dims"]["sequence"], 17);
@@ -102,7 +95,7 @@ TEST(RunCliTest, BadArgumentsExitTwoNamingTheCulprit) {
                         Case{"builtin:bert --repeats 0", "--repeats"},
                         Case{"builtin:bert --bogus", "bogus"},
                         Case{"/nonexistent/model.onnx", "/nonexistent/model.onnx"}}) {
-    CliResult r = RunCli(c.args);
+    RunResult r = RunCli(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.out << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
   }

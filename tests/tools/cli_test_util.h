@@ -1,0 +1,35 @@
+// Running the built `shapeshift` binary from CLI tests (path: SHAPESHIFT_CLI).
+#ifndef SHAPESHIFT_TESTS_TOOLS_CLI_TEST_UTIL_H_
+#define SHAPESHIFT_TESTS_TOOLS_CLI_TEST_UTIL_H_
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace shapeshift::testing {
+
+struct CliResult {
+  int exit_code = -1;  // -1: not started, or killed by a signal
+  std::string output;  // stdout, plus stderr when the redirect sends it there
+};
+
+// Runs `shapeshift ARGS REDIRECT` through the shell. `redirect` says where
+// stderr goes: "2>/dev/null" (default), "2>&1", or "2>FILE".
+inline CliResult RunShapeshift(const std::string& args, const std::string& redirect = "2>/dev/null") {
+  const std::string command = std::string(SHAPESHIFT_CLI) + " " + args + " " + redirect;
+  CliResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+}  // namespace shapeshift::testing
+
+#endif  // SHAPESHIFT_TESTS_TOOLS_CLI_TEST_UTIL_H_
