@@ -9,7 +9,9 @@
 #ifndef SHAPESHIFT_RUNTIME_TENSOR_VIEW_H_
 #define SHAPESHIFT_RUNTIME_TENSOR_VIEW_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/types/span.h"
 #include "graph/dtype.h"
@@ -24,6 +26,32 @@ struct TensorView {
 
   // A view of an owning tensor (valid while `t` lives).
   static TensorView Of(const Tensor& t) { return TensorView{t.dtype(), t.shape(), t.raw()}; }
+};
+
+// Views of a list of owning tensors, allocation-free for the common case of a
+// few inputs (valid while `tensors` lives).
+class TensorViewList {
+ public:
+  explicit TensorViewList(const std::vector<Tensor>& tensors) : size_(tensors.size()) {
+    TensorView* views = inline_;
+    if (size_ > kInline) {
+      heap_.resize(size_);
+      views = heap_.data();
+    }
+    for (size_t i = 0; i < size_; ++i) views[i] = TensorView::Of(tensors[i]);
+  }
+  TensorViewList(const TensorViewList&) = delete;
+  TensorViewList& operator=(const TensorViewList&) = delete;
+
+  absl::Span<const TensorView> span() const {
+    return {size_ > kInline ? heap_.data() : inline_, size_};
+  }
+
+ private:
+  static constexpr size_t kInline = 8;
+  TensorView inline_[kInline];
+  std::vector<TensorView> heap_;
+  size_t size_;
 };
 
 }  // namespace shapeshift::runtime

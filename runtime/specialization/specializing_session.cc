@@ -79,19 +79,8 @@ absl::StatusOr<std::vector<Tensor>> SpecializingSession::Run(absl::Span<const Te
 }
 
 absl::StatusOr<std::vector<Tensor>> SpecializingSession::Run(const std::vector<Tensor>& inputs) {
-  // A small fixed buffer keeps the common case (a few inputs) allocation-free.
-  constexpr size_t kInline = 8;
-  TensorView inline_views[kInline];
-  std::vector<TensorView> heap_views;
-  absl::Span<TensorView> views;
-  if (inputs.size() <= kInline) {
-    views = absl::MakeSpan(inline_views, inputs.size());
-  } else {
-    heap_views.resize(inputs.size());
-    views = absl::MakeSpan(heap_views);
-  }
-  for (size_t i = 0; i < inputs.size(); ++i) views[i] = TensorView::Of(inputs[i]);
-  return Run(absl::Span<const TensorView>(views));
+  TensorViewList views(inputs);
+  return Run(views.span());
 }
 
 SpecializingSessionStats SpecializingSession::stats() const {
