@@ -45,17 +45,20 @@ absl::flat_hash_map<std::string, SymExpr> ConstantsFor(const Assignment& values)
   return map;
 }
 
-}  // namespace
-
-Violation CheckSymExprText(absl::string_view text) {
-  absl::StatusOr<SymExpr> parsed = ParseSymExpr(text);
-  RefParse reference = ParseReferenceExpr(text);
+// The shared property of both text languages: the parser accepts exactly what
+// the reference grammar accepts, printing re-parses to the identical object,
+// and the canonical form (and its substitution by constants) evaluates like
+// the text as written wherever both evaluate. T is SymExpr or Predicate.
+template <typename T, typename Parse, typename RefEvaluate>
+Violation CheckParsedText(absl::string_view text, Parse parse, RefParse reference,
+                          RefEvaluate ref_evaluate) {
+  absl::StatusOr<T> parsed = parse(text);
   if (reference.outcome == RefParse::Outcome::kTooDeep) return std::nullopt;
   if (Violation v = CompareAcceptance(text, parsed.ok(), parsed.status(), reference)) return v;
   if (!parsed.ok()) return std::nullopt;
 
   const std::string printed = parsed->ToString();
-  absl::StatusOr<SymExpr> reparsed = ParseSymExpr(printed);
+  absl::StatusOr<T> reparsed = parse(printed);
   if (!reparsed.ok()) {
     return absl::StrCat(Quote(text), " prints as ", Quote(printed),
                         ", which does not parse: ", reparsed.status().ToString());
@@ -68,14 +71,14 @@ Violation CheckSymExprText(absl::string_view text) {
   absl::btree_set<std::string> symbols;
   CollectReferenceSymbols(*reference.root, &symbols);
   for (const Assignment& values : AssignmentsFor(symbols, text, kAssignmentsPerInput)) {
-    std::optional<int64_t> expected = EvaluateReferenceExpr(*reference.root, values);
-    absl::StatusOr<int64_t> canonical = parsed->Evaluate(values);
+    auto expected = ref_evaluate(*reference.root, values);
+    auto canonical = parsed->Evaluate(values);
     if (expected && canonical.ok() && *expected != *canonical) {
       return absl::StrCat(Quote(text), " at ", AssignmentToString(values), " is ", *expected,
                           " but its canonical form ", Quote(printed), " gives ", *canonical);
     }
-    SymExpr substituted = parsed->Substitute(ConstantsFor(values));
-    absl::StatusOr<int64_t> folded = substituted.Evaluate({});
+    T substituted = parsed->Substitute(ConstantsFor(values));
+    auto folded = substituted.Evaluate({});
     if (expected && folded.ok() && *expected != *folded) {
       return absl::StrCat(Quote(text), " at ", AssignmentToString(values), " is ", *expected,
                           " but substituting the values gives ", Quote(substituted.ToString()));
@@ -84,41 +87,18 @@ Violation CheckSymExprText(absl::string_view text) {
   return std::nullopt;
 }
 
+}  // namespace
+
+Violation CheckSymExprText(absl::string_view text) {
+  return CheckParsedText<SymExpr>(
+      text, [](absl::string_view t) { return ParseSymExpr(t); }, ParseReferenceExpr(text),
+      [](const auto& root, const Assignment& v) { return EvaluateReferenceExpr(root, v); });
+}
+
 Violation CheckPredicateText(absl::string_view text) {
-  absl::StatusOr<Predicate> parsed = ParsePredicate(text);
-  RefParse reference = ParseReferencePredicate(text);
-  if (reference.outcome == RefParse::Outcome::kTooDeep) return std::nullopt;
-  if (Violation v = CompareAcceptance(text, parsed.ok(), parsed.status(), reference)) return v;
-  if (!parsed.ok()) return std::nullopt;
-
-  const std::string printed = parsed->ToString();
-  absl::StatusOr<Predicate> reparsed = ParsePredicate(printed);
-  if (!reparsed.ok()) {
-    return absl::StrCat(Quote(text), " prints as ", Quote(printed),
-                        ", which does not parse: ", reparsed.status().ToString());
-  }
-  if (*reparsed != *parsed) {
-    return absl::StrCat(Quote(text), " prints as ", Quote(printed), ", which parses to ",
-                        Quote(reparsed->ToString()));
-  }
-
-  absl::btree_set<std::string> symbols;
-  CollectReferenceSymbols(*reference.root, &symbols);
-  for (const Assignment& values : AssignmentsFor(symbols, text, kAssignmentsPerInput)) {
-    std::optional<bool> expected = EvaluateReferencePredicate(*reference.root, values);
-    absl::StatusOr<bool> canonical = parsed->Evaluate(values);
-    if (expected && canonical.ok() && *expected != *canonical) {
-      return absl::StrCat(Quote(text), " at ", AssignmentToString(values), " is ", *expected,
-                          " but its canonical form ", Quote(printed), " gives ", *canonical);
-    }
-    Predicate substituted = parsed->Substitute(ConstantsFor(values));
-    absl::StatusOr<bool> folded = substituted.Evaluate({});
-    if (expected && folded.ok() && *expected != *folded) {
-      return absl::StrCat(Quote(text), " at ", AssignmentToString(values), " is ", *expected,
-                          " but substituting the values gives ", Quote(substituted.ToString()));
-    }
-  }
-  return std::nullopt;
+  return CheckParsedText<Predicate>(
+      text, [](absl::string_view t) { return ParsePredicate(t); }, ParseReferencePredicate(text),
+      [](const auto& root, const Assignment& v) { return EvaluateReferencePredicate(root, v); });
 }
 
 Violation CheckGuardProgramText(absl::string_view text) {
