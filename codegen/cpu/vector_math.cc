@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsX86.h"
 
 namespace shapeshift::codegen::cpu {
 namespace {
@@ -46,17 +47,48 @@ llvm::Value* Pow2(llvm::IRBuilder<>& b, llvm::Value* n_int, llvm::Type* float_li
 
 llvm::Value* IsNan(llvm::IRBuilder<>& b, llvm::Value* x) { return b.CreateFCmpUNO(x, x); }
 
+// min(x, hi) / max(x, lo) for a non-NaN constant bound, written as the
+// compare-and-select x86's vminps/vmaxps compute, so each is one instruction
+// (llvm.minnum/maxnum need two more to pick the non-NaN operand). A NaN x
+// comes out unchanged.
+llvm::Value* MinKeepNan(llvm::IRBuilder<>& b, llvm::Value* x, double hi) {
+  llvm::Value* bound = C(b, x->getType(), hi);
+  return b.CreateSelect(b.CreateFCmpOLT(bound, x), bound, x);
+}
+llvm::Value* MaxKeepNan(llvm::IRBuilder<>& b, llvm::Value* x, double lo) {
+  llvm::Value* bound = C(b, x->getType(), lo);
+  return b.CreateSelect(b.CreateFCmpOGT(bound, x), bound, x);
+}
+
+// True for a <16 x float> in a function compiled for AVX-512F, where
+// vscalefps computes p * 2^n in one instruction, overflow and gradual
+// underflow included.
+bool HasScalef(llvm::IRBuilder<>& b, llvm::Value* x) {
+  auto* vec = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
+  if (vec == nullptr || vec->getNumElements() != 16 || !vec->getElementType()->isFloatTy()) return false;
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  return fn->getFnAttribute("target-features").getValueAsString().contains("+avx512f");
+}
+
+llvm::Value* Scalef16(llvm::IRBuilder<>& b, llvm::Value* p, llvm::Value* n) {
+  llvm::Function* scalef = llvm::Intrinsic::getDeclaration(b.GetInsertBlock()->getModule(),
+                                                           llvm::Intrinsic::x86_avx512_mask_scalef_ps_512);
+  // All lanes (mask -1), current rounding mode (4).
+  return b.CreateCall(scalef, {p, n, p, b.getInt16(0xffff), b.getInt32(4)});
+}
+
 }  // namespace
 
 llvm::Value* EmitExp(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* t = x->getType();
-  llvm::Value* xc = Intrinsic2(b, llvm::Intrinsic::minnum, x, C(b, t, 88.8));
-  xc = Intrinsic2(b, llvm::Intrinsic::maxnum, xc, C(b, t, -104.0));
+  llvm::Value* xc = MaxKeepNan(b, MinKeepNan(b, x, 88.8), -104.0);
   llvm::Value* n = Intrinsic1(b, llvm::Intrinsic::floor, MulAdd(b, xc, C(b, t, M_LOG2E), C(b, t, 0.5)));
   // r = x - n*ln2 in two steps; 0.693359375 has few mantissa bits so n*hi is exact.
   llvm::Value* r = MulAdd(b, n, C(b, t, -0.693359375), xc);
   r = MulAdd(b, n, C(b, t, 2.12194440e-4), r);
   llvm::Value* p = Polynomial(b, r, {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040});
+  // A NaN x stays NaN through the clamps, the polynomial and vscalefps.
+  if (HasScalef(b, x)) return Scalef16(b, p, n);
   // n reaches [-150, 128]: scale in two halves so each factor is a normal float.
   llvm::Value* ni = b.CreateFPToSI(n, I32Like(b, t));
   llvm::Value* n1 = b.CreateAShr(ni, IntC(b, t, 1));
@@ -64,7 +96,7 @@ llvm::Value* EmitExp(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* result = b.CreateFMul(b.CreateFMul(p, Pow2(b, n1, t)), Pow2(b, n2, t));
   result = b.CreateSelect(b.CreateFCmpOGT(x, C(b, t, 88.72283935546875)),
                           C(b, t, std::numeric_limits<double>::infinity()), result);
-  return b.CreateSelect(IsNan(b, x), x, result);
+  return b.CreateSelect(IsNan(b, x), x, result);  // fptosi of NaN is poison
 }
 
 llvm::Value* EmitLog(llvm::IRBuilder<>& b, llvm::Value* x) {
@@ -123,6 +155,12 @@ llvm::Value* EmitErf(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* large = b.CreateFSub(C(b, t, 1.0), b.CreateFMul(poly, EmitExp(b, b.CreateFNeg(x2))));
   large = Intrinsic2(b, llvm::Intrinsic::copysign, large, x);
   return b.CreateSelect(b.CreateFCmpOLT(a, C(b, t, 0.5)), small, large);
+}
+
+llvm::Value* EmitOnePlusTanh(llvm::IRBuilder<>& b, llvm::Value* u) {
+  llvm::Type* t = u->getType();
+  llvm::Value* e = EmitExp(b, b.CreateFMul(u, C(b, t, -2.0)));
+  return b.CreateFDiv(C(b, t, 2.0), b.CreateFAdd(C(b, t, 1.0), e));
 }
 
 llvm::Value* EmitSigmoid(llvm::IRBuilder<>& b, llvm::Value* x) {
