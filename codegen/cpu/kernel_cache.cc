@@ -11,6 +11,7 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> KernelCache::GetOrCompile(
   auto compiled = backend_->Compile(kernel);
   if (!compiled.ok()) return compiled.status();
   ++compiles_;
+  if ((*compiled)->loaded_from_store) ++loaded_from_store_;
   compiled_.emplace(kernel, *compiled);
   return *compiled;
 }
@@ -18,6 +19,11 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> KernelCache::GetOrCompile(
 int64_t KernelCache::compiles() const {
   absl::MutexLock lock(&mu_);
   return compiles_;
+}
+
+int64_t KernelCache::loaded_from_store() const {
+  absl::MutexLock lock(&mu_);
+  return loaded_from_store_;
 }
 
 int64_t KernelCache::hits() const {
