@@ -1,0 +1,295 @@
+// `shapeshift fuzz MODEL [--dim name=lo..hi]... [--cases N] [--seed S] [--policy P] [--json] ...`
+//
+// Guard soundness, tightness and evaluator agreement for one model under one
+// specialization policy (fuzz_runner.h says what each means); with
+// `--mutate-guards`, the mutation self-test that shows the checks have
+// teeth (fuzz_mutation.h). Every failure comes with a minimized shape and a
+// command that replays it.
+//
+// Exit codes: 0 no failure; 1 a soundness failure, a spurious recompile, an
+// evaluator disagreement, or (with --mutate-guards) a kill rate below
+// --min-kill-rate; 2 bad usage, or a model that cannot be loaded or compiled.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "runtime/specialization/policy.h"
+#include "tools/args.h"
+#include "tools/command.h"
+#include "tools/fuzz_mutation.h"
+#include "tools/fuzz_runner.h"
+#include "tools/model_loader.h"
+
+namespace shapeshift::tools {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: shapeshift fuzz MODEL [--dim name=lo..hi]... [--cases N] [--seed S]\n"
+    "                       [--policy polymorphic|bucketed|static|auto] [--recompile-limit N]\n"
+    "                       [--case dim=N,dim=N]... [--mutate-guards [--mutant-shapes K] [--min-kill-rate R]]\n"
+    "                       [--reference-cache-mb M] [--json]\n"
+    "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv\n"
+    "  Runs N generated requests (default 1000; 60% uniform in the declared ranges, 25% on edges:\n"
+    "  1, min, max, 2^k, 2^k+1; 10% one dim outside its range; 5% wrong rank or dtype) through a\n"
+    "  specializing session and checks:\n"
+    "    soundness: an accepted request's outputs match the reference interpreter within\n"
+    "      |actual - expected| <= 1e-3 + 1e-3 * |expected| (rtol = atol = 1e-3); an out-of-domain\n"
+    "      request gets an error naming the dim, a malformed one an error naming the input;\n"
+    "      a refusal at the recompile limit is expected and counted apart;\n"
+    "    tightness: no compile happens while an existing entry's guards all hold (Z3);\n"
+    "    evaluator agreement: each entry's GuardProgram verdict equals Z3's at every shape.\n"
+    "  --case replays the given shapes in order instead (exclusive with --cases).\n"
+    "  --mutate-guards: drops each recorded guard atom (and weakens each constant bound by one),\n"
+    "  runs the entry's program where the mutant newly accepts, reports killed/survived per\n"
+    "  mutant and the kill rate over the atoms Z3 shows are needed (default minimum 0.9).\n"
+    "  Exit: 0 clean, 1 any failure (or kill rate below the minimum), 2 bad usage or model.\n";
+
+struct FuzzFlags {
+  FuzzOptions options;
+  int64_t cases = 1000;
+  std::vector<std::string> explicit_cases;
+  bool mutate_guards = false;
+  int mutant_shapes = 8;
+  double min_kill_rate = 0.9;
+  bool json = false;
+};
+
+absl::StatusOr<FuzzFlags> ParseFuzzFlags(const ParsedArgs& args) {
+  if (args.positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL argument");
+  FuzzFlags flags;
+  flags.options.model = args.positional[0];
+  absl::StatusOr<std::map<std::string, DimRange>> dims = ParseDimFlags(args.All("dim"));
+  if (!dims.ok()) return dims.status();
+  flags.options.dims = *dims;
+  if (!absl::SimpleAtoi(args.Get("cases", "1000"), &flags.cases) || flags.cases < 1) {
+    return absl::InvalidArgumentError("--cases: expected an integer >= 1");
+  }
+  if (!absl::SimpleAtoi(args.Get("seed", "1"), &flags.options.seed)) {
+    return absl::InvalidArgumentError("--seed: expected a non-negative integer");
+  }
+  absl::StatusOr<runtime::SpecializationPolicy> policy = runtime::ParseSpecializationPolicy(args.Get("policy", "auto"));
+  if (!policy.ok()) return absl::InvalidArgumentError(absl::StrCat("--policy: ", policy.status().message()));
+  flags.options.policy = *policy;
+  if (!absl::SimpleAtoi(args.Get("recompile-limit", "64"), &flags.options.recompile_limit) ||
+      flags.options.recompile_limit < 0) {
+    return absl::InvalidArgumentError("--recompile-limit: expected an integer >= 0");
+  }
+  int64_t cache_mb = 0;
+  if (!absl::SimpleAtoi(args.Get("reference-cache-mb", "1024"), &cache_mb) || cache_mb < 0) {
+    return absl::InvalidArgumentError("--reference-cache-mb: expected an integer >= 0");
+  }
+  flags.options.reference_cache_bytes = static_cast<size_t>(cache_mb) << 20;
+  flags.explicit_cases = args.All("case");
+  if (!flags.explicit_cases.empty() && args.Has("cases")) {
+    return absl::InvalidArgumentError("--case and --cases are exclusive (--case replays exactly the shapes given)");
+  }
+  flags.mutate_guards = args.Has("mutate-guards");
+  if (!absl::SimpleAtoi(args.Get("mutant-shapes", "8"), &flags.mutant_shapes) || flags.mutant_shapes < 1) {
+    return absl::InvalidArgumentError("--mutant-shapes: expected an integer >= 1");
+  }
+  if (!absl::SimpleAtod(args.Get("min-kill-rate", "0.9"), &flags.min_kill_rate) || flags.min_kill_rate < 0 ||
+      flags.min_kill_rate > 1) {
+    return absl::InvalidArgumentError("--min-kill-rate: expected a number in [0, 1]");
+  }
+  if (!flags.mutate_guards && (args.Has("mutant-shapes") || args.Has("min-kill-rate"))) {
+    return absl::InvalidArgumentError("--mutant-shapes and --min-kill-rate need --mutate-guards");
+  }
+  flags.json = args.Has("json");
+  return flags;
+}
+
+nlohmann::ordered_json ShapeJson(const FuzzDomain& domain, const std::vector<int64_t>& values) {
+  nlohmann::ordered_json shape = nlohmann::ordered_json::object();
+  for (size_t s = 0; s < domain.slots.size() && s < values.size(); ++s) shape[domain.slots[s]] = values[s];
+  return shape;
+}
+
+// The command that rebuilds the cache the failure saw (the shapes that
+// compiled before it) and then sends `shape`.
+std::string ReplayCommand(const FuzzFlags& flags, FuzzRunner& runner, const FuzzFailure& failure,
+                          const std::vector<int64_t>& shape) {
+  const FuzzDomain& domain = runner.domain();
+  std::vector<std::string> parts = {"shapeshift fuzz", flags.options.model};
+  for (size_t s = 0; s < domain.slots.size(); ++s) {
+    parts.push_back(absl::StrCat("--dim ", domain.slots[s], "=", domain.min[s], "..", domain.max[s]));
+  }
+  parts.push_back(absl::StrCat("--policy ", runtime::SpecializationPolicyName(flags.options.policy)));
+  parts.push_back(absl::StrCat("--recompile-limit ", flags.options.recompile_limit));
+  parts.push_back(absl::StrCat("--seed ", flags.options.seed));
+  const std::vector<std::vector<int64_t>>& history = runner.compile_triggers();
+  for (size_t i = 0; i < failure.compiles_before && i < history.size(); ++i) {
+    parts.push_back(absl::StrCat("--case ", CaseFlagText(domain, history[i])));
+  }
+  parts.push_back(absl::StrCat("--case ", CaseFlagText(domain, shape)));
+  return absl::StrJoin(parts, " ");
+}
+
+nlohmann::ordered_json ReportJson(const FuzzFlags& flags, FuzzRunner& runner, const MutationReport* mutation) {
+  const FuzzResults& r = runner.results();
+  nlohmann::ordered_json j;
+  j["model"] = flags.options.model;
+  j["policy"] = runtime::SpecializationPolicyName(flags.options.policy);
+  j["seed"] = flags.options.seed;
+  j["dims"] = nlohmann::ordered_json::object();
+  for (size_t s = 0; s < runner.domain().slots.size(); ++s) {
+    j["dims"][runner.domain().slots[s]] = absl::StrCat(runner.domain().min[s], "..", runner.domain().max[s]);
+  }
+  j["cases"] = r.cases;
+  j["sound_failures"] = r.sound_failures;
+  j["spurious_recompiles"] = r.spurious_recompiles;
+  j["evaluator_disagreements"] = r.evaluator_disagreements;
+  j["compiles"] = runner.compiles();
+  j["served"] = r.served;
+  j["rejected_as_expected"] = r.rejected_as_expected;
+  j["limit_refusals"] = r.limit_refusals;
+  j["evaluator_checks"] = r.evaluator_checks;
+  j["distinct_shapes"] = runner.visited_shapes().size();
+  j["interpreter_runs"] = runner.oracle().interpreter_runs();
+  j["max_abs_error"] = r.max_abs_error;
+  j["rtol"] = kFuzzRtol;
+  j["atol"] = kFuzzAtol;
+  j["failures"] = nlohmann::ordered_json::array();
+  for (const FuzzFailure& f : r.failures) {
+    nlohmann::ordered_json fj;
+    fj["property"] = f.property;
+    fj["what"] = f.what;
+    fj["case"] = f.case_index;
+    fj["kind"] = CaseKindName(f.case_kind);
+    fj["shape"] = ShapeJson(runner.domain(), f.values);
+    const std::vector<int64_t>& reproducer = f.minimized.empty() ? f.values : f.minimized;
+    if (!f.minimized.empty()) fj["minimized"] = ShapeJson(runner.domain(), f.minimized);
+    fj["detail"] = f.detail;
+    fj["replay"] = ReplayCommand(flags, runner, f, reproducer);
+    j["failures"].push_back(fj);
+  }
+  if (mutation != nullptr) {
+    j["mutants"] = mutation->mutants.size();
+    j["killed"] = mutation->killed;
+    j["needed"] = mutation->needed;
+    j["killed_needed"] = mutation->killed_needed;
+    j["kill_rate"] = mutation->kill_rate;
+    j["mutant_results"] = nlohmann::ordered_json::array();
+    for (const MutantResult& m : mutation->mutants) {
+      nlohmann::ordered_json mj;
+      mj["entry"] = m.entry_id;
+      mj["tier"] = m.tier;
+      mj["atom"] = m.atom;
+      mj["asked_by"] = m.asked_by;
+      mj["mutation"] = m.mutation;
+      if (!m.mutant.empty()) mj["mutant"] = m.mutant;
+      mj["necessity"] = m.necessity;
+      mj["result"] = m.killed ? "killed" : "survived";
+      if (m.killed) {
+        mj["killed_by"] = m.killed_by;
+        mj["killing_shape"] = ShapeJson(runner.domain(), m.killing_shape);
+      }
+      mj["shapes_tried"] = m.shapes_tried;
+      if (!m.detail.empty()) mj["detail"] = m.detail;
+      j["mutant_results"].push_back(mj);
+    }
+  }
+  return j;
+}
+
+void PrintText(const nlohmann::ordered_json& j) {
+  std::printf("fuzz %s, policy %s, seed %llu: %lld cases\n", j["model"].get<std::string>().c_str(),
+              j["policy"].get<std::string>().c_str(), j["seed"].get<unsigned long long>(),
+              j["cases"].get<long long>());
+  std::printf("  served and checked: %lld (max abs error %.3g, tolerance 1e-3 + 1e-3*|expected|)\n",
+              j["served"].get<long long>(), j["max_abs_error"].get<double>());
+  std::printf("  refused as expected (outside the domain, wrong rank/dtype): %lld\n",
+              j["rejected_as_expected"].get<long long>());
+  std::printf("  refused at the recompile limit: %lld\n", j["limit_refusals"].get<long long>());
+  std::printf("  compiles: %lld; distinct shapes: %lld; interpreter runs: %lld; evaluator checks: %lld\n",
+              j["compiles"].get<long long>(), j["distinct_shapes"].get<long long>(),
+              j["interpreter_runs"].get<long long>(), j["evaluator_checks"].get<long long>());
+  std::printf("  sound failures: %lld; spurious recompiles: %lld; evaluator disagreements: %lld\n",
+              j["sound_failures"].get<long long>(), j["spurious_recompiles"].get<long long>(),
+              j["evaluator_disagreements"].get<long long>());
+  for (const auto& f : j["failures"]) {
+    std::printf("FAILURE (%s) case %lld [%s]: %s\n  shape %s%s\n  %s\n  replay: %s\n",
+                f["property"].get<std::string>().c_str(), f["case"].get<long long>(),
+                f["kind"].get<std::string>().c_str(), f["what"].get<std::string>().c_str(), f["shape"].dump().c_str(),
+                f.contains("minimized") ? absl::StrCat(", minimized ", f["minimized"].dump()).c_str() : "",
+                f["detail"].get<std::string>().c_str(), f["replay"].get<std::string>().c_str());
+  }
+  if (!j.contains("mutants")) return;
+  for (const auto& m : j["mutant_results"]) {
+    std::printf("mutant entry %lld (%s) %s `%s`%s [%s]: %s%s\n", m["entry"].get<long long>(),
+                m["tier"].get<std::string>().c_str(), m["mutation"].get<std::string>().c_str(),
+                m["atom"].get<std::string>().c_str(),
+                m.contains("mutant") ? absl::StrCat(" -> `", m["mutant"].get<std::string>(), "`").c_str() : "",
+                m["necessity"].get<std::string>().c_str(), m["result"].get<std::string>().c_str(),
+                m.contains("killed_by") ? absl::StrCat(" by ", m["killed_by"].get<std::string>(), " at ",
+                                                       m["killing_shape"].dump()).c_str()
+                                        : absl::StrCat(" (asked by ", m["asked_by"].get<std::string>(), ")").c_str());
+  }
+  std::printf("mutants: %lld, killed %lld; needed %lld, killed %lld: kill rate %.1f%%\n",
+              j["mutants"].get<long long>(), j["killed"].get<long long>(), j["needed"].get<long long>(),
+              j["killed_needed"].get<long long>(), 100.0 * j["kill_rate"].get<double>());
+}
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "shapeshift fuzz: %s\n", message.c_str());
+  return code;
+}
+
+int Fuzz(const std::vector<std::string>& raw_args) {
+  FlagSpec spec;
+  spec.valued = {"dim",  "cases", "seed", "policy", "recompile-limit", "case", "mutant-shapes", "min-kill-rate",
+                 "reference-cache-mb"};
+  spec.switches = {"json", "mutate-guards", "help"};
+  absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
+  if (args.ok() && args->Has("help")) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  absl::StatusOr<FuzzFlags> flags = args.ok() ? ParseFuzzFlags(*args) : absl::StatusOr<FuzzFlags>(args.status());
+  if (!flags.ok()) {
+    std::fprintf(stderr, "shapeshift fuzz: %s\n%s", std::string(flags.status().message()).c_str(), kUsage);
+    return kExitUsage;
+  }
+  absl::StatusOr<std::unique_ptr<FuzzRunner>> runner = FuzzRunner::Create(flags->options);
+  if (!runner.ok()) return Fail(kExitUsage, std::string(runner.status().message()));
+
+  std::vector<FuzzCase> cases;
+  if (flags->explicit_cases.empty()) {
+    cases = GenerateCases((*runner)->domain(), flags->cases, flags->options.seed);
+  } else {
+    for (const std::string& text : flags->explicit_cases) {
+      absl::StatusOr<FuzzCase> c = ParseCaseFlag(text, (*runner)->domain());
+      if (!c.ok()) return Fail(kExitUsage, std::string(c.status().message()));
+      cases.push_back(*std::move(c));
+    }
+  }
+  if (absl::Status s = (*runner)->RunCases(cases); !s.ok()) return Fail(kExitUsage, std::string(s.message()));
+  // Mutants first: minimizing sends more requests, which may compile more entries.
+  std::optional<MutationReport> mutation;
+  if (flags->mutate_guards) {
+    absl::StatusOr<MutationReport> report = RunGuardMutants(**runner, flags->mutant_shapes);
+    if (!report.ok()) return Fail(kExitUsage, absl::StrCat("--mutate-guards: ", report.status().message()));
+    mutation = *std::move(report);
+  }
+  (*runner)->MinimizeFailures();
+
+  const nlohmann::ordered_json report = ReportJson(*flags, **runner, mutation ? &*mutation : nullptr);
+  if (flags->json) {
+    std::printf("%s\n", report.dump().c_str());
+  } else {
+    PrintText(report);
+  }
+  const FuzzResults& r = (*runner)->results();
+  const bool failed = r.sound_failures > 0 || r.spurious_recompiles > 0 || r.evaluator_disagreements > 0 ||
+                      (mutation && mutation->kill_rate < flags->min_kill_rate);
+  return failed ? kExitNegative : kExitOk;
+}
+
+}  // namespace
+
+SHAPESHIFT_COMMAND(fuzz, "fuzz", "fuzz a model's guards: soundness, tightness, evaluator agreement, mutants", Fuzz);
+
+}  // namespace shapeshift::tools

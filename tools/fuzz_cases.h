@@ -1,0 +1,66 @@
+// The shapes `shapeshift fuzz` feeds a model: inside the declared domain,
+// on its edges, outside it, and well-shaped requests with the wrong rank or
+// dtype.
+//
+// Why edges get their own share: guards and code generators decide on
+// thresholds (`seq <= 64`, `seq % 16 == 0`, vector widths, bucket bounds),
+// and a guard that is off by one only shows at the threshold. Uniform
+// sampling over 1..512 hits `seq == 65` about once in 500 cases; the edge
+// cases (1, min, max, every 2^k and 2^k+1 in range) hit it every few dozen.
+// Outside-domain and malformed cases check the other half of soundness:
+// such a request must get an error, never a result.
+//
+// Generation is a pure function of the seed, so a run replays exactly.
+#ifndef SHAPESHIFT_TOOLS_FUZZ_CASES_H_
+#define SHAPESHIFT_TOOLS_FUZZ_CASES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace shapeshift::tools {
+
+// The dynamic dims a request binds, in the dispatcher's slot order, with
+// their declared inclusive ranges.
+struct FuzzDomain {
+  std::vector<std::string> slots;
+  std::vector<int64_t> min;
+  std::vector<int64_t> max;
+
+  bool Contains(const std::vector<int64_t>& values) const;
+};
+
+enum class CaseKind {
+  kInDomain,     // every dim uniform in its range
+  kEdge,         // dims drawn from EdgeValues (each with probability 1/2)
+  kOutOfDomain,  // one dim just outside its range (max+1, or min-1 when >= 0)
+  kWrongRank,    // an in-domain shape, but the first input gets an extra dim
+  kWrongDtype,   // an in-domain shape, but the first input has another dtype
+};
+const char* CaseKindName(CaseKind kind);
+
+struct FuzzCase {
+  CaseKind kind = CaseKind::kInDomain;
+  std::vector<int64_t> values;  // slot order
+  int bad_slot = -1;            // kOutOfDomain: the dim outside its range
+};
+
+// 1, min, max, and every 2^k and 2^k+1 inside [min, max], ascending, unique.
+std::vector<int64_t> EdgeValues(int64_t min, int64_t max);
+
+// `count` cases from `seed`: about 60% in-domain, 25% edges, 10% outside
+// the domain, 5% wrong rank or dtype.
+std::vector<FuzzCase> GenerateCases(const FuzzDomain& domain, int64_t count, uint64_t seed);
+
+// A `--case` value, `batch=2,seq=65`: every slot named once. Values outside
+// the declared range make an out-of-domain case; the kind is otherwise
+// in-domain.
+absl::StatusOr<FuzzCase> ParseCaseFlag(const std::string& text, const FuzzDomain& domain);
+// The `--case` text of `values`.
+std::string CaseFlagText(const FuzzDomain& domain, const std::vector<int64_t>& values);
+
+}  // namespace shapeshift::tools
+
+#endif  // SHAPESHIFT_TOOLS_FUZZ_CASES_H_
