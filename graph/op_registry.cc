@@ -15,6 +15,7 @@ const absl::flat_hash_map<std::string, OpSchema>& Table() {
     RegisterLinalgOps(list);
     RegisterShapeOps(list);
     RegisterIndexingOps(list);
+    RegisterGatherNDOp(list);
     RegisterShapeValueOps(list);
     auto* map = new absl::flat_hash_map<std::string, OpSchema>();
     for (OpSchema& s : list) (*map)[s.op_type] = std::move(s);

@@ -42,6 +42,7 @@ void RegisterReductionOps(std::vector<OpSchema>& table);
 void RegisterLinalgOps(std::vector<OpSchema>& table);
 void RegisterShapeOps(std::vector<OpSchema>& table);
 void RegisterIndexingOps(std::vector<OpSchema>& table);
+void RegisterGatherNDOp(std::vector<OpSchema>& table);
 void RegisterShapeValueOps(std::vector<OpSchema>& table);
 
 }  // namespace shapeshift

@@ -1,6 +1,5 @@
 #include "graph/onnx/importer.h"
 
-#include <exception>
 #include <fstream>
 #include <sstream>
 
@@ -10,11 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "graph/onnx/model_checker.h"
 #include "graph/onnx/node_attributes.h"
 #include "graph/op_registry.h"
 #include "graph/shape_inference.h"
 #include "graph/tensor_proto.h"
-#include "onnx/checker.h"
 #include "onnx/onnx_pb.h"
 
 namespace shapeshift {
@@ -37,20 +36,13 @@ class Importer {
  public:
   // `path` is the model file when there is one: the checker then resolves
   // external data next to it.
-  Importer(const onnx::ModelProto& model, const ImportOptions& options, std::string what, std::string path)
+  Importer(onnx::ModelProto& model, const ImportOptions& options, std::string what, std::string path)
       : model_(model), options_(options), what_(std::move(what)), path_(std::move(path)) {}
 
   absl::StatusOr<ImportedModel> Run() {
     if (options_.run_checker) {
-      try {
-        if (path_.empty()) {
-          onnx::checker::check_model(model_);
-        } else {
-          onnx::checker::check_model(path_);
-        }
-      } catch (const std::exception& e) {
-        return Error(absl::InvalidArgumentError(absl::StrCat("ONNX checker rejected the model: ", e.what())));
-      }
+      absl::Status checked = CheckOnnxModel(model_, path_, options_.base_dir, &result_.notes);
+      if (!checked.ok()) return Error(checked);
     }
     absl::StatusOr<int> opset = DefaultOpset();
     if (!opset.ok()) return Error(opset.status());
@@ -255,7 +247,7 @@ class Importer {
     return absl::OkStatus();
   }
 
-  const onnx::ModelProto& model_;
+  onnx::ModelProto& model_;
   const ImportOptions& options_;
   std::string what_;
   std::string path_;

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
@@ -56,6 +57,9 @@ struct ImportedModel {
   int64_t ir_version = 0;
   int opset = 0;                // default-domain opset
   std::string producer;         // producer_name + version, e.g. "pytorch 2.1"
+  // What the importer did that a user may want to know (e.g. an IR-10 model
+  // checked as IR 8: model_checker.h); one sentence each.
+  std::vector<std::string> notes;
 };
 
 absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path,

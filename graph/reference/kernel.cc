@@ -23,6 +23,7 @@ const reference::KernelRegistry& Registry() {
     reference::RegisterMatMulKernels(*r);
     reference::RegisterShapeKernels(*r);
     reference::RegisterIndexingKernels(*r);
+    reference::RegisterGatherNDKernel(*r);
     reference::RegisterGeneratorKernels(*r);
     reference::RegisterCastKernels(*r);
     reference::RegisterNormalizationKernels(*r);

@@ -57,6 +57,7 @@ void RegisterReduceKernels(KernelRegistry& registry);
 void RegisterMatMulKernels(KernelRegistry& registry);
 void RegisterShapeKernels(KernelRegistry& registry);
 void RegisterIndexingKernels(KernelRegistry& registry);
+void RegisterGatherNDKernel(KernelRegistry& registry);
 void RegisterGeneratorKernels(KernelRegistry& registry);
 void RegisterCastKernels(KernelRegistry& registry);
 void RegisterNormalizationKernels(KernelRegistry& registry);

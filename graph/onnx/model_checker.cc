@@ -1,0 +1,186 @@
+#include "graph/onnx/model_checker.h"
+
+#include <algorithm>
+#include <exception>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/unknown_field_set.h"
+#include "onnx/checker.h"
+#include "onnx/defs/schema.h"
+
+namespace shapeshift {
+namespace {
+
+namespace pb = google::protobuf;
+
+// Nodes of these ops are schema-checked elsewhere (see the header).
+constexpr char kUncheckedDomain[] = "shapeshift.schema_newer_than_checker";
+
+// IR-10 fields that only carry metadata (field numbers from onnx.proto):
+// unknown to libonnx 1.12's schema, ignored by every reader here.
+bool IsMetadataField(const std::string& message, int number) {
+  static const auto* fields = new std::unordered_map<std::string, int>{
+      {"onnx.ValueInfoProto", 4}, {"onnx.NodeProto", 9},      {"onnx.GraphProto", 16},
+      {"onnx.TensorProto", 16},   {"onnx.FunctionProto", 14},
+  };
+  auto it = fields->find(message);
+  return it != fields->end() && it->second == number;
+}
+
+// Default-domain ops whose definition changed in opset 18 (the newest the
+// importer accepts) — the ones a 1.12 checker would check against an older
+// schema.
+bool ChangedInOpset18(const std::string& op) {
+  static const auto* ops = new absl::flat_hash_set<std::string>{
+      "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "CenterCropPad", "Col2Im", "GroupNormalization",
+      "LpPool", "OptionalGetElement", "OptionalHasElement", "Pad", "ReduceL1", "ReduceL2", "ReduceLogSum",
+      "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Resize",
+      "ScatterElements", "ScatterND", "Split"};
+  return ops->contains(op);
+}
+
+bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+// The first use of something IR 8 cannot express, as a phrase, or "".
+std::string FirstNewerFeature(const pb::Message& message) {
+  const pb::Reflection* reflection = message.GetReflection();
+  const pb::Descriptor* descriptor = message.GetDescriptor();
+  const pb::UnknownFieldSet& unknown = reflection->GetUnknownFields(message);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    int number = unknown.field(i).number();
+    if (!IsMetadataField(descriptor->full_name(), number)) {
+      return absl::StrCat("field ", number, " of ", descriptor->name(), " (not in IR 8)");
+    }
+  }
+  std::vector<const pb::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const pb::FieldDescriptor* field : fields) {
+    if (field->type() == pb::FieldDescriptor::TYPE_INT32 && !field->is_repeated() &&
+        (field->name() == "elem_type" || field->name() == "data_type")) {
+      int type = reflection->GetInt32(message, field);
+      if (type > onnx::TensorProto_DataType_DataType_MAX) {
+        return absl::StrCat("element type ", type, " in ", descriptor->name(), " (float8/int4 types are IR 9+)");
+      }
+    }
+    if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    if (field->is_repeated()) {
+      for (int k = 0; k < reflection->FieldSize(message, field); ++k) {
+        std::string found = FirstNewerFeature(reflection->GetRepeatedMessage(message, field, k));
+        if (!found.empty()) return found;
+      }
+    } else {
+      std::string found = FirstNewerFeature(reflection->GetMessage(message, field));
+      if (!found.empty()) return found;
+    }
+  }
+  return "";
+}
+
+int DefaultOpset(const onnx::ModelProto& model) {
+  for (const onnx::OperatorSetIdProto& id : model.opset_import()) {
+    if (IsDefaultDomain(id.domain())) return static_cast<int>(id.version());
+  }
+  return 0;
+}
+
+// Moves the top-level nodes of ops changed after `checker_opset` to
+// kUncheckedDomain for the lifetime of the object; returns their op types.
+class UncheckedNodes {
+ public:
+  UncheckedNodes(onnx::ModelProto& model, int checker_opset) : model_(model) {
+    if (DefaultOpset(model) <= checker_opset) return;
+    for (int i = 0; i < model.graph().node_size(); ++i) {
+      onnx::NodeProto* node = model.mutable_graph()->mutable_node(i);
+      if (!IsDefaultDomain(node->domain()) || !ChangedInOpset18(node->op_type())) continue;
+      moved_.emplace_back(i, node->domain());
+      ops_.insert(node->op_type());
+      node->set_domain(kUncheckedDomain);
+    }
+    if (moved_.empty()) return;
+    onnx::OperatorSetIdProto* id = model.add_opset_import();
+    id->set_domain(kUncheckedDomain);
+    id->set_version(1);
+  }
+  ~UncheckedNodes() {
+    if (moved_.empty()) return;
+    for (const auto& [index, domain] : moved_) model_.mutable_graph()->mutable_node(index)->set_domain(domain);
+    model_.mutable_opset_import()->RemoveLast();
+  }
+  const std::set<std::string>& ops() const { return ops_; }
+
+ private:
+  onnx::ModelProto& model_;
+  std::vector<std::pair<int, std::string>> moved_;
+  std::set<std::string> ops_;
+};
+
+}  // namespace
+
+absl::Status CheckOnnxModel(onnx::ModelProto& model, const std::string& path, const std::string& model_dir,
+                            std::vector<std::string>* notes) {
+  const int64_t checker_ir = onnx::Version::IR_VERSION;
+  const int checker_opset = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
+  const int64_t declared_ir = model.ir_version();
+  try {
+    if (declared_ir <= checker_ir && DefaultOpset(model) <= checker_opset) {
+      // The library's own entry points for models it fully knows (the file
+      // form resolves external data next to the file).
+      if (path.empty()) {
+        onnx::checker::check_model(model);
+      } else {
+        onnx::checker::check_model(path);
+      }
+      return absl::OkStatus();
+    }
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("ONNX checker rejected the model: ", e.what()));
+  }
+  if (declared_ir > checker_ir) {
+    std::string feature = FirstNewerFeature(model);
+    if (!feature.empty()) {
+      return absl::UnimplementedError(absl::StrCat("the model declares IR version ", declared_ir, " and uses ",
+                                                   feature, "; the ONNX checker here knows IR ", checker_ir,
+                                                   " only"));
+    }
+  }
+  std::set<std::string> unchecked_ops;
+  // What check_model does after its version tests, with the context's IR
+  // version capped at the newest the checker knows.
+  try {
+    UncheckedNodes unchecked(model, checker_opset);
+    unchecked_ops = unchecked.ops();
+    onnx::checker::CheckerContext context;
+    context.set_ir_version(static_cast<int>(std::min(declared_ir, checker_ir)));
+    context.set_model_dir(model_dir);
+    std::unordered_map<std::string, int> opsets;
+    for (const onnx::OperatorSetIdProto& id : model.opset_import()) {
+      opsets[id.domain()] = static_cast<int>(id.version());
+    }
+    context.set_opset_imports(opsets);
+    onnx::checker::LexicalScopeContext scope;
+    onnx::checker::check_graph(model.graph(), context, scope);
+    onnx::checker::check_model_local_functions(model, context, scope);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("ONNX checker rejected the model (checked as IR ",
+                                                   std::min(declared_ir, checker_ir), "): ", e.what()));
+  }
+  if (declared_ir > checker_ir) {
+    notes->push_back(absl::StrCat("IR version ", declared_ir, " checked as IR ", checker_ir,
+                                  ": the model uses no newer element type or field (metadata_props ignored)"));
+  }
+  if (!unchecked_ops.empty()) {
+    notes->push_back(absl::StrCat("opset ", DefaultOpset(model), " nodes of ", absl::StrJoin(unchecked_ops, ", "),
+                                  " were not schema-checked by the ONNX checker (it knows opset ", checker_opset,
+                                  "); shapeshift's shape rules check them"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shapeshift
