@@ -10,6 +10,10 @@
 
 #include "graph/onnx/importer.h"
 
+namespace shapeshift::codegen::cpu {
+class ObjectStore;
+}  // namespace shapeshift::codegen::cpu
+
 namespace shapeshift::runtime {
 
 struct CompileOptions {
@@ -22,6 +26,10 @@ struct CompileOptions {
   std::ostream* print_stream = nullptr;  // std::cerr when null
   // f32 lanes of generated vector loops; 0 = the widest the host has.
   int vector_width = 0;
+  // Compiled kernels are looked up here before compiling and kept here
+  // after (e.g. persist::ArtifactObjectStore for a cache directory); not
+  // owned, may be null. ProgramStats say how many kernels came from it.
+  codegen::cpu::ObjectStore* object_store = nullptr;
 };
 
 }  // namespace shapeshift::runtime

@@ -33,6 +33,7 @@ class ProgramBuilder {
     if (absl::Status s = PlanInputs(); !s.ok()) return s;
     cpu::CpuBackendOptions backend_options;
     backend_options.vector_width = options.vector_width;
+    backend_options.object_store = options.object_store;
     SS_ASSIGN_OR_RETURN(backend, cpu::CpuBackend::Create(backend_options));
     impl_.backend = std::move(backend);
     impl_.kernel_cache = std::make_unique<cpu::KernelCache>(impl_.backend.get());
@@ -50,6 +51,10 @@ class ProgramBuilder {
     impl_.arena_slot = arena_slot;
     stats_.groups = static_cast<int64_t>(pipeline_.fusion.groups.size());
     stats_.kernels = impl_.kernel_cache->compiles();
+    stats_.kernels_from_store = impl_.kernel_cache->loaded_from_store();
+    cpu::CpuBackendStats backend_stats = impl_.backend->stats();
+    stats_.llvm_compiles = backend_stats.llvm_compiles;
+    stats_.store_rejects = backend_stats.store_rejects;
     stats_.gemms = static_cast<int64_t>(impl_.matmuls.size());
     stats_.steps = static_cast<int64_t>(impl_.steps.size());
     return absl::OkStatus();
