@@ -5,9 +5,17 @@
 // real point that passes none (exit 1, `uncovered: batch=3 seq=130`), which
 // is exactly the shape that would still trigger a recompile.
 //
-// Today the guard sets come as text (`--guards` present ⇒ text form). A
-// model form (`shapeshift prove MODEL --dim ...`, the guards of a compiled
-// model's artifacts) will be a second entry point beside ProveGuardText.
+// Two forms. The guard-text form (`--guards` present): each `--guards` is
+// one guard set given as text. The model form (`shapeshift prove MODEL
+// [--dim name=lo..hi]... [--policy P] [--warm TRACE] [--json]`): the model is
+// loaded with its declared ranges (overridden by `--dim`), a
+// SpecializingSession builds the artifacts the policy compiles ahead of time
+// (auto and polymorphic: the polymorphic artifact; bucketed and static:
+// none — they compile on demand), optionally serves the requests of
+// `--warm TRACE` (tools/trace.h) so their entries exist too, and
+// ProveCacheCoverage decides whether those entries serve every shape in the
+// declared domain. The verdict line is followed by the domain and each
+// entry's guard set, so an `uncovered` answer shows what is missing.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -22,29 +30,35 @@
 #include "shapes/predicate.h"
 #include "shapes/symbol_facts.h"
 #include "shapes/z3_bridge.h"
+#include "runtime/specialization/coverage.h"
+#include "runtime/specialization/policy.h"
+#include "runtime/specialization/specializing_session.h"
 #include "tools/args.h"
 #include "tools/command.h"
+#include "tools/model_loader.h"
+#include "tools/trace.h"
 
 namespace shapeshift::tools {
 namespace {
 
 constexpr unsigned kProveTimeoutMs = 10000;
 
-struct DimRange {
+// One `--dim` of the guard-text form: the domain is their box.
+struct NamedRange {
   std::string name;
   int64_t lo = 0;
   int64_t hi = 0;
 };
 
 // `seq=1..512`
-absl::StatusOr<DimRange> ParseDim(const std::string& text) {
+absl::StatusOr<NamedRange> ParseDim(const std::string& text) {
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
         absl::StrCat("--dim '", text, "': ", why, " (expected NAME=LO..HI, e.g. seq=1..512)"));
   };
   size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0) return bad("missing NAME=");
-  DimRange d;
+  NamedRange d;
   d.name = text.substr(0, eq);
   absl::StatusOr<SymExpr> sym = ParseSymExpr(d.name);
   if (!sym.ok() || !sym->IsSymbol() || sym->symbol_name() != d.name) return bad("NAME is not an identifier");
@@ -81,14 +95,12 @@ int UsageError(absl::string_view message) {
   return kExitUsage;
 }
 
-}  // namespace
-
 // The guard-text form: `--dim ... --guards ... [--json]`.
 int ProveGuardText(const ParsedArgs& args) {
-  std::vector<DimRange> dims;
+  std::vector<NamedRange> dims;
   absl::btree_set<std::string> names;
   for (const std::string& text : args.All("dim")) {
-    absl::StatusOr<DimRange> d = ParseDim(text);
+    absl::StatusOr<NamedRange> d = ParseDim(text);
     if (!d.ok()) return UsageError(d.status().message());
     if (!names.insert(d->name).second) return UsageError(absl::StrCat("--dim ", d->name, " given twice"));
     dims.push_back(*d);
@@ -101,7 +113,7 @@ int ProveGuardText(const ParsedArgs& args) {
     guard_sets.push_back(*std::move(set));
   }
   std::vector<Predicate> domain_parts;
-  for (const DimRange& d : dims) {
+  for (const NamedRange& d : dims) {
     SymExpr s = SymExpr::Symbol(d.name);
     domain_parts.push_back(Predicate::Ge(s, d.lo));
     domain_parts.push_back(Predicate::Le(s, d.hi));
@@ -124,7 +136,7 @@ int ProveGuardText(const ParsedArgs& args) {
     nlohmann::json out = {{"covered", covered}, {"witness", nullptr}};
     if (!covered) {
       nlohmann::json witness = nlohmann::json::object();
-      for (const DimRange& d : dims) witness[d.name] = r.witness.at(d.name);
+      for (const NamedRange& d : dims) witness[d.name] = r.witness.at(d.name);
       out["witness"] = witness;
     }
     std::printf("%s\n", out.dump().c_str());
@@ -132,17 +144,121 @@ int ProveGuardText(const ParsedArgs& args) {
     std::printf("covered\n");
   } else {
     std::vector<std::string> parts;
-    for (const DimRange& d : dims) parts.push_back(absl::StrCat(d.name, "=", r.witness.at(d.name)));
+    for (const NamedRange& d : dims) parts.push_back(absl::StrCat(d.name, "=", r.witness.at(d.name)));
     std::printf("uncovered: %s\n", absl::StrJoin(parts, " ").c_str());
   }
   return covered ? kExitOk : kExitNegative;
 }
 
-namespace {
+// The model's declared domain: every symbol within its range.
+Predicate DeclaredDomain(const ShapeEnv& env) {
+  std::vector<Predicate> parts;
+  for (const SymbolInfo& s : env.symbols()) {
+    SymExpr symbol = SymExpr::Symbol(s.name);
+    parts.push_back(Predicate::Ge(symbol, s.min));
+    parts.push_back(Predicate::Le(symbol, s.max));
+  }
+  return Predicate::And(parts);
+}
+
+// Serves the requests of `trace_spec` so their entries exist before the proof.
+absl::Status Warm(runtime::SpecializingSession& session, const std::vector<InputRecipe>& recipes,
+                  const std::string& trace_spec) {
+  absl::StatusOr<std::vector<Assignment>> trace = MakeTrace(trace_spec, session.dispatcher().env());
+  if (!trace.ok()) return trace.status();
+  for (size_t i = 0; i < trace->size(); ++i) {
+    absl::StatusOr<std::vector<Tensor>> inputs = MakeInputs(recipes, (*trace)[i], /*seed=*/i + 1);
+    if (!inputs.ok()) return inputs.status();
+    absl::StatusOr<std::vector<Tensor>> outputs = session.Run(*inputs);
+    if (!outputs.ok()) {
+      return absl::Status(outputs.status().code(),
+                          absl::StrCat("--warm request ", i, " (", FormatRequest((*trace)[i], session.dispatcher().env()),
+                                       "): ", outputs.status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The model form: `MODEL [--dim ...] [--policy P] [--warm TRACE] [--json]`.
+int ProveModel(const ParsedArgs& args) {
+  if (args.positional.size() != 1) return UsageError("expected exactly one MODEL argument");
+  const std::string& model_arg = args.positional[0];
+  absl::StatusOr<std::map<std::string, DimRange>> dims = ParseDimFlags(args.All("dim"));
+  if (!dims.ok()) return UsageError(dims.status().message());
+  runtime::SpecializationPolicy policy = runtime::SpecializationPolicy::kAuto;
+  if (args.Has("policy")) {
+    absl::StatusOr<runtime::SpecializationPolicy> parsed = runtime::ParseSpecializationPolicy(args.Get("policy"));
+    if (!parsed.ok()) return UsageError(absl::StrCat("--policy: ", parsed.status().message()));
+    policy = *parsed;
+  }
+  absl::StatusOr<ImportedModel> model = LoadModel(model_arg, *dims);
+  if (!model.ok()) return UsageError(model.status().message());
+  std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
+  runtime::SpecializingSessionOptions options;
+  options.policy = policy;
+  absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
+      runtime::SpecializingSession::CreateFromBuilt(std::move(model->graph), std::move(model->env), options);
+  if (!session.ok()) return UsageError(absl::StrCat("compile: ", session.status().message()));
+  if (args.Has("warm")) {
+    if (absl::Status s = Warm(**session, recipes, args.Get("warm")); !s.ok()) return UsageError(s.message());
+  }
+
+  const ShapeEnv& env = (*session)->dispatcher().env();
+  const runtime::SpecializationCache& cache = (*session)->dispatcher().cache();
+  Z3Bridge z3(kProveTimeoutMs);
+  CoverageResult r = runtime::ProveCacheCoverage(cache, DeclaredDomain(env), z3);
+  const bool covered = r.verdict == Verdict::kProven;
+  nlohmann::ordered_json out;
+  out["covered"] = covered;
+  out["witness"] = nullptr;
+  if (r.verdict == Verdict::kRefuted) {
+    out["witness"] = nlohmann::ordered_json::object();
+    for (const SymbolInfo& s : env.symbols()) out["witness"][s.name] = r.witness.at(s.name);
+  }
+  if (r.verdict == Verdict::kUnknown) out["unknown"] = r.detail;
+  out["model"] = model_arg;
+  out["policy"] = runtime::SpecializationPolicyName(policy);
+  out["domain"] = nlohmann::ordered_json::object();
+  for (const SymbolInfo& s : env.symbols()) out["domain"][s.name] = absl::StrCat(s.min, "..", s.max);
+  out["compiles"] = (*session)->stats().dispatcher.compiles;
+  out["entries"] = nlohmann::ordered_json::array();
+  for (const std::shared_ptr<const runtime::CacheEntry>& e : cache.entries()) {
+    std::vector<std::string> guards;
+    for (const GuardAtom& g : e->guards) guards.push_back(g.predicate.ToString());
+    out["entries"].push_back({{"id", e->id}, {"tier", runtime::TierName(e->tier)}, {"guards", guards}});
+  }
+  if (args.Has("json")) {
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    if (r.verdict == Verdict::kUnknown) {
+      std::printf("unknown: %s\n", r.detail.c_str());
+    } else if (covered) {
+      std::printf("covered\n");
+    } else {
+      std::vector<std::string> parts;
+      for (const auto& [name, value] : out["witness"].items()) parts.push_back(absl::StrCat(name, "=", value.dump()));
+      std::printf("uncovered: %s\n", absl::StrJoin(parts, " ").c_str());
+    }
+    std::vector<std::string> domain;
+    for (const auto& [name, range] : out["domain"].items()) domain.push_back(absl::StrCat(name, "=", range.get<std::string>()));
+    std::printf("  model %s, policy %s, domain %s\n", model_arg.c_str(), out["policy"].get<std::string>().c_str(),
+                absl::StrJoin(domain, " ").c_str());
+    if (cache.size() == 0) {
+      std::printf("  no entries: policy %s compiles nothing ahead of time (each shape compiles on demand)\n",
+                  out["policy"].get<std::string>().c_str());
+    }
+    for (const auto& e : out["entries"]) {
+      std::vector<std::string> guards = e["guards"].get<std::vector<std::string>>();
+      std::printf("  entry #%lld (%s): %s\n", e["id"].get<long long>(), e["tier"].get<std::string>().c_str(),
+                  guards.empty() ? "no guards (the whole declared domain)" : absl::StrJoin(guards, " && ").c_str());
+    }
+  }
+  return covered ? kExitOk : kExitNegative;
+}
 
 int RunProve(const std::vector<std::string>& argv) {
   FlagSpec spec;
-  spec.valued = {"dim", "guards"};
+  spec.valued = {"dim", "guards", "policy", "warm"};
   spec.switches = {"json"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
   if (!args.ok()) return UsageError(args.status().message());
@@ -151,16 +267,22 @@ int RunProve(const std::vector<std::string>& argv) {
       return UsageError(absl::StrCat("unexpected argument '", args->positional[0],
                                      "' (the --guards form takes no model)"));
     }
+    if (args->Has("policy") || args->Has("warm")) return UsageError("--policy and --warm need a MODEL, not --guards");
     return ProveGuardText(*args);
   }
+  if (!args->positional.empty()) return ProveModel(*args);
   return UsageError(
-      "usage: shapeshift prove --dim NAME=LO..HI [--dim ...] --guards 'PRED' [--guards ...] [--json]\n"
-      "  each --guards is one guard set; prints `covered` (exit 0) or an uncovered point (exit 1)");
+      "usage: shapeshift prove MODEL [--dim NAME=LO..HI]... [--policy polymorphic|bucketed|static|auto]\n"
+      "                        [--warm TRACE] [--json]\n"
+      "       shapeshift prove --dim NAME=LO..HI [--dim ...] --guards 'PRED' [--guards ...] [--json]\n"
+      "  MODEL: the artifacts its policy compiles (plus those --warm's requests compiled) must serve every\n"
+      "  shape of the declared domain; each --guards is one guard set. Prints `covered` (exit 0) or an\n"
+      "  uncovered shape (exit 1)");
 }
 
 }  // namespace
 
-SHAPESHIFT_COMMAND(prove, "prove", "prove that guard sets cover a shape domain (or show a gap)",
+SHAPESHIFT_COMMAND(prove, "prove", "prove that a model's artifacts (or guard sets) cover a shape domain, or show a gap",
                    RunProve);
 
 }  // namespace shapeshift::tools

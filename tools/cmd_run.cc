@@ -1,27 +1,41 @@
-// `shapeshift run MODEL [--dim name=lo..hi]... [--input NAME=SHAPE]... [--bind SYMBOL=N]...
-//                  [--repeats N] [--seed S] [--check] [--json] [--print-after=PASS]...`
+// `shapeshift run MODEL [--dim name=lo..hi]... [--policy P] [--recompile-log PATH] [--recompile-limit N]
+//                  (one request shape:)  [--input NAME=SHAPE]... [--bind SYMBOL=N]... [--repeats N] [--check]
+//                  (a request trace:)    [--trace lognormal:N[:SEED]|decode:N|file:PATH] [--check-every K]
+//                  [--seed S] [--json] [--print-after=PASS]...`
 //
 // Compiles MODEL (`path.onnx` or `builtin:bert|gpt2|gpt2-kv`, see
-// tools/model_loader.h) once for the declared ranges, then runs one request
-// shape: `--input` gives an input's shape (`input_ids=2x128`), `--bind` a dim
-// directly (`past=16`), other dims take their declared minimum. Inputs are
-// deterministic (`--seed`): token ids inside the vocabulary, masks of ones,
-// floats N(0, 1). It prints the output shapes and checksums, the compile
-// time and kernel counts, and first-run / median / p99 latency over
-// `--repeats` runs; `--check` also runs the reference interpreter and
-// reports the largest absolute error. `--json` prints one JSON object (the
-// contract bench/peers/shapeshift_bench.py reads: median_ms, p99_ms,
-// peak_rss_mb, compile_s).
+// tools/model_loader.h) through a SpecializingSession for the declared
+// ranges under `--policy` (polymorphic | bucketed | static | auto, the
+// default), every compile recorded in `--recompile-log` (JSON lines; or the
+// SHAPESHIFT_RECOMPILE_LOG environment variable) for `shapeshift explain`.
 //
-// Exit codes: 0 ok; 1 `--check` found a mismatch; 2 bad usage, a model that
-// cannot be loaded or compiled, or a request outside the declared ranges.
+// One request shape (no --trace): `--input` gives an input's shape
+// (`input_ids=2x128`), `--bind` a dim directly (`past=16`), other dims take
+// their declared minimum. Inputs are deterministic (`--seed`): token ids
+// inside the vocabulary, masks of ones, floats N(0, 1). It prints the output
+// shapes and checksums, the compile time and kernel counts, and first-run /
+// median / p99 latency over `--repeats` runs; `--check` also runs the
+// reference interpreter and reports the largest absolute error. `--json`
+// prints one JSON object (the contract bench/peers/shapeshift_bench.py reads:
+// median_ms, p99_ms, peak_rss_mb, compile_s).
+//
+// A trace (--trace, tools/trace.h): replays the requests in order
+// (tools/run_replay.h) and reports requests, compiles (by tier and by
+// trigger), misses, tier-ups, p50/p99 latency, the time to the first result
+// and the compiles before it, and wrong_results among the requests checked
+// against the interpreter (every K-th, default 50, plus each cache entry's
+// first request; `--check-every 0` checks none).
+//
+// Exit codes: 0 ok; 1 a check found a mismatch, or a trace request was
+// refused; 2 bad usage, a model that cannot be loaded or compiled, or a
+// request outside the declared ranges.
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,29 +45,38 @@
 #include "graph/interpreter.h"
 #include "nlohmann/json.hpp"
 #include "passes/pipeline.h"
-#include "runtime/session.h"
+#include "runtime/specialization/policy.h"
+#include "runtime/specialization/specializing_session.h"
 #include "tools/args.h"
 #include "tools/command.h"
 #include "tools/model_loader.h"
+#include "tools/run_check.h"
+#include "tools/run_replay.h"
+#include "tools/trace.h"
 
 namespace shapeshift::tools {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: shapeshift run MODEL [--dim name=lo..hi]... [--input NAME=SHAPE]... [--bind SYMBOL=N]...\n"
-    "                      [--repeats N] [--seed S] [--check] [--json] [--print-after=PASS]...\n"
-    "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv\n";
+using Clock = std::chrono::steady_clock;
 
-// A computed answer's tolerance when --check compares against the interpreter.
-constexpr double kCheckRtol = 1e-3;
-constexpr double kCheckAtol = 1e-3;
+constexpr char kUsage[] =
+    "usage: shapeshift run MODEL [--dim name=lo..hi]... [--policy polymorphic|bucketed|static|auto]\n"
+    "                      [--recompile-log PATH] [--recompile-limit N] [--seed S] [--json] [--print-after=PASS]...\n"
+    "         one shape:   [--input NAME=SHAPE]... [--bind SYMBOL=N]... [--repeats N] [--check]\n"
+    "         a trace:     --trace lognormal:N[:SEED]|decode:N|file:PATH [--check-every K]\n"
+    "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv\n";
 
 struct RunFlags {
   std::string model;
   std::map<std::string, DimRange> dims;
+  runtime::SpecializationPolicy policy = runtime::SpecializationPolicy::kAuto;
+  std::string recompile_log;
+  std::optional<int> recompile_limit;
   std::vector<std::string> input_shapes;
   std::vector<std::string> bindings;
   std::vector<std::string> print_after;
+  std::string trace;  // empty: one request shape
+  int64_t check_every = 50;
   int64_t repeats = 10;
   uint64_t seed = 1;
   bool check = false;
@@ -65,18 +88,46 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
+// Flags of one mode given in the other are errors, not silently ignored.
+absl::Status CheckModeFlags(const ParsedArgs& args) {
+  const bool trace = args.Has("trace");
+  for (const char* flag : {"input", "bind", "repeats", "check"}) {
+    if (trace && args.Has(flag)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, " is for one request shape; a --trace sets the shapes",
+                                                     std::string(flag) == "check" ? " (and checks with --check-every)" : ""));
+    }
+  }
+  if (!trace && args.Has("check-every")) return absl::InvalidArgumentError("--check-every needs --trace");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
-  spec.valued = {"dim", "input", "bind", "repeats", "seed", "print-after"};
+  spec.valued = {"dim",   "input", "bind",        "repeats",       "seed",           "print-after",
+                 "policy", "trace", "check-every", "recompile-log", "recompile-limit"};
   spec.switches = {"check", "json"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return args.status();
   if (args->positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL argument");
+  if (absl::Status s = CheckModeFlags(*args); !s.ok()) return s;
   RunFlags flags;
   flags.model = args->positional[0];
   absl::StatusOr<std::map<std::string, DimRange>> dims = ParseDimFlags(args->All("dim"));
   if (!dims.ok()) return dims.status();
   flags.dims = *dims;
+  if (args->Has("policy")) {
+    absl::StatusOr<runtime::SpecializationPolicy> policy = runtime::ParseSpecializationPolicy(args->Get("policy"));
+    if (!policy.ok()) return absl::InvalidArgumentError(absl::StrCat("--policy: ", policy.status().message()));
+    flags.policy = *policy;
+  }
+  flags.recompile_log = args->Get("recompile-log");
+  if (args->Has("recompile-limit")) {
+    int limit = 0;
+    if (!absl::SimpleAtoi(args->Get("recompile-limit"), &limit) || limit < 0) {
+      return absl::InvalidArgumentError("--recompile-limit: expected an integer >= 0");
+    }
+    flags.recompile_limit = limit;
+  }
   flags.input_shapes = args->All("input");
   flags.bindings = args->All("bind");
   flags.print_after = args->All("print-after");
@@ -86,6 +137,11 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
       return absl::InvalidArgumentError(
           absl::StrCat("--print-after ", pass, ": no such pass (passes: ", absl::StrJoin(passes, ", "), ")"));
     }
+  }
+  flags.trace = args->Get("trace");
+  if (args->Has("trace") && flags.trace.empty()) return absl::InvalidArgumentError("--trace: empty trace spec");
+  if (!absl::SimpleAtoi(args->Get("check-every", "50"), &flags.check_every) || flags.check_every < 0) {
+    return absl::InvalidArgumentError("--check-every: expected an integer >= 0");
   }
   if (!absl::SimpleAtoi(args->Get("repeats", "10"), &flags.repeats) || flags.repeats < 1) {
     return absl::InvalidArgumentError("--repeats: expected an integer >= 1");
@@ -104,10 +160,34 @@ double PeakRssMb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-double Percentile(std::vector<double> values, double p) {
-  std::sort(values.begin(), values.end());
-  size_t index = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
-  return values[std::min(index, values.size() - 1)];
+// The loaded model, split into what the session compiles and what the
+// interpreter checks against (the unoptimized graph).
+struct PreparedModel {
+  std::vector<InputRecipe> recipes;
+  std::unique_ptr<Graph> reference;
+  std::vector<std::string> output_names;
+  std::unique_ptr<runtime::SpecializingSession> session;
+  double create_us = 0;  // wall time of session creation (the ahead-of-time compile, if any)
+};
+
+absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model) {
+  PreparedModel prepared;
+  prepared.recipes = InputRecipes(*model.graph);
+  prepared.reference = model.graph->Clone();
+  for (const Value* v : model.graph->outputs()) prepared.output_names.push_back(v->name());
+  runtime::SpecializingSessionOptions options;
+  options.compile.print_after = flags.print_after;
+  options.compile.print_stream = &std::cerr;
+  options.policy = flags.policy;
+  if (flags.recompile_limit) options.recompile_limit = *flags.recompile_limit;
+  options.recompile_log = flags.recompile_log;
+  Clock::time_point start = Clock::now();
+  absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
+      runtime::SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
+  if (!session.ok()) return session.status();
+  prepared.create_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  prepared.session = *std::move(session);
+  return prepared;
 }
 
 nlohmann::ordered_json OutputSummary(const std::string& name, const Tensor& t) {
@@ -121,24 +201,8 @@ nlohmann::ordered_json OutputSummary(const std::string& name, const Tensor& t) {
           {"sum", sum},   {"abs_sum", abs_sum}};
 }
 
-// Largest |actual - expected| and whether every element is within tolerance.
-std::pair<double, bool> Compare(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected) {
-  double worst = 0;
-  bool within = actual.size() == expected.size();
-  for (size_t o = 0; o < actual.size() && o < expected.size(); ++o) {
-    if (actual[o].shape() != expected[o].shape()) return {std::numeric_limits<double>::infinity(), false};
-    for (int64_t i = 0; i < actual[o].num_elements(); ++i) {
-      double a = actual[o].GetAsDouble(i), e = expected[o].GetAsDouble(i);
-      double error = std::abs(a - e);
-      worst = std::max(worst, error);
-      within = within && error <= kCheckAtol + kCheckRtol * std::abs(e);
-    }
-  }
-  return {worst, within};
-}
-
-void PrintText(const nlohmann::ordered_json& r) {
-  std::printf("model: %s\n", r["model"].get<std::string>().c_str());
+void PrintShapeText(const nlohmann::ordered_json& r) {
+  std::printf("model: %s (policy %s)\n", r["model"].get<std::string>().c_str(), r["policy"].get<std::string>().c_str());
   std::printf("request dims:");
   for (const auto& [name, value] : r["dims"].items()) std::printf(" %s=%lld", name.c_str(), value.get<long long>());
   std::printf("\ncompile: %.1f ms, %lld compile(s), %lld kernel(s), %lld GEMM primitive(s)\n",
@@ -159,59 +223,60 @@ void PrintText(const nlohmann::ordered_json& r) {
   std::printf("peak RSS: %.1f MB\n", r["peak_rss_mb"].get<double>());
 }
 
-int RunModel(const RunFlags& flags) {
-  absl::StatusOr<ImportedModel> model = LoadModel(flags.model, flags.dims);
-  if (!model.ok()) return Fail(kExitUsage, std::string(model.status().message()));
-  std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
-  absl::StatusOr<Assignment> dims = BindRequestDims(recipes, *model->env, flags.input_shapes, flags.bindings);
+// One request shape, run 1 + --repeats times.
+int RunOneShape(const RunFlags& flags, ImportedModel model) {
+  std::vector<InputRecipe> recipes = InputRecipes(*model.graph);
+  absl::StatusOr<Assignment> dims = BindRequestDims(recipes, *model.env, flags.input_shapes, flags.bindings);
   if (!dims.ok()) return Fail(kExitUsage, std::string(dims.status().message()));
   absl::StatusOr<std::vector<Tensor>> inputs = MakeInputs(recipes, *dims, flags.seed);
   if (!inputs.ok()) return Fail(kExitUsage, std::string(inputs.status().message()));
-  std::vector<std::string> output_names;
-  for (const Value* v : model->graph->outputs()) output_names.push_back(v->name());
+  absl::StatusOr<PreparedModel> prepared = Prepare(flags, std::move(model));
+  if (!prepared.ok()) return Fail(kExitUsage, absl::StrCat("compile: ", prepared.status().message()));
+  runtime::SpecializingSession& session = *prepared->session;
 
   std::optional<std::vector<Tensor>> reference;
   if (flags.check) {
-    absl::StatusOr<std::vector<Tensor>> expected = Interpret(*model->graph, *inputs);
+    absl::StatusOr<std::vector<Tensor>> expected = Interpret(*prepared->reference, *inputs);
     if (!expected.ok()) return Fail(kExitUsage, absl::StrCat("interpreter: ", expected.status().message()));
     reference = *std::move(expected);
   }
 
-  runtime::CompileOptions options;
-  options.print_after = flags.print_after;
-  options.print_stream = &std::cerr;
-  absl::StatusOr<std::unique_ptr<runtime::Session>> session = runtime::Session::Create(
-      runtime::ModelSource::Built(std::move(model->graph), std::move(model->env)), options);
-  if (!session.ok()) return Fail(kExitUsage, absl::StrCat("compile: ", session.status().message()));
-
-  using Clock = std::chrono::steady_clock;
   std::vector<double> latencies_ms;
   std::vector<Tensor> outputs;
   for (int64_t i = 0; i <= flags.repeats; ++i) {
     Clock::time_point start = Clock::now();
-    absl::StatusOr<std::vector<Tensor>> result = (*session)->Run(*inputs);
+    absl::StatusOr<std::vector<Tensor>> result = session.Run(*inputs);
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     if (!result.ok()) return Fail(kExitUsage, std::string(result.status().message()));
     latencies_ms.push_back(ms);
     if (i == 0) outputs = *std::move(result);
   }
-  const runtime::SessionStats stats = (*session)->stats();
+  const runtime::SpecializingSessionStats stats = session.stats();
+  std::vector<int64_t> slot_values;
+  for (const std::string& slot : session.dispatcher().slots()) slot_values.push_back(dims->at(slot));
+  std::shared_ptr<const runtime::CacheEntry> entry = session.dispatcher().cache().Find(slot_values);
+  double compile_ms = 0;
+  for (const runtime::RecompileEvent& event : session.events()) compile_ms += event.compile_ms;
 
   nlohmann::ordered_json r;
   r["model"] = flags.model;
+  r["policy"] = runtime::SpecializationPolicyName(flags.policy);
   r["dims"] = nlohmann::ordered_json::object();
-  for (const SymbolInfo& s : (*session)->env().symbols()) {
+  for (const SymbolInfo& s : session.dispatcher().env().symbols()) {
     if (auto it = dims->find(s.name); it != dims->end()) r["dims"][s.name] = it->second;
   }
-  r["compiles"] = stats.compiles;
-  r["recompiles"] = stats.recompiles;
-  r["compile_ms"] = stats.program.compile_ms;
-  r["compile_s"] = stats.program.compile_ms / 1000.0;
-  r["kernels"] = stats.program.kernels;
-  r["gemms"] = stats.program.gemms;
+  r["compiles"] = stats.dispatcher.compiles;
+  r["recompiles"] = stats.dispatcher.misses;
+  r["compile_ms"] = compile_ms;
+  r["compile_s"] = compile_ms / 1000.0;
+  const runtime::ProgramStats* program = entry != nullptr ? &entry->artifact->program->stats() : nullptr;
+  r["entry_tier"] = entry != nullptr ? runtime::TierName(entry->tier) : "none";
+  r["kernels"] = program != nullptr ? program->kernels : 0;
+  r["gemms"] = program != nullptr ? program->gemms : 0;
   r["outputs"] = nlohmann::ordered_json::array();
   for (size_t i = 0; i < outputs.size(); ++i) {
-    r["outputs"].push_back(OutputSummary(i < output_names.size() ? output_names[i] : absl::StrCat(i), outputs[i]));
+    const std::string& name = prepared->output_names.at(i);
+    r["outputs"].push_back(OutputSummary(name, outputs[i]));
   }
   r["first_run_ms"] = latencies_ms[0];
   std::vector<double> steady(latencies_ms.begin() + 1, latencies_ms.end());
@@ -221,16 +286,103 @@ int RunModel(const RunFlags& flags) {
   r["peak_rss_mb"] = PeakRssMb();
   bool passed = true;
   if (reference) {
-    auto [worst, within] = Compare(outputs, *reference);
-    r["max_abs_error"] = worst;
-    r["check_passed"] = passed = within;
+    ReferenceCheck comparison = CheckAgainstReference(outputs, *reference);
+    r["max_abs_error"] = comparison.max_abs_error;
+    r["check_passed"] = passed = comparison.within_tolerance;
   }
   if (flags.json) {
     std::printf("%s\n", r.dump().c_str());
   } else {
-    PrintText(r);
+    PrintShapeText(r);
   }
   return passed ? kExitOk : kExitNegative;
+}
+
+nlohmann::ordered_json ReplayJson(const RunFlags& flags, const ReplayResult& result) {
+  nlohmann::ordered_json r;
+  r["model"] = flags.model;
+  r["policy"] = runtime::SpecializationPolicyName(flags.policy);
+  r["trace"] = flags.trace;
+  r["requests"] = result.requests;
+  r["served"] = result.served;
+  r["errors"] = result.errors;
+  if (!result.first_error.empty()) r["first_error"] = result.first_error;
+  r["distinct_shapes"] = result.distinct_shapes;
+  r["compiles"] = result.compiles;
+  r["compiles_by_tier"] = result.compiles_by_tier;
+  r["compiles_by_trigger"] = result.compiles_by_trigger;
+  r["misses"] = result.misses;
+  r["tier_ups"] = result.tier_ups;
+  r["limit_fallbacks"] = result.limit_fallbacks;
+  r["entries"] = result.entries;
+  r["compile_ms"] = result.compile_ms;
+  r["checked"] = result.checked;
+  r["wrong_results"] = result.wrong_results;
+  r["max_abs_error"] = result.max_abs_error;
+  if (!result.first_wrong.empty()) r["first_wrong"] = result.first_wrong;
+  r["check_rtol"] = kCheckRtol;
+  r["check_atol"] = kCheckAtol;
+  r["p50_us"] = Percentile(result.latency_us, 0.5);
+  r["p99_us"] = Percentile(result.latency_us, 0.99);
+  double total = 0;
+  for (double us : result.latency_us) total += us;
+  r["mean_us"] = result.latency_us.empty() ? 0.0 : total / static_cast<double>(result.latency_us.size());
+  r["first_request_us"] = result.first_request_us;
+  r["first_result_us"] = result.first_result_us;
+  r["compiles_before_first_result"] = result.compiles_before_first_result;
+  r["seed"] = flags.seed;
+  r["peak_rss_mb"] = PeakRssMb();
+  return r;
+}
+
+std::string Counts(const nlohmann::ordered_json& counts) {
+  std::vector<std::string> parts;
+  for (const auto& [name, n] : counts.items()) parts.push_back(absl::StrCat(name, " ", n.get<int64_t>()));
+  return absl::StrJoin(parts, ", ");
+}
+
+void PrintReplayText(const nlohmann::ordered_json& r, int64_t check_every) {
+  auto n = [&](const char* key) { return static_cast<long long>(r[key].get<int64_t>()); };
+  std::printf("model: %s (policy %s)\n", r["model"].get<std::string>().c_str(), r["policy"].get<std::string>().c_str());
+  std::printf("trace: %s — %lld request(s), %lld distinct shape(s), %lld served, %lld refused\n",
+              r["trace"].get<std::string>().c_str(), n("requests"), n("distinct_shapes"), n("served"), n("errors"));
+  if (r.contains("first_error")) std::printf("  first refusal: %s\n", r["first_error"].get<std::string>().c_str());
+  std::printf("compiles: %lld (by tier: %s; by trigger: %s), %.1f ms compiling\n", n("compiles"),
+              Counts(r["compiles_by_tier"]).c_str(), Counts(r["compiles_by_trigger"]).c_str(),
+              r["compile_ms"].get<double>());
+  std::printf("misses: %lld, tier-ups: %lld, limit fallbacks: %lld, cache entries at the end: %lld\n", n("misses"),
+              n("tier_ups"), n("limit_fallbacks"), n("entries"));
+  std::printf("first result: %.0f us after start (%lld compile(s) before it; the request itself took %.0f us)\n",
+              r["first_result_us"].get<double>(), n("compiles_before_first_result"),
+              r["first_request_us"].get<double>());
+  std::printf("latency: p50 %.0f us, p99 %.0f us, mean %.0f us\n", r["p50_us"].get<double>(),
+              r["p99_us"].get<double>(), r["mean_us"].get<double>());
+  std::printf("check: %lld request(s) vs the interpreter (every %lldth + each entry's first; rtol %g, atol %g): "
+              "%lld wrong, max abs error %.3g\n",
+              n("checked"), static_cast<long long>(check_every), kCheckRtol, kCheckAtol, n("wrong_results"),
+              r["max_abs_error"].get<double>());
+  if (r.contains("first_wrong")) std::printf("  first wrong: %s\n", r["first_wrong"].get<std::string>().c_str());
+}
+
+int RunTrace(const RunFlags& flags, ImportedModel model) {
+  absl::StatusOr<std::vector<Assignment>> trace = MakeTrace(flags.trace, *model.env);
+  if (!trace.ok()) return Fail(kExitUsage, std::string(trace.status().message()));
+  absl::StatusOr<PreparedModel> prepared = Prepare(flags, std::move(model));
+  if (!prepared.ok()) return Fail(kExitUsage, absl::StrCat("compile: ", prepared.status().message()));
+  ReplayOptions options;
+  options.seed = flags.seed;
+  options.check_every = flags.check_every;
+  options.create_us = prepared->create_us;
+  absl::StatusOr<ReplayResult> result =
+      ReplayTrace(*prepared->session, *prepared->reference, prepared->recipes, *trace, options);
+  if (!result.ok()) return Fail(kExitUsage, std::string(result.status().message()));
+  nlohmann::ordered_json r = ReplayJson(flags, *result);
+  if (flags.json) {
+    std::printf("%s\n", r.dump().c_str());
+  } else {
+    PrintReplayText(r, flags.check_every);
+  }
+  return result->wrong_results == 0 && result->errors == 0 ? kExitOk : kExitNegative;
 }
 
 int Run(const std::vector<std::string>& raw_args) {
@@ -239,11 +391,13 @@ int Run(const std::vector<std::string>& raw_args) {
     std::fprintf(stderr, "shapeshift run: %s\n%s", std::string(flags.status().message()).c_str(), kUsage);
     return kExitUsage;
   }
-  return RunModel(*flags);
+  absl::StatusOr<ImportedModel> model = LoadModel(flags->model, flags->dims);
+  if (!model.ok()) return Fail(kExitUsage, std::string(model.status().message()));
+  return flags->trace.empty() ? RunOneShape(*flags, *std::move(model)) : RunTrace(*flags, *std::move(model));
 }
 
 }  // namespace
 
-SHAPESHIFT_COMMAND(run, "run", "compile a model once and run it on one request shape", Run);
+SHAPESHIFT_COMMAND(run, "run", "compile a model and run one request shape or replay a trace of shapes", Run);
 
 }  // namespace shapeshift::tools
