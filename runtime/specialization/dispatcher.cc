@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/specialization/entry_compiler.h"
 #include "runtime/specialization/generalize.h"
 #include "shapes/z3_bridge.h"
 
@@ -31,14 +32,33 @@ std::string ValuesText(absl::Span<const std::string> slots, absl::Span<const int
 }  // namespace
 
 Dispatcher::Dispatcher(std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, DispatcherOptions options,
-                       std::vector<std::string> slots, std::vector<Binding> bindings)
+                       std::vector<std::string> slots, std::vector<Binding> bindings,
+                       std::vector<SymbolInfo> slot_symbols)
     : graph_(std::move(graph)),
       env_(std::move(env)),
       options_(std::move(options)),
       bindings_(std::move(bindings)),
-      cache_(std::move(slots)) {}
+      cache_(std::move(slots)),
+      buckets_(options_.buckets, slot_symbols),
+      tier_up_(options_.policy == SpecializationPolicy::kAuto ? std::make_unique<TierUpModel>(options_.tier_up)
+                                                              : nullptr) {
+  if (tier_up_ != nullptr) tier_up_thread_ = std::thread([this] { TierUpLoop(); });
+}
 
-Dispatcher::~Dispatcher() = default;
+Dispatcher::~Dispatcher() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    tier_up_wake_.SignalAll();
+  }
+  if (tier_up_thread_.joinable()) tier_up_thread_.join();
+}
+
+int64_t Dispatcher::NowNs() const {
+  if (options_.clock_ns) return options_.clock_ns();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(std::unique_ptr<Graph> graph,
                                                                std::unique_ptr<ShapeEnv> env,
@@ -48,6 +68,7 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(std::unique_ptr<G
   // A symbol is bound by the first input dim that is exactly that symbol
   // (the same rule Program::Run uses).
   std::vector<std::string> slots;
+  std::vector<SymbolInfo> slot_symbols;
   std::vector<Binding> bindings;
   absl::flat_hash_set<std::string> bound;
   for (size_t i = 0; i < graph->inputs().size(); ++i) {
@@ -60,6 +81,7 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(std::unique_ptr<G
                                                        ": symbol '", shape[k].symbol_name(), "' is not declared"));
       }
       slots.push_back(info->name);
+      slot_symbols.push_back(*info);
       bindings.push_back({static_cast<int>(i), static_cast<int>(k), info->min, info->max});
     }
   }
@@ -67,15 +89,15 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(std::unique_ptr<G
     return absl::UnimplementedError(absl::StrCat("the dispatcher binds at most ", kInlineSlots,
                                                  " dynamic dims; the model has ", slots.size()));
   }
-  std::unique_ptr<Dispatcher> d(
-      new Dispatcher(std::move(graph), std::move(env), std::move(options), std::move(slots), std::move(bindings)));
+  std::unique_ptr<Dispatcher> d(new Dispatcher(std::move(graph), std::move(env), std::move(options), std::move(slots),
+                                               std::move(bindings), std::move(slot_symbols)));
   if (d->options_.policy == SpecializationPolicy::kPolymorphic || d->options_.policy == SpecializationPolicy::kAuto) {
     {
       absl::MutexLock lock(&d->mu_);
       d->initial_claimed_ = true;
     }
     absl::StatusOr<std::shared_ptr<const CacheEntry>> entry =
-        d->CompileEntry(Tier::kPolymorphic, RecompileTrigger::kInitial, {}, {});
+        d->CompileEntry(EntrySpec{}, RecompileTrigger::kInitial, {});
     if (!entry.ok()) return entry.status();
   }
   return d;
@@ -120,16 +142,48 @@ Tier Dispatcher::PolicyTier() const {
   return Tier::kPolymorphic;
 }
 
-std::string Dispatcher::CompileKey(Tier tier, absl::Span<const int64_t> values) const {
-  if (tier == Tier::kPolymorphic) return TierName(tier);
-  return absl::StrCat(TierName(tier), ":", absl::StrJoin(values, ","));
+EntrySpec Dispatcher::SpecFor(Tier tier, absl::Span<const int64_t> values) const {
+  EntrySpec spec;
+  spec.tier = tier;
+  if (tier == Tier::kPolymorphic) return spec;
+  spec.trigger.assign(values.begin(), values.end());
+  if (tier != Tier::kBucketed) return spec;
+  for (size_t i = 0; i < values.size(); ++i) {
+    spec.buckets.push_back(buckets_.BucketOf(i, values[i]));
+    spec.bucket_reasons.push_back(buckets_.Describe(i, spec.buckets.back()));
+  }
+  return spec;
+}
+
+std::string Dispatcher::CompileKey(const EntrySpec& spec) const {
+  if (spec.tier == Tier::kPolymorphic) return TierName(spec.tier);
+  if (spec.tier == Tier::kStatic) return absl::StrCat(TierName(spec.tier), ":", absl::StrJoin(spec.trigger, ","));
+  std::vector<std::string> bounds;
+  for (const Bucket& b : spec.buckets) bounds.push_back(absl::StrCat(b.lo, "..", b.hi));
+  return absl::StrCat(TierName(spec.tier), ":", absl::StrJoin(bounds, ","));
 }
 
 absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Acquire(absl::Span<const TensorView> inputs) {
   int64_t storage[kInlineSlots];
   absl::Span<int64_t> values(storage, bindings_.size());
   if (absl::Status s = Bind(inputs, values); !s.ok()) return s;
-  if (std::shared_ptr<const CacheEntry> hit = cache_.Find(values)) return hit;
+  return Serve(values);
+}
+
+absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Serve(absl::Span<const int64_t> values) {
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  if (buckets_.options().kind == BucketKind::kLearned) {
+    for (size_t i = 0; i < values.size(); ++i) buckets_.Observe(i, values[i]);
+  }
+  const auto find_start = std::chrono::steady_clock::now();
+  std::shared_ptr<const CacheEntry> found = cache_.Find(values);
+  guard_eval_ns_.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - find_start).count(),
+      std::memory_order_relaxed);
+  if (found != nullptr) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    return found;
+  }
 
   mu_.Lock();
   for (;;) {
@@ -138,8 +192,8 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Acquire(absl::Span
       return hit;
     }
     const bool initial = !initial_claimed_;
-    const Tier tier = PolicyTier();
-    const std::string key = CompileKey(tier, values);
+    const EntrySpec spec = SpecFor(PolicyTier(), values);
+    const std::string key = CompileKey(spec);
     if (auto it = in_flight_.find(key); it != in_flight_.end()) {
       ++stats_.shared_compiles;
       std::shared_ptr<InFlight> flight = it->second;
@@ -165,7 +219,7 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Acquire(absl::Span
     mu_.Unlock();
     std::vector<EntryMiss> misses = cache_.ExplainMiss(values);
     absl::StatusOr<std::shared_ptr<const CacheEntry>> entry =
-        CompileEntry(tier, initial ? RecompileTrigger::kInitial : RecompileTrigger::kMiss, values, misses);
+        CompileEntry(spec, initial ? RecompileTrigger::kInitial : RecompileTrigger::kMiss, misses);
     mu_.Lock();
     flight->done = true;
     flight->status = entry.status();
@@ -177,9 +231,74 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Acquire(absl::Span
 }
 
 absl::StatusOr<std::vector<Tensor>> Dispatcher::Run(absl::Span<const TensorView> inputs, ExecutionContext& context) {
-  absl::StatusOr<std::shared_ptr<const CacheEntry>> entry = Acquire(inputs);
+  const int64_t start = NowNs();
+  int64_t storage[kInlineSlots];
+  absl::Span<int64_t> values(storage, bindings_.size());
+  if (absl::Status s = Bind(inputs, values); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<const CacheEntry>> entry = Serve(values);
   if (!entry.ok()) return entry.status();
-  return (*entry)->artifact->program->Run(inputs, context);
+  absl::StatusOr<std::vector<Tensor>> out = (*entry)->artifact->program->Run(inputs, context);
+  if (!out.ok()) return out;
+  const int64_t latency_ns = NowNs() - start;
+  int64_t unset = -1;
+  first_request_ns_.compare_exchange_strong(unset, latency_ns, std::memory_order_relaxed);
+  if (tier_up_ != nullptr) RecordForTierUp(values, (*entry)->id, static_cast<double>(latency_ns) / 1e6);
+  return out;
+}
+
+void Dispatcher::RecordForTierUp(absl::Span<const int64_t> values, int64_t entry_id, double latency_ms) {
+  int64_t storage[2 * kInlineSlots];
+  absl::Span<int64_t> region(storage, 2 * values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Bucket b = buckets_.BucketOf(i, values[i]);
+    region[2 * i] = b.lo;
+    region[2 * i + 1] = b.hi;
+  }
+  TierUpOutcome outcome = tier_up_->Record(region, values, entry_id, latency_ms);
+  if (outcome.remove_entry != 0 && cache_.Remove(outcome.remove_entry)) {
+    absl::MutexLock lock(&mu_);
+    ++stats_.tier_ups_reverted;
+  }
+  if (outcome.compile) {
+    absl::MutexLock lock(&mu_);
+    tier_up_queue_.push_back(*std::move(outcome.compile));
+    tier_up_wake_.Signal();
+  }
+}
+
+void Dispatcher::TierUpLoop() {
+  for (;;) {
+    TierUpJob job;
+    {
+      absl::MutexLock lock(&mu_);
+      while (!stopping_ && tier_up_queue_.empty()) tier_up_wake_.Wait(&mu_);
+      if (stopping_) {
+        tier_up_queue_.clear();
+        tier_up_idle_.SignalAll();
+        return;
+      }
+      job = std::move(tier_up_queue_.front());
+      tier_up_queue_.pop_front();
+      tier_up_running_ = true;
+    }
+    const EntrySpec spec = SpecFor(job.tier, job.trigger);
+    absl::StatusOr<std::shared_ptr<const CacheEntry>> entry =
+        CompileEntry(spec, RecompileTrigger::kTierUp, cache_.ExplainMiss(job.trigger), job.cost);
+    if (entry.ok()) {
+      tier_up_->TierUpReady(job.region, (*entry)->id);
+    } else {
+      tier_up_->TierUpFailed(job.region);
+    }
+    absl::MutexLock lock(&mu_);
+    ++(entry.ok() ? stats_.tier_ups : stats_.tier_up_errors);
+    tier_up_running_ = false;
+    tier_up_idle_.SignalAll();
+  }
+}
+
+void Dispatcher::WaitForTierUps() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_ && (tier_up_running_ || !tier_up_queue_.empty())) tier_up_idle_.Wait(&mu_);
 }
 
 absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::AtLimit(absl::Span<const int64_t> values) {
@@ -208,59 +327,21 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::AtLimit(absl::Span
       ValuesText(cache_.slots(), values), " (no polymorphic entry covers it): ", absl::StrJoin(reasons, "; ")));
 }
 
-absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(Tier tier, RecompileTrigger trigger,
-                                                                           absl::Span<const int64_t> values,
-                                                                           const std::vector<EntryMiss>& misses) {
+absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(const EntrySpec& spec,
+                                                                           RecompileTrigger trigger,
+                                                                           const std::vector<EntryMiss>& misses,
+                                                                           std::optional<TierUpCost> cost) {
   const std::vector<std::string>& slots = cache_.slots();
+  const std::vector<int64_t>& values = spec.trigger;
   Assignment at;
   for (size_t i = 0; i < values.size(); ++i) at[slots[i]] = values[i];
-
-  // A fresh copy of the model whose env specializes under the tier's policy,
-  // with the trigger's values as hints.
-  auto artifact = std::make_shared<SpecializedArtifact>();
-  artifact->graph = graph_->Clone();
-  artifact->env = std::make_unique<ShapeEnv>();
-  for (SymbolInfo info : env_->symbols()) {
-    info.policy = SymbolPolicyFor(tier);
-    if (auto it = at.find(info.name); it != at.end() && tier != Tier::kPolymorphic) info.hint = it->second;
-    absl::StatusOr<SymExpr> declared = artifact->env->DeclareSymbol(info);
-    if (!declared.ok()) return declared.status();
-  }
-  const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<Program>> program =
-      Program::Compile(*artifact->graph, *artifact->env, options_.compile);
-  const double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!program.ok()) {
-    return absl::Status(program.status().code(), absl::StrCat("compiling a ", TierName(tier), " entry for ",
-                                                              ValuesText(slots, values), ": ",
-                                                              program.status().message()));
-  }
-  artifact->program = *std::move(program);
-
-  // Pins first, so that the questions they imply are the atoms dropped.
-  std::vector<GuardAtom> guards;
-  if (tier == Tier::kStatic) {
-    for (size_t i = 0; i < values.size(); ++i) {
-      guards.push_back({Predicate::Eq(SymExpr::Symbol(slots[i]), SymExpr(values[i])),
-                        Provenance{"dispatcher", "", "static policy pins every dim"}});
-    }
-  }
-  for (const GuardAtom& g : artifact->env->guards()) guards.push_back(g);
   Z3Bridge z3(options_.z3_timeout_ms);
-  absl::StatusOr<std::vector<GuardAtom>> kept = DropImpliedAtoms(env_->DomainPredicate(), std::move(guards), z3);
-  if (!kept.ok()) return kept.status();
-  for (const GuardAtom& g : *kept) {
-    absl::StatusOr<bool> holds = g.predicate.Evaluate(at);
-    if (!at.empty() && (!holds.ok() || !*holds)) {
-      return absl::InternalError(absl::StrCat("the ", TierName(tier), " compile for ", ValuesText(slots, values),
-                                              " recorded a guard that rejects that input: ", g.predicate.ToString(),
-                                              " [asked by ", Origin(g.provenance), "]"));
-    }
-  }
-
-  // A compile whose guards all turned out implied serves the whole domain:
-  // whatever it was asked to specialize to, it is the polymorphic artifact.
-  const Tier entry_tier = kept->empty() ? Tier::kPolymorphic : tier;
+  const int64_t start = NowNs();
+  absl::StatusOr<CompiledEntry> compiled =
+      CompileSpecializedEntry(*graph_, *env_, slots, spec, options_.compile, z3);
+  if (!compiled.ok()) return compiled.status();
+  if (tier_up_ != nullptr) tier_up_->ObserveCompile(static_cast<double>(NowNs() - start) / 1e6);
+  const Tier entry_tier = compiled->tier;
 
   RecompileEvent event;
   event.timestamp = RecompileTimestampNow();
@@ -287,11 +368,13 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(Tier 
     }
   }
   event.new_tier = entry_tier;
-  for (const GuardAtom& g : *kept) event.new_guards.push_back(Record(g));
-  event.compile_ms = compile_ms;
+  for (const GuardAtom& g : compiled->guards) event.new_guards.push_back(Record(g));
+  event.compile_ms = compiled->compile_ms;
+  event.cost = cost;
 
   absl::StatusOr<std::shared_ptr<const CacheEntry>> entry =
-      cache_.Insert(entry_tier, *std::move(kept), std::move(artifact));
+      cache_.Insert(entry_tier, std::move(compiled->guards), std::move(compiled->artifact), spec,
+                    std::move(compiled->serves));
   if (!entry.ok()) return entry.status();
   event.new_entry_id = (*entry)->id;
   int64_t removed = 0;
@@ -301,6 +384,9 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(Tier 
   {
     absl::MutexLock lock(&mu_);
     ++stats_.compiles;
+    ++stats_.compiles_by_tier[static_cast<int>(entry_tier)];
+    ++stats_.compiles_by_trigger[static_cast<int>(trigger)];
+    stats_.compile_ms_total += event.compile_ms;
     stats_.entries_removed += removed;
     if (trigger == RecompileTrigger::kMiss) ++stats_.misses;
     event.sequence = static_cast<int64_t>(events_.size()) + 1;
@@ -319,6 +405,32 @@ DispatcherStats Dispatcher::stats() const {
 std::vector<RecompileEvent> Dispatcher::events() const {
   absl::MutexLock lock(&mu_);
   return events_;
+}
+
+SpecializationMetrics Dispatcher::Metrics() const {
+  const DispatcherStats s = stats();
+  SpecializationMetrics m;
+  m.requests = requests_.load(std::memory_order_relaxed);
+  m.hits = hits_.load(std::memory_order_relaxed);
+  m.hit_rate = m.requests > 0 ? static_cast<double>(m.hits) / static_cast<double>(m.requests) : 0;
+  m.misses = s.misses;
+  m.compiles = s.compiles;
+  m.compiles_polymorphic = s.compiles_by_tier[static_cast<int>(Tier::kPolymorphic)];
+  m.compiles_bucketed = s.compiles_by_tier[static_cast<int>(Tier::kBucketed)];
+  m.compiles_static = s.compiles_by_tier[static_cast<int>(Tier::kStatic)];
+  m.compiles_initial = s.compiles_by_trigger[static_cast<int>(RecompileTrigger::kInitial)];
+  m.compiles_miss = s.compiles_by_trigger[static_cast<int>(RecompileTrigger::kMiss)];
+  m.compiles_tier_up = s.compiles_by_trigger[static_cast<int>(RecompileTrigger::kTierUp)];
+  m.compile_ms_total = s.compile_ms_total;
+  m.guard_eval_ms_total = static_cast<double>(guard_eval_ns_.load(std::memory_order_relaxed)) / 1e6;
+  const int64_t first = first_request_ns_.load(std::memory_order_relaxed);
+  m.first_request_ms = first < 0 ? 0 : static_cast<double>(first) / 1e6;
+  m.tier_ups = s.tier_ups;
+  m.tier_ups_reverted = s.tier_ups_reverted;
+  m.limit_fallbacks = s.limit_fallbacks;
+  m.limit_errors = s.limit_errors;
+  m.entries = static_cast<int64_t>(cache_.size());
+  return m;
 }
 
 }  // namespace shapeshift::runtime

@@ -14,30 +14,38 @@
 // an error saying the limit was reached. Never a silent fallback.
 //
 // How a specialized compile is made: the model's (unoptimized) graph is
-// cloned, a fresh ShapeEnv declares the same symbols with the tier's symbol
-// policy and the trigger's values as hints, and the usual compile path
-// (Program::Compile) runs on the copy. The questions passes asked become
-// the entry's guards (env.guards(), with provenance); a static entry also
-// pins every symbol (`seq == 37`, provenance "dispatcher"), since a static
-// compiler serves one shape whatever its passes asked. Z3 then drops the
-// implied atoms, and entries the new one subsumes are removed
+// compiled by CompileSpecializedEntry (entry_compiler.h: the tier's env,
+// bucket bounds or pinned dims, the passes' questions as guards, Z3
+// generalization); entries the new one subsumes are removed
 // (generalize.h). An entry left with no guards is polymorphic, whatever tier
 // was asked for.
 //
 // When compiles happen, per policy:
-//  - polymorphic / auto: one polymorphic compile in Create (the "initial"
-//    event); it serves the whole domain, so no request misses.
+//  - polymorphic: one polymorphic compile in Create (the "initial" event);
+//    it serves the whole domain, so no request misses.
+//  - auto: the same initial compile, then tier-ups: every served request
+//    feeds the cost model (tier_up.h) its bucket, shape and latency; when a
+//    tier-up pays, it is compiled on the dispatcher's one background
+//    thread ("tier-up" event with the cost model's numbers) while requests
+//    keep running on the best entry that is ready. A tier-up that measures
+//    no gain is removed again and its region is not retried.
 //  - static / bucketed: the first request compiles (the "initial" event,
 //    with its symbol values); each later request no entry serves is a
-//    "miss" event.
+//    "miss" event. Bucketed compiles are for the request's bucket
+//    (bucket.h), shared by concurrent requests of the same bucket.
 //
 // Thread-safety: Acquire and Run may be called from any number of threads.
 #ifndef SHAPESHIFT_RUNTIME_SPECIALIZATION_DISPATCHER_H_
 #define SHAPESHIFT_RUNTIME_SPECIALIZATION_DISPATCHER_H_
 
+#include <atomic>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -49,9 +57,13 @@
 #include "graph/tensor.h"
 #include "runtime/compile_options.h"
 #include "runtime/execution_context.h"
+#include "runtime/specialization/bucket.h"
+#include "runtime/specialization/entry_spec.h"
+#include "runtime/specialization/metrics.h"
 #include "runtime/specialization/policy.h"
 #include "runtime/specialization/recompile_event.h"
 #include "runtime/specialization/specialization_cache.h"
+#include "runtime/specialization/tier_up.h"
 #include "runtime/tensor_view.h"
 #include "shapes/shape_env.h"
 
@@ -64,6 +76,11 @@ struct DispatcherOptions {
   CompileOptions compile;        // forwarded to every Program::Compile
   RecompileLogWriter* log = nullptr;  // not owned; events are also kept in events()
   unsigned z3_timeout_ms = 2000;  // per solver call while generalizing/explaining
+  BucketOptions buckets;          // the bucketed tier's regions (bucketed policy and auto tier-ups)
+  TierUpOptions tier_up;          // the auto policy's cost model
+  // Nanoseconds of a monotonic clock, for the latencies and compile times
+  // the cost model sees (tests inject a fake one); steady_clock when empty.
+  std::function<int64_t()> clock_ns;
 };
 
 struct DispatcherStats {
@@ -74,6 +91,13 @@ struct DispatcherStats {
   int64_t limit_errors = 0;     // requests refused at the limit
   int64_t entries_removed = 0;  // entries subsumed by a newer one (generalize.h)
   int64_t log_errors = 0;       // events the recompile log failed to write (still in events())
+  int64_t tier_ups = 0;          // tier-up compiles that produced an entry
+  int64_t tier_up_errors = 0;    // tier-up compiles that failed (the region is not retried)
+  int64_t tier_ups_reverted = 0; // tier-up entries removed for measuring no gain
+  // Compiles by the new entry's tier and by trigger; total compile time.
+  int64_t compiles_by_tier[3] = {0, 0, 0};
+  int64_t compiles_by_trigger[3] = {0, 0, 0};
+  double compile_ms_total = 0;
 };
 
 class Dispatcher {
@@ -84,14 +108,20 @@ class Dispatcher {
   static absl::StatusOr<std::unique_ptr<Dispatcher>> Create(std::unique_ptr<Graph> graph,
                                                             std::unique_ptr<ShapeEnv> env,
                                                             DispatcherOptions options);
+  // Stops the tier-up thread (a tier-up being compiled is finished first;
+  // queued ones are dropped).
   ~Dispatcher();
 
   // The entry that serves `inputs` (compiling one when the policy says so).
   // Errors: a wrong input count or rank, a dim outside its declared range,
   // a failed compile, or the recompile limit (see top of file).
   absl::StatusOr<std::shared_ptr<const CacheEntry>> Acquire(absl::Span<const TensorView> inputs);
-  // Acquire, then run the entry's Program.
+  // Acquire, then run the entry's Program; under `auto` the request's
+  // latency feeds the cost model (which may queue a tier-up).
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs, ExecutionContext& context);
+  // Blocks until no tier-up is queued or compiling (tests and trace
+  // replays that want a deterministic cache; requests never need it).
+  void WaitForTierUps();
 
   // The symbol each slot holds, in binding order (the cache's slots).
   const std::vector<std::string>& slots() const { return cache_.slots(); }
@@ -101,6 +131,10 @@ class Dispatcher {
   const ShapeEnv& env() const { return *env_; }
   DispatcherStats stats() const;
   std::vector<RecompileEvent> events() const;
+  SpecializationMetrics Metrics() const;
+  const BucketScheme& buckets() const { return buckets_; }
+  // The auto policy's cost model; nullptr under the other policies.
+  const TierUpModel* tier_up_model() const { return tier_up_.get(); }
 
  private:
   // Where each slot's value comes from: inputs[input].shape[dim].
@@ -112,27 +146,44 @@ class Dispatcher {
   };
 
   Dispatcher(std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, DispatcherOptions options,
-             std::vector<std::string> slots, std::vector<Binding> bindings);
+             std::vector<std::string> slots, std::vector<Binding> bindings, std::vector<SymbolInfo> slot_symbols);
 
   absl::Status Bind(absl::Span<const TensorView> inputs, absl::Span<int64_t> values) const;
+  // The entry for bound `values` (fast path: Find; else compile or wait).
+  absl::StatusOr<std::shared_ptr<const CacheEntry>> Serve(absl::Span<const int64_t> values);
   // The tier every compile gets under the policy.
   Tier PolicyTier() const;
+  // What a compile of `tier` for `values` is asked for (buckets filled in).
+  EntrySpec SpecFor(Tier tier, absl::Span<const int64_t> values) const;
   // Single-flight key: requests with equal keys share one compile.
-  std::string CompileKey(Tier tier, absl::Span<const int64_t> values) const;
-  // Compiles, generalizes and inserts an entry for `values`; records the event.
-  absl::StatusOr<std::shared_ptr<const CacheEntry>> CompileEntry(Tier tier, RecompileTrigger trigger,
-                                                                 absl::Span<const int64_t> values,
-                                                                 const std::vector<EntryMiss>& misses);
+  std::string CompileKey(const EntrySpec& spec) const;
+  // Compiles, generalizes and inserts an entry; records the event.
+  absl::StatusOr<std::shared_ptr<const CacheEntry>> CompileEntry(const EntrySpec& spec, RecompileTrigger trigger,
+                                                                 const std::vector<EntryMiss>& misses,
+                                                                 std::optional<TierUpCost> cost = std::nullopt);
   // At the recompile limit: the polymorphic entry if it serves `values`,
   // else an error naming the limit and why each entry rejects the input.
   absl::StatusOr<std::shared_ptr<const CacheEntry>> AtLimit(absl::Span<const int64_t> values)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Feeds one served request to the cost model; queues a tier-up or removes
+  // a tier-up that measured no gain.
+  void RecordForTierUp(absl::Span<const int64_t> values, int64_t entry_id, double latency_ms);
+  void TierUpLoop();
+  int64_t NowNs() const;
 
   const std::unique_ptr<Graph> graph_;
   const std::unique_ptr<ShapeEnv> env_;
   const DispatcherOptions options_;
   const std::vector<Binding> bindings_;
   SpecializationCache cache_;
+  BucketScheme buckets_;
+  const std::unique_ptr<TierUpModel> tier_up_;  // auto only
+
+  // Hot-path counters (relaxed atomics: no lock per request).
+  std::atomic<int64_t> requests_{0};
+  std::atomic<int64_t> hits_{0};
+  std::atomic<int64_t> guard_eval_ns_{0};
+  std::atomic<int64_t> first_request_ns_{-1};  // -1 until the first request completes
 
   mutable absl::Mutex mu_;
   absl::CondVar compile_done_;
@@ -147,6 +198,14 @@ class Dispatcher {
   bool initial_claimed_ ABSL_GUARDED_BY(mu_) = false;
   DispatcherStats stats_ ABSL_GUARDED_BY(mu_);
   std::vector<RecompileEvent> events_ ABSL_GUARDED_BY(mu_);
+
+  // The tier-up thread and its queue (auto only).
+  absl::CondVar tier_up_wake_;
+  absl::CondVar tier_up_idle_;
+  std::deque<TierUpJob> tier_up_queue_ ABSL_GUARDED_BY(mu_);
+  bool tier_up_running_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread tier_up_thread_;
 };
 
 }  // namespace shapeshift::runtime

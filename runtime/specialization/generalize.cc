@@ -52,4 +52,20 @@ std::vector<int64_t> SubsumedEntries(const Predicate& domain, const CacheEntry& 
   return subsumed;
 }
 
+std::vector<Interval> ServedIntervals(const std::vector<GuardAtom>& guards, const std::vector<std::string>& slots,
+                                      absl::Span<const int64_t> at, const std::vector<Interval>& ranges,
+                                      Z3Bridge& z3) {
+  if (at.empty()) return ranges;
+  Assignment values;
+  for (size_t i = 0; i < slots.size(); ++i) values[slots[i]] = at[i];
+  std::vector<Predicate> atoms;
+  for (const GuardAtom& g : guards) atoms.push_back(g.predicate);
+  std::vector<Interval> out;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    IntervalResult r = z3.WidestInterval(slots[i], values, atoms, ranges[i]);
+    out.push_back(r.verdict == Verdict::kProven ? Interval{r.lo, r.hi} : Interval::Point(at[i]));
+  }
+  return out;
+}
+
 }  // namespace shapeshift::runtime

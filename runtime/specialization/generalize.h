@@ -6,6 +6,13 @@
 // `seq <= 64` says nothing more). Implied atoms cost dispatch time on every
 // request and clutter every explanation, so Z3 drops them; a contradictory
 // set (no input could pass) is a compiler bug and an error, never an entry.
+//
+// Widening (ServedIntervals): the interval of each symbol around the trigger
+// where every kept atom still holds. Which atoms it widens over decides
+// soundness: a bucketed compile declares the bucket as the symbol's range,
+// and facts the passes proved from that narrowed range were never recorded
+// as questions, so the bucket bounds stay among the atoms and the result
+// never leaves the bucket (see README, "Widening").
 #ifndef SHAPESHIFT_RUNTIME_SPECIALIZATION_GENERALIZE_H_
 #define SHAPESHIFT_RUNTIME_SPECIALIZATION_GENERALIZE_H_
 
@@ -37,6 +44,15 @@ absl::StatusOr<std::vector<GuardAtom>> DropImpliedAtoms(const Predicate& domain,
 // reference counted). Undecided implications keep the entry.
 std::vector<int64_t> SubsumedEntries(const Predicate& domain, const CacheEntry& added,
                                      absl::Span<const std::shared_ptr<const CacheEntry>> entries, Z3Bridge& z3);
+
+// For each slot, the widest interval [lo, hi] around `at`'s value, within the
+// declared range of `ranges` (one per slot), on which every atom of `guards`
+// holds with the other slots fixed at their `at` values (Z3 optimize). A
+// slot the solver cannot widen gets the single point. `at` empty (the
+// ahead-of-time compile): the declared ranges.
+std::vector<Interval> ServedIntervals(const std::vector<GuardAtom>& guards, const std::vector<std::string>& slots,
+                                      absl::Span<const int64_t> at, const std::vector<Interval>& ranges,
+                                      Z3Bridge& z3);
 
 }  // namespace shapeshift::runtime
 

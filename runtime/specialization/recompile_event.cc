@@ -126,7 +126,7 @@ json RecompileEventToJson(const RecompileEvent& event) {
                          {"guards", t.guards},
                          {"failing", AtomsToJson(t.failing)}});
   }
-  return json{{"sequence", event.sequence},
+  json out{{"sequence", event.sequence},
               {"time", event.timestamp},
               {"trigger", RecompileTriggerName(event.trigger)},
               {"policy", SpecializationPolicyName(event.policy)},
@@ -138,6 +138,15 @@ json RecompileEventToJson(const RecompileEvent& event) {
                     {"tier", TierName(event.new_tier)},
                     {"guards", AtomsToJson(event.new_guards)}}},
               {"compile_ms", event.compile_ms}};
+  if (event.cost) {
+    const TierUpCost& c = *event.cost;
+    out["cost"] = json{{"requests", c.requests},
+                       {"latency_ms", c.latency_ms},
+                       {"speedup", c.speedup},
+                       {"gain_ms", c.gain_ms},
+                       {"compile_ms", c.compile_ms}};
+  }
+  return out;
 }
 
 absl::StatusOr<RecompileEvent> RecompileEventFromJson(const json& j) {
@@ -183,6 +192,17 @@ absl::StatusOr<RecompileEvent> RecompileEventFromJson(const json& j) {
   SS_RETURN_IF_ERROR(TierFromJson(new_entry, "new_entry", "tier", &e.new_tier));
   SS_RETURN_IF_ERROR(AtomsFromJson(new_entry, "new_entry", "guards", &e.new_guards));
   SS_RETURN_IF_ERROR(GetField(j, "", "compile_ms", &e.compile_ms));
+  if (j.contains("cost")) {
+    json cost;
+    SS_RETURN_IF_ERROR(GetField(j, "", "cost", &cost));
+    TierUpCost c;
+    SS_RETURN_IF_ERROR(GetField(cost, "cost", "requests", &c.requests));
+    SS_RETURN_IF_ERROR(GetField(cost, "cost", "latency_ms", &c.latency_ms));
+    SS_RETURN_IF_ERROR(GetField(cost, "cost", "speedup", &c.speedup));
+    SS_RETURN_IF_ERROR(GetField(cost, "cost", "gain_ms", &c.gain_ms));
+    SS_RETURN_IF_ERROR(GetField(cost, "cost", "compile_ms", &c.compile_ms));
+    e.cost = c;
+  }
   return e;
 }
 

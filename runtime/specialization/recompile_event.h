@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,16 @@ struct SymbolValue {
   int64_t value = 0;
 };
 
+// Why the cost model asked for a tier-up (tier_up.h): it fires when
+// requests × latency_ms × speedup (= gain_ms) exceeds compile_ms.
+struct TierUpCost {
+  int64_t requests = 0;   // traffic the region (or shape) saw: the predicted remaining traffic
+  double latency_ms = 0;  // EWMA latency of the entry serving it so far
+  double speedup = 0;     // expected fraction of latency saved by the tier
+  double gain_ms = 0;     // requests × latency_ms × speedup
+  double compile_ms = 0;  // estimated compile time
+};
+
 struct RecompileEvent {
   int64_t sequence = 0;    // 1, 2, ... within one process's log
   std::string timestamp;   // RFC 3339, UTC
@@ -67,6 +78,7 @@ struct RecompileEvent {
   Tier new_tier = Tier::kPolymorphic;
   std::vector<AtomRecord> new_guards;  // the new entry's guard set (after generalization)
   double compile_ms = 0;
+  std::optional<TierUpCost> cost;  // tier-up events only
 };
 
 // The current time as RecompileEvent::timestamp text.

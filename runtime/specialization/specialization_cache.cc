@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <optional>
 
-#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 
 namespace shapeshift::runtime {
@@ -42,14 +41,11 @@ std::vector<int64_t> ExactShape(Tier tier, const std::vector<GuardAtom>& guards,
 
 }  // namespace
 
-size_t SpecializationCache::ShapeHash::operator()(absl::Span<const int64_t> values) const {
-  return absl::Hash<absl::Span<const int64_t>>()(values);
-}
-
 SpecializationCache::SpecializationCache(std::vector<std::string> slots) : slots_(std::move(slots)) {}
 
 absl::StatusOr<std::shared_ptr<const CacheEntry>> SpecializationCache::Insert(
-    Tier tier, std::vector<GuardAtom> guards, std::shared_ptr<const SpecializedArtifact> artifact) {
+    Tier tier, std::vector<GuardAtom> guards, std::shared_ptr<const SpecializedArtifact> artifact, EntrySpec spec,
+    std::vector<Interval> serves) {
   std::vector<Predicate> atoms;
   atoms.reserve(guards.size());
   for (const GuardAtom& g : guards) atoms.push_back(g.predicate);
@@ -65,6 +61,8 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> SpecializationCache::Insert(
   entry->guard_program = *std::move(program);
   entry->exact_shape = ExactShape(tier, entry->guards, slots_);
   entry->artifact = std::move(artifact);
+  entry->spec = std::move(spec);
+  entry->serves = std::move(serves);
   absl::MutexLock lock(&mu_);
   entry->id = next_id_++;
   auto at = std::upper_bound(entries_.begin(), entries_.end(), entry,

@@ -37,9 +37,12 @@
 #include "absl/types/span.h"
 #include "graph/graph.h"
 #include "runtime/program.h"
+#include "runtime/specialization/entry_spec.h"
 #include "runtime/specialization/policy.h"
+#include "runtime/specialization/shape_key.h"
 #include "shapes/guard_program.h"
 #include "shapes/shape_env.h"
+#include "shapes/symbol_facts.h"
 
 namespace shapeshift::runtime {
 
@@ -60,6 +63,11 @@ struct CacheEntry {
   // pinned values in slot order; empty otherwise.
   std::vector<int64_t> exact_shape;
   std::shared_ptr<const SpecializedArtifact> artifact;
+  EntrySpec spec;  // what the compile was asked for (recompiles the same entry)
+  // Per slot, the widest interval around the trigger where every guard
+  // holds (generalize.h ServedIntervals); the declared ranges for an
+  // ahead-of-time entry; empty when not computed.
+  std::vector<Interval> serves;
 };
 
 // Why one entry rejected a request.
@@ -78,7 +86,8 @@ class SpecializationCache {
   // Adds an entry; its guards may only mention slot symbols (an error names
   // the atom otherwise). Returns the new entry (its id is assigned here).
   absl::StatusOr<std::shared_ptr<const CacheEntry>> Insert(Tier tier, std::vector<GuardAtom> guards,
-                                                           std::shared_ptr<const SpecializedArtifact> artifact);
+                                                           std::shared_ptr<const SpecializedArtifact> artifact,
+                                                           EntrySpec spec = {}, std::vector<Interval> serves = {});
   // Removes an entry (e.g. subsumed by another); false when absent.
   bool Remove(int64_t id);
 
@@ -94,21 +103,9 @@ class SpecializationCache {
  private:
   const std::vector<std::string> slots_;
   mutable absl::Mutex mu_;
-  // Hashes a shape key and a request's values alike (heterogeneous lookup,
-  // so Find allocates no key).
-  struct ShapeHash {
-    using is_transparent = void;
-    size_t operator()(absl::Span<const int64_t> values) const;
-  };
-  struct ShapeEq {
-    using is_transparent = void;
-    bool operator()(absl::Span<const int64_t> a, absl::Span<const int64_t> b) const { return a == b; }
-  };
-
   std::vector<std::shared_ptr<const CacheEntry>> entries_ ABSL_GUARDED_BY(mu_);  // most specific first
   // Exact-shape entries by their values (the oldest per shape).
-  absl::flat_hash_map<std::vector<int64_t>, std::shared_ptr<const CacheEntry>, ShapeHash, ShapeEq> exact_
-      ABSL_GUARDED_BY(mu_);
+  ShapeKeyMap<std::shared_ptr<const CacheEntry>> exact_ ABSL_GUARDED_BY(mu_);
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 

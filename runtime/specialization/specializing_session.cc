@@ -49,6 +49,8 @@ absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::Create
   dispatch.recompile_limit = options.recompile_limit;
   dispatch.compile = options.compile;
   dispatch.log = session->log_.get();
+  dispatch.buckets = options.buckets;
+  dispatch.tier_up = options.tier_up;
   absl::StatusOr<std::unique_ptr<Dispatcher>> dispatcher =
       Dispatcher::Create(std::move(graph), std::move(env), std::move(dispatch));
   if (!dispatcher.ok()) {

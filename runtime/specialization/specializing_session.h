@@ -31,9 +31,12 @@
 #include "graph/tensor.h"
 #include "runtime/compile_options.h"
 #include "runtime/execution_context.h"
+#include "runtime/specialization/bucket.h"
 #include "runtime/specialization/dispatcher.h"
+#include "runtime/specialization/metrics.h"
 #include "runtime/specialization/policy.h"
 #include "runtime/specialization/recompile_event.h"
+#include "runtime/specialization/tier_up.h"
 #include "runtime/tensor_view.h"
 #include "shapes/shape_env.h"
 
@@ -46,6 +49,8 @@ struct SpecializingSessionOptions {
   // JSON-lines recompile log (`--recompile-log`); when empty, the
   // SHAPESHIFT_RECOMPILE_LOG environment variable, if set.
   std::string recompile_log;
+  BucketOptions buckets;   // bucketed tier regions (power-of-two or learned)
+  TierUpOptions tier_up;   // the auto policy's cost model
 };
 
 struct SpecializingSessionStats {
@@ -68,6 +73,11 @@ class SpecializingSession {
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs);
 
   SpecializingSessionStats stats() const;
+  // Hit rate, compiles by tier/trigger, compile and guard time, first-request
+  // latency, tier-ups, limit fallbacks, cache loads (metrics.h formats it).
+  SpecializationMetrics Metrics() const { return dispatcher_->Metrics(); }
+  // Blocks until the auto policy's background tier-ups are done.
+  void WaitForTierUps() { dispatcher_->WaitForTierUps(); }
   std::vector<RecompileEvent> events() const { return dispatcher_->events(); }
   const Dispatcher& dispatcher() const { return *dispatcher_; }
 

@@ -3,6 +3,7 @@
 // single-flight under 8 threads, and the recompile limit.
 #include "runtime/specialization/dispatcher.h"
 
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -87,7 +88,7 @@ TEST(DispatcherTest, StaticPolicyReplayOverTwentyLengthsExplainsEveryMiss) {
       ASSERT_EQ(t.failing.size(), 1u) << "batch == 1 passes; only the seq pin fails";
       EXPECT_EQ(t.failing[0].atom.rfind("seq == ", 0), 0u) << t.failing[0].atom;
       EXPECT_EQ(t.failing[0].provenance.pass, "dispatcher");
-      EXPECT_EQ(t.failing[0].provenance.reason, "static policy pins every dim");
+      EXPECT_EQ(t.failing[0].provenance.reason, "static tier pins seq");
     }
     ASSERT_FALSE(e.unsat_core.empty());
     for (const AtomRecord& a : e.unsat_core) EXPECT_EQ(a.atom.rfind("seq == ", 0), 0u) << a.atom;
@@ -97,16 +98,59 @@ TEST(DispatcherTest, StaticPolicyReplayOverTwentyLengthsExplainsEveryMiss) {
   }
 }
 
-TEST(DispatcherTest, BucketedCompileThatNeedsNoGuardsIsThePolymorphicEntry) {
+TEST(DispatcherTest, BucketedPolicyCompilesOncePerPowerOfTwoBucket) {
   std::unique_ptr<Dispatcher> d = Make(SpecializationPolicy::kBucketed);
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->stats().compiles, 0);  // bucketed compiles at the first request
-  for (int64_t seq = 1; seq <= 20; ++seq) RunAndCheck(*d, 1 + seq % 3, seq);
-  EXPECT_EQ(d->stats().compiles, 1);
-  std::vector<RecompileEvent> events = d->events();
-  ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].trigger, RecompileTrigger::kInitial);
-  EXPECT_EQ(events[0].new_tier, Tier::kPolymorphic) << "relu(x + y) asks no shape question";
+  std::set<std::pair<int64_t, int64_t>> buckets;  // (batch bucket hi, seq bucket hi)
+  for (int64_t seq = 1; seq <= 20; ++seq) {
+    const int64_t batch = 1 + seq % 3;
+    RunAndCheck(*d, batch, seq);
+    buckets.insert({PowerOfTwoBucket(batch, 1, 8).hi, PowerOfTwoBucket(seq, 1, 64).hi});
+  }
+  for (int64_t seq = 1; seq <= 20; ++seq) RunAndCheck(*d, 1 + seq % 3, seq);  // all hits now
+  EXPECT_EQ(d->stats().compiles, static_cast<int64_t>(buckets.size()));
+  EXPECT_EQ(d->stats().misses, static_cast<int64_t>(buckets.size()) - 1);
+  // The request seq=20, batch=3 was compiled for buckets 3..4 and 17..32;
+  // bounds the declared range implies (batch >= 1) are dropped.
+  bool found = false;
+  for (const RecompileEvent& e : d->events()) {
+    if (e.symbols[1].value != 17) continue;  // the first request of seq bucket 17..32
+    found = true;
+    EXPECT_EQ(e.new_tier, Tier::kBucketed);
+    std::vector<std::string> atoms;
+    for (const AtomRecord& a : e.new_guards) {
+      atoms.push_back(a.atom);
+      EXPECT_EQ(a.provenance.pass, "dispatcher");
+    }
+    EXPECT_EQ(atoms, (std::vector<std::string>{"batch >= 3", "batch <= 4", "seq >= 17", "seq <= 32"}));
+    EXPECT_EQ(e.new_guards[2].provenance.reason, "power-of-two bucket 17..32 of seq");
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(DispatcherTest, StaticEntryPinsTheDimsInItsGraphAndMatchesThePolymorphicEntry) {
+  std::unique_ptr<Dispatcher> poly = Make(SpecializationPolicy::kPolymorphic);
+  std::unique_ptr<Dispatcher> pinned = Make(SpecializationPolicy::kStatic);
+  ASSERT_NE(poly, nullptr);
+  ASSERT_NE(pinned, nullptr);
+  std::vector<Tensor> in = Inputs(2, 37);
+  absl::StatusOr<std::shared_ptr<const CacheEntry>> entry = pinned->Acquire(Views(in));
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  // The static artifact's graph no longer mentions the symbols.
+  for (const Value* v : (*entry)->artifact->graph->inputs()) {
+    EXPECT_EQ(v->type().shape[0].AsConst(), 2) << v->name();
+    EXPECT_EQ(v->type().shape[1].AsConst(), 37) << v->name();
+  }
+  ExecutionContext a, b;
+  absl::StatusOr<std::vector<Tensor>> got = pinned->Run(Views(in), a);
+  absl::StatusOr<std::vector<Tensor>> want = poly->Run(Views(in), b);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ((*got)[0].shape(), (*want)[0].shape());
+  for (int64_t i = 0; i < (*want)[0].num_elements(); ++i) {
+    ASSERT_EQ((*got)[0].data<float>()[i], (*want)[0].data<float>()[i]) << i;
+  }
 }
 
 TEST(DispatcherTest, MissCompilesThenHits) {
@@ -200,7 +244,7 @@ TEST(DispatcherTest, AtTheRecompileLimitTheErrorSaysSoAndNamesTheFailingGuards) 
   EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(out.status().message().find("recompile limit (2) reached"), std::string::npos) << out.status();
   EXPECT_NE(out.status().message().find("seq=8"), std::string::npos) << out.status();
-  EXPECT_NE(out.status().message().find("seq == 5 [asked by dispatcher: static policy pins every dim]"),
+  EXPECT_NE(out.status().message().find("seq == 5 [asked by dispatcher: static tier pins seq]"),
             std::string::npos)
       << out.status();
   DispatcherStats s = d->stats();
