@@ -187,6 +187,9 @@ absl::Status FuzzRunner::CheckNewCompiles(int64_t case_index, const FuzzCase& c)
     std::vector<int64_t> values;
     for (const std::string& slot : domain_.slots) values.push_back(trigger.contains(slot) ? trigger[slot] : 0);
     compile_triggers_.push_back(values);
+    // A tier-up (auto policy) is meant to specialize a region an entry
+    // already serves; only a request-triggered compile can be spurious.
+    if (event.trigger == runtime::RecompileTrigger::kTierUp) continue;
     for (const runtime::TriedEntry& tried : event.tried) {
       absl::StatusOr<std::vector<Predicate>> atoms = ParseGuardTexts(tried.guards);
       if (!atoms.ok()) return atoms.status();
