@@ -8,6 +8,7 @@
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/fusion.h"
+#include "passes/gather_as_view.h"
 #include "passes/gelu_recognition.h"
 #include "passes/layer_norm_recognition.h"
 #include "passes/matmul_layout.h"
@@ -15,6 +16,7 @@
 #include "passes/shape_value_folding.h"
 #include "passes/simplify.h"
 #include "passes/softmax_recognition.h"
+#include "passes/split_to_slices.h"
 
 namespace shapeshift::passes {
 namespace {
@@ -25,6 +27,8 @@ constexpr int kMaxCanonicalizeRounds = 8;
 PassManager Canonicalization(const PassManagerOptions& options, int64_t max_folded_elements) {
   PassManager pm(options);
   pm.Add("shape-value-folding", FoldShapeValues);
+  pm.Add("gather-as-view", RewriteGathersAsViews);
+  pm.Add("split-to-slices", SplitToSlices);
   pm.Add("constant-folding", [max_folded_elements](Graph& g, ShapeEnv&) {
     return FoldConstants(g, max_folded_elements);
   });
@@ -48,7 +52,7 @@ PassManager Recognition(const PassManagerOptions& options) {
 }  // namespace
 
 std::vector<std::string> PipelinePassNames() {
-  return {"shape-value-folding",    "constant-folding", "simplify",      "cse",    "dce",
+  return {"shape-value-folding",    "gather-as-view", "split-to-slices", "constant-folding", "simplify",      "cse",    "dce",
           "layer-norm-recognition", "softmax-recognition", "gelu-recognition", "matmul-layout", "fusion",
           "memory-plan"};
 }

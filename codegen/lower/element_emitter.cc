@@ -272,6 +272,12 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
     SS_ARG(b, 2);
     return Select(c, a, b);
   }
+  if (op == "IsNaN") {
+    // NaN is the only value unequal to itself (an unordered compare).
+    SS_ARG(x, 0);
+    if (x->type != ScalarType::kF32) return BoolConst(false);
+    return Compare(CompareOp::kNe, x, x);
+  }
   if (op == "Not") {
     SS_ARG(x, 0);
     return Select(x, BoolConst(false), BoolConst(true));
