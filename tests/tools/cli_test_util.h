@@ -1,4 +1,5 @@
-// Running the built `shapeshift` binary from CLI tests (path: SHAPESHIFT_CLI).
+// Running the built `shapeshift` binary (path: SHAPESHIFT_CLI) and other
+// programs from CLI tests.
 #ifndef SHAPESHIFT_TESTS_TOOLS_CLI_TEST_UTIL_H_
 #define SHAPESHIFT_TESTS_TOOLS_CLI_TEST_UTIL_H_
 
@@ -15,10 +16,9 @@ struct CliResult {
   std::string output;  // stdout, plus stderr when the redirect sends it there
 };
 
-// Runs `shapeshift ARGS REDIRECT` through the shell. `redirect` says where
-// stderr goes: "2>/dev/null" (default), "2>&1", or "2>FILE".
-inline CliResult RunShapeshift(const std::string& args, const std::string& redirect = "2>/dev/null") {
-  const std::string command = std::string(SHAPESHIFT_CLI) + " " + args + " " + redirect;
+// Runs a shell command line and captures its stdout (and whatever its own
+// redirections send there).
+inline CliResult RunCommand(const std::string& command) {
   CliResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -28,6 +28,12 @@ inline CliResult RunShapeshift(const std::string& args, const std::string& redir
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+// Runs `shapeshift ARGS REDIRECT` through the shell. `redirect` says where
+// stderr goes: "2>/dev/null" (default), "2>&1", or "2>FILE".
+inline CliResult RunShapeshift(const std::string& args, const std::string& redirect = "2>/dev/null") {
+  return RunCommand(std::string(SHAPESHIFT_CLI) + " " + args + " " + redirect);
 }
 
 }  // namespace shapeshift::testing
