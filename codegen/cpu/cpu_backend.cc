@@ -101,9 +101,9 @@ struct LinkedCode {
 
 struct CpuBackend::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  std::unique_ptr<llvm::TargetMachine> target_machine;  // for the O3 pipeline's cost model
+  std::unique_ptr<llvm::TargetMachine> target_machine;  // O3 cost model and object emission
   LoweringOptions lowering;
-  absl::Mutex mu;  // serializes compiles (the pass pipeline shares target_machine)
+  absl::Mutex mu;  // serializes compiles (optimization and code generation share target_machine)
   std::atomic<int64_t> next_id{0};
   ObjectStore* store = nullptr;
   CpuBackendStats stats ABSL_GUARDED_BY(mu);
@@ -303,7 +303,7 @@ CpuBackendStats CpuBackend::stats() const {
 
 std::string CpuBackend::KeyMaterial(const Kernel& kernel) const {
   Kernel anonymous = kernel;
-  anonymous.name = "k";
+  anonymous.name = std::string("k");  // move-assigned: GCC 12 misreports a -Wrestrict on assign(const char*)
   for (size_t i = 0; i < anonymous.buffers.size(); ++i) anonymous.buffers[i].name = absl::StrCat("b", i);
   const LoweringOptions& lowering = impl_->lowering;
   std::string material = absl::StrCat(
