@@ -1,10 +1,15 @@
 #include "passes/shape_value_folding.h"
 
 #include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
 
 #include "absl/strings/str_cat.h"
 #include "graph/shape_inference.h"
+#include "graph/builder.h"
 #include "passes/graph_rewrite.h"
+#include "passes/op_classes.h"
 
 namespace shapeshift::passes {
 namespace {
@@ -94,6 +99,49 @@ std::optional<std::vector<int64_t>> EncodeExpandTarget(ShapeEnv& env, const Node
   return codes;
 }
 
+// True when `v` is (a view of) a one-element Range: already a generator.
+bool IsGenerated(const Value* v) {
+  const Node* p = v->producer();
+  if (p != nullptr && (p->op_type() == "Reshape" || p->op_type() == "Squeeze" || p->op_type() == "Unsqueeze")) {
+    p = p->input(0)->producer();
+  }
+  return p != nullptr && p->op_type() == "Range";
+}
+
+// A one-element integer shape value that a runtime node reads as data (the
+// position offset `past_sequence` added to a Range) becomes
+// Reshape(Range(e, e + 1, 1), shape): a generator kernels compute from the
+// dims, so no Shape/Gather chain has to run. Returns whether it rewrote.
+absl::StatusOr<bool> GenerateRuntimeScalar(Graph& graph, ShapeEnv& env, Value* v,
+                                           const absl::flat_hash_set<const Node*>& compile_time) {
+  if (!v->elements() || v->elements()->size() != 1 || v->is_constant() || IsGenerated(v) ||
+      (v->type().dtype != DType::kI64 && v->type().dtype != DType::kI32)) {
+    return false;
+  }
+  std::vector<Use> runtime_uses;
+  for (const Use& u : v->uses()) {
+    if (!compile_time.contains(u.user) && !IsShapeOperand(*u.user, u.input_index)) runtime_uses.push_back(u);
+  }
+  if (runtime_uses.empty()) return false;
+  GraphBuilder b(graph, env);
+  Value* one = v->type().dtype == DType::kI64 ? b.Constant("", Tensor::FromVector<int64_t>(DType::kI64, {}, {1}))
+                                              : b.Constant("", Tensor::FromVector<int32_t>(DType::kI32, {}, {1}));
+  absl::StatusOr<Value*> start = v;
+  if (v->type().rank() != 0) start = b.Op("Reshape", {v, b.Constant("", Tensor::FromVector<int64_t>(DType::kI64, {0}, {}))});
+  if (!start.ok()) return start.status();
+  absl::StatusOr<Value*> limit = b.Op("Add", {*start, one});
+  if (!limit.ok()) return limit.status();
+  absl::StatusOr<Value*> range = b.Op("Range", {*start, *limit, one});
+  if (!range.ok()) return range.status();
+  std::vector<int64_t> dims;
+  for (SymExpr d : v->type().shape) dims.push_back(*d.AsConst());
+  absl::StatusOr<Value*> shaped = b.Op(
+      "Reshape", {*range, b.Constant("", Tensor::FromVector<int64_t>(DType::kI64, {static_cast<int64_t>(dims.size())}, dims))});
+  if (!shaped.ok()) return shaped.status();
+  for (const Use& u : runtime_uses) u.user->SetInput(u.input_index, *shaped);
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> FoldShapeValues(Graph& graph, ShapeEnv& env) {
@@ -120,7 +168,19 @@ absl::StatusOr<bool> FoldShapeValues(Graph& graph, ShapeEnv& env) {
     if (!set.ok()) return set.status();
     changed = changed || *set;
   }
-  return changed;
+  absl::flat_hash_set<const Node*> compile_time = CompileTimeNodes(graph);
+  bool generated = false;
+  for (Node* node : graph.nodes()) {
+    for (Value* out : node->outputs()) {
+      absl::StatusOr<bool> g = GenerateRuntimeScalar(graph, env, out, compile_time);
+      if (!g.ok()) return g.status();
+      generated = generated || *g;
+    }
+  }
+  if (generated) {
+    if (absl::Status s = graph.TopologicalSort(); !s.ok()) return s;
+  }
+  return changed || generated;
 }
 
 }  // namespace shapeshift::passes

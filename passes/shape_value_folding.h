@@ -9,6 +9,9 @@
 //     the env proves the output dim equals the input dim (a question with
 //     provenance "shape-value-folding"); an Expand target likewise, using 1
 //     for dims that keep the input's size.
+//  3. a one-element shape value that a runtime node reads as data (GPT-2's
+//     position offset `past_sequence` added to a Range) becomes a
+//     one-element Range generator, computed by the kernel from the dims.
 // The Shape→Gather→Concat chains that fed them become dead (DCE removes
 // them). What remains are shape operands whose elements are symbolic and
 // have no constant encoding (a Range limit of `seq`, a Slice end of

@@ -9,6 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/match.h"
+#include "absl/strings/ascii.h"
+#include "graph/onnx/exporter.h"
 #include "graph/onnx/model_checker.h"
 #include "graph/onnx/node_attributes.h"
 #include "graph/op_registry.h"
@@ -53,7 +56,7 @@ class Importer {
     result_.env = std::make_unique<ShapeEnv>();
     result_.graph = std::make_unique<Graph>(*opset);
     using Step = absl::Status (Importer::*)();
-    for (Step step : {&Importer::CheckSupportedOps, &Importer::AddInitializers, &Importer::AddInputs,
+    for (Step step : {&Importer::CollectDimSums, &Importer::CheckSupportedOps, &Importer::AddInitializers, &Importer::AddInputs,
                       &Importer::CheckDimFlags, &Importer::AddNodes, &Importer::AddOutputs}) {
       if (absl::Status s = (this->*step)(); !s.ok()) return Error(s);
     }
@@ -115,20 +118,37 @@ class Importer {
       }
       return SymExpr(dim.dim_value());
     }
-    ShapeEnv& env = *result_.env;
     if (dim.has_dim_param() && !dim.dim_param().empty()) {
       const std::string& name = dim.dim_param();
-      if (env.HasSymbol(name)) return SymExpr::Symbol(name);
-      SymbolInfo info;
-      info.name = name;
-      auto it = options_.dim_ranges.find(name);
-      info.min = it != options_.dim_ranges.end() ? it->second.min : kDefaultDimMin;
-      info.max = it != options_.dim_ranges.end() ? it->second.max : kDefaultDimMax;
-      absl::StatusOr<SymExpr> s = env.DeclareSymbol(info);
-      if (!s.ok()) return Prefixed(absl::StrCat("dim '", name, "' of input '", input, "'"), s.status());
-      return *s;
+      auto sum = dim_sums_.find(name);
+      if (sum == dim_sums_.end()) return NamedSymbol(name, input);
+      SymExpr total = 0;
+      for (const std::string& part : sum->second) {
+        if (dim_sums_.contains(part)) {
+          return absl::InvalidArgumentError(absl::StrCat("--dim ", name, ": '", part, "' is itself a sum"));
+        }
+        absl::StatusOr<SymExpr> s = NamedSymbol(part, input);
+        if (!s.ok()) return s.status();
+        total += *s;
+      }
+      sum_dims_used_.insert(name);
+      return total;
     }
-    return env.FreshSymbol("unk", kDefaultDimMin, kDefaultDimMax);
+    return result_.env->FreshSymbol("unk", kDefaultDimMin, kDefaultDimMax);
+  }
+
+  // The symbol for dim_param `name` (declared with its --dim range on first use).
+  absl::StatusOr<SymExpr> NamedSymbol(const std::string& name, const std::string& input) {
+    ShapeEnv& env = *result_.env;
+    if (env.HasSymbol(name)) return SymExpr::Symbol(name);
+    SymbolInfo info;
+    info.name = name;
+    auto it = options_.dim_ranges.find(name);
+    info.min = it != options_.dim_ranges.end() ? it->second.min : kDefaultDimMin;
+    info.max = it != options_.dim_ranges.end() ? it->second.max : kDefaultDimMax;
+    absl::StatusOr<SymExpr> s = env.DeclareSymbol(info);
+    if (!s.ok()) return Prefixed(absl::StrCat("dim '", name, "' of input '", input, "'"), s.status());
+    return *s;
   }
 
   absl::Status AddInputs() {
@@ -160,10 +180,14 @@ class Importer {
 
   // A --dim for a name the model never mentions is almost certainly a typo.
   absl::Status CheckDimFlags() {
-    for (const auto& [name, range] : options_.dim_ranges) {
-      if (result_.env->HasSymbol(name)) continue;
+    std::vector<std::string> declared;
+    for (const auto& [name, range] : options_.dim_ranges) declared.push_back(name);
+    for (const auto& [name, parts] : options_.dim_sums) declared.push_back(name);  // recorded ones may go unused
+    for (const std::string& name : declared) {
+      if (result_.env->HasSymbol(name) || sum_dims_used_.contains(name)) continue;
       std::vector<std::string> known;
       for (const SymbolInfo& s : result_.env->symbols()) known.push_back(s.name);
+      for (const std::string& s : sum_dims_used_) known.push_back(s);
       return absl::InvalidArgumentError(absl::StrCat("declared dim '", name,
                                                      "' is not a dynamic dim of the model's inputs (they are: ",
                                                      known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
@@ -251,7 +275,29 @@ class Importer {
   const ImportOptions& options_;
   std::string what_;
   std::string path_;
+  // The recorded relations (metadata `shapeshift.dim.<name>` = `a+b`, e.g.
+  // written by bench/peers/export_models.py for GPT-2's total_sequence),
+  // overridden by the caller's --dim flags.
+  absl::Status CollectDimSums() {
+    dim_sums_ = options_.dim_sums;
+    const std::string prefix = kDimRangeMetadataPrefix;
+    for (const onnx::StringStringEntryProto& entry : model_.metadata_props()) {
+      if (entry.key().rfind(prefix, 0) != 0) continue;
+      std::string name = entry.key().substr(prefix.size());
+      ImportOptions parsed;
+      if (absl::Status s = ParseDimRangeFlag(absl::StrCat(name, "=", entry.value()), &parsed); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("metadata '", entry.key(), "' = '", entry.value(), "': ", s.message()));
+      }
+      if (options_.dim_ranges.contains(name) || options_.dim_sums.contains(name)) continue;
+      dim_sums_.insert(parsed.dim_sums.begin(), parsed.dim_sums.end());
+    }
+    return absl::OkStatus();
+  }
+
   ImportedModel result_;
+  std::map<std::string, std::vector<std::string>> dim_sums_;
+  absl::flat_hash_set<std::string> sum_dims_used_;  // dim_sums_ names some input has
 };
 
 absl::StatusOr<ImportedModel> ImportParsed(const std::string& bytes, const ImportOptions& options,
@@ -289,6 +335,17 @@ absl::Status ParseDimRangeFlag(const std::string& flag, ImportOptions* options) 
   std::vector<std::string> name_range = absl::StrSplit(flag, absl::MaxSplits('=', 1));
   if (name_range.size() != 2 || name_range[0].empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--dim '", flag, "': expected name=lo..hi"));
+  }
+  if (!absl::StrContains(name_range[1], "..")) {
+    std::vector<std::string> parts = absl::StrSplit(name_range[1], '+');
+    for (std::string& part : parts) {
+      part = std::string(absl::StripAsciiWhitespace(part));
+      if (part.empty() || part == name_range[0]) {
+        return absl::InvalidArgumentError(absl::StrCat("--dim '", flag, "': expected name=lo..hi or name=a+b"));
+      }
+    }
+    options->dim_sums[name_range[0]] = parts;
+    return absl::OkStatus();
   }
   std::vector<std::string> bounds = absl::StrSplit(name_range[1], absl::MaxSplits("..", 1));
   DimRange range;

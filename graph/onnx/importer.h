@@ -43,6 +43,12 @@ inline constexpr int64_t kDefaultDimMax = 65536;
 struct ImportOptions {
   // dim_param name → declared inclusive range (e.g. {"seq", {1, 512}}).
   std::map<std::string, DimRange> dim_ranges;
+  // dim_param name → the dims it is the sum of (`--dim
+  // total_sequence=past_sequence+sequence`): the axis gets that expression
+  // instead of a symbol of its own, so the model's contract (a GPT-2 mask
+  // covers past and new tokens) is known to shape inference; inputs that
+  // break it are rejected when dims are bound.
+  std::map<std::string, std::vector<std::string>> dim_sums;
   // Directory external-data paths are resolved against; ImportOnnxFile sets
   // it to the model file's directory when empty.
   std::string base_dir;
@@ -72,7 +78,8 @@ absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes,
                                               const ImportOptions& options = {},
                                               const std::string& what = "<bytes>");
 
-// Parses `name=lo..hi` (the CLI's --dim syntax) into `options->dim_ranges`.
+// Parses the CLI's --dim syntax: `name=lo..hi` into `options->dim_ranges`,
+// `name=a+b[+...]` (other dim names) into `options->dim_sums`.
 absl::Status ParseDimRangeFlag(const std::string& flag, ImportOptions* options);
 
 }  // namespace shapeshift

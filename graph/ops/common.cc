@@ -160,6 +160,18 @@ std::optional<Monomial> AsMonomial(SymExpr e) {
 std::optional<SymExpr> ExactQuotient(SymExpr a, SymExpr b) {
   if (b == SymExpr(1)) return a;
   if (a == b) return SymExpr(1);
+  if (b.kind() == ExprKind::kAdd && !b.operands().empty()) {
+    // A sum divisor (16*past + 16*seq): the quotient of the leading terms,
+    // kept when it multiplies back exactly (64*batch*(past+seq) / (16*(past+seq))).
+    std::vector<SymExpr> terms = a.kind() == ExprKind::kAdd
+                                     ? std::vector<SymExpr>(a.operands().begin(), a.operands().end())
+                                     : std::vector<SymExpr>{a};
+    for (SymExpr term : terms) {
+      std::optional<SymExpr> q = ExactQuotient(term, b.operands()[0]);
+      if (q && *q * b == a) return q;
+    }
+    return std::nullopt;
+  }
   if (a.kind() == ExprKind::kAdd) {
     SymExpr sum = 0;
     for (SymExpr term : a.operands()) {

@@ -121,6 +121,9 @@ ElementFn ElementFunction(InferenceContext& ctx) {
         if (y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min())) return std::nullopt;
         return SymExpr(x / y);  // C++ integer division truncates, like ONNX
       }
+      // batch*seq / batch (torch.export's `floordiv` of a shape product) is
+      // seq exactly, whatever rounding the op uses.
+      if (std::optional<SymExpr> q = ExactQuotient(a, b); q && ctx.CanProve(Predicate::Gt(b, 0))) return *q;
       if (ctx.CanProve(Predicate::Ge(a, 0)) && ctx.CanProve(Predicate::Gt(b, 0))) return FloorDiv(a, b);
       return std::nullopt;
     };
