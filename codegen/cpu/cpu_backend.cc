@@ -301,6 +301,8 @@ CpuBackendStats CpuBackend::stats() const {
   return impl_->stats;
 }
 
+// Every LoweringOptions field decides the generated code and must appear
+// here; a field left out would let two different codes share a key.
 std::string CpuBackend::KeyMaterial(const Kernel& kernel) const {
   Kernel anonymous = kernel;
   anonymous.name = std::string("k");  // move-assigned: GCC 12 misreports a -Wrestrict on assign(const char*)

@@ -72,6 +72,16 @@ TEST(ObjectKeyTest, MaterialIgnoresNamesButNotConstantsOrWidth) {
   EXPECT_THAT((*backend)->KeyMaterial(softmax), HasSubstr(CompilerIdentity()));
 }
 
+// The remainder option changes code only where masked tails exist (AVX-512).
+TEST(ObjectKeyTest, MaterialFollowsTheRemainderThatIsGenerated) {
+  auto best = CpuBackend::Create();
+  auto scalar = CpuBackend::Create(CpuBackendOptions{.remainder = RemainderKind::kScalarLoop});
+  ASSERT_TRUE(best.ok() && scalar.ok());
+  Kernel kernel = BiasResidualKernel();
+  bool masked_tails = (*best)->vector_width() == 16;
+  EXPECT_EQ((*best)->KeyMaterial(kernel) != (*scalar)->KeyMaterial(kernel), masked_tails);
+}
+
 constexpr int64_t kRows = 3, kCols = 37;
 
 // y = x + bias + residual on a kRows x kCols input, as bits.

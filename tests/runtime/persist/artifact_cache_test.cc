@@ -157,6 +157,30 @@ TEST_F(ArtifactCacheTest, LengthWithinLimitButBeyondTheFileIsRejected) {
   ExpectRejectedAndRebuilt([](std::string* b) { (*b)[18] = 0x10; }, "do not match the file");
 }
 
+// Exhaustive over a small entry: no single flipped byte and no truncation
+// anywhere in the file is ever loaded.
+TEST_F(ArtifactCacheTest, EverySingleByteFlipAndTruncationIsRejected) {
+  const std::string payload = "tiny payload";
+  const std::string good = EncodeArtifactFile("k", payload);
+  const std::string path = cache_->PathOf("objects", "k");
+  std::vector<std::string> damaged;
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::string flipped = good;
+    flipped[i] ^= 0x01;
+    damaged.push_back(flipped);
+    damaged.push_back(good.substr(0, i));
+  }
+  ASSERT_TRUE(cache_->Put("objects", "k", payload).ok());  // creates the namespace directory
+  for (size_t i = 0; i < damaged.size(); ++i) {
+    WriteFile(path, damaged[i]);
+    absl::StatusOr<std::optional<std::string>> got = cache_->Get("objects", "k");
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_FALSE(got->has_value()) << "damaged variant " << i << " was loaded";
+  }
+  EXPECT_EQ(cache_->stats().rejected, static_cast<int64_t>(damaged.size()));
+  EXPECT_EQ(cache_->stats().hits, 0);
+}
+
 TEST_F(ArtifactCacheTest, OversizedPutIsRefused) {
   ArtifactCacheOptions options;
   options.max_payload_bytes = 8;
