@@ -1,5 +1,6 @@
 #include "codegen/cpu/llvm_lowering.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -12,6 +13,7 @@
 #include "codegen/cpu/vector_math.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/MDBuilder.h"
 
 namespace shapeshift::codegen::cpu {
@@ -91,9 +93,128 @@ class KernelLowering {
       llvm::Value* raw = b_.CreateLoad(i8p, slot);
       buffers_.push_back(b_.CreateBitCast(raw, MemoryType(param.dtype)->getPointerTo(), param.name));
     }
-    EmitLoop(kernel_.parallel_var, fn->getArg(0), fn->getArg(1), 1, /*vectorizer_off=*/false,
-             [&](llvm::Value*) { EmitBlock(kernel_.body, 1); });
+    auto emit_parallel_loop = [&] {
+      EmitLoop(kernel_.parallel_var, fn->getArg(0), fn->getArg(1), 1, /*vectorizer_off=*/false,
+               [&](llvm::Value*) { EmitBlock(kernel_.body, 1); });
+    };
+    FindStreamableStores();
+    if (streamable_.empty()) {
+      emit_parallel_loop();
+      b_.CreateRetVoid();
+      return;
+    }
+    // Two versions of the whole loop, chosen per call by the bytes the
+    // streamable stores write: outputs larger than the cache bypass it.
+    llvm::BasicBlock* streaming = llvm::BasicBlock::Create(ctx_, "streaming", fn);
+    llvm::BasicBlock* cached = llvm::BasicBlock::Create(ctx_, "cached", fn);
+    b_.CreateCondBr(b_.CreateICmpSGE(StreamedBytes(), b_.getInt64(options_.streaming_store_min_bytes)), streaming,
+                    cached);
+    b_.SetInsertPoint(streaming);
+    streaming_ = true;
+    emit_parallel_loop();
+    // Non-temporal stores are weakly ordered: drain them before the caller's
+    // barrier tells other threads the output is ready.
+    b_.CreateCall(llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::x86_sse_sfence));
     b_.CreateRetVoid();
+    b_.SetInsertPoint(cached);
+    streaming_ = false;
+    emit_parallel_loop();
+    b_.CreateRetVoid();
+  }
+
+  // ---- Streaming (non-temporal) stores ---------------------------------------
+  //
+  // A store to an output row that nothing reads back makes the cache fetch
+  // each line before overwriting it (read-for-ownership): 3 memory streams
+  // for a kernel that reads one row and writes one. vmovntps writes whole
+  // lines straight to memory, but the next kernel then finds the output out
+  // of the cache, so only outputs larger than the cache stream. A store
+  // qualifies when it is f32, sits in an innermost (vectorizable) loop at
+  // the top of the body whose bounds depend on dims only (so the bytes are
+  // known at entry), no earlier statement of the iteration stored its buffer
+  // (softmax's y, written and then rescaled, is in the cache by then), and no
+  // later statement touches the buffer. Needs AVX-512 masked loops (the
+  // masked head that aligns the row to 64 bytes).
+
+  static bool StoresTo(const Stmt& s, int buffer) {
+    if (s.kind == StmtKind::kStore && s.buffer == buffer) return true;
+    for (const Stmt& inner : s.body) {
+      if (StoresTo(inner, buffer)) return true;
+    }
+    return false;
+  }
+
+  static bool LoadsFrom(const Value& v, int buffer) {
+    if (!v) return false;
+    if (v->kind == ValueKind::kLoad && v->buffer == buffer) return true;
+    for (const Value& o : v->operands) {
+      if (LoadsFrom(o, buffer)) return true;
+    }
+    return false;
+  }
+
+  static bool Touches(const Stmt& s, int buffer) {
+    if (LoadsFrom(s.value, buffer) || (s.kind == StmtKind::kStore && s.buffer == buffer)) return true;
+    for (const Stmt& inner : s.body) {
+      if (Touches(inner, buffer)) return true;
+    }
+    return false;
+  }
+
+  bool DependsOnDimsOnly(SymExpr e) const {
+    for (const std::string& name : e.Symbols()) {
+      if (std::find(kernel_.dims.begin(), kernel_.dims.end(), name) == kernel_.dims.end()) return false;
+    }
+    return true;
+  }
+
+  void FindStreamableStores() {
+    if (!options_.masked_tail || options_.vector_width != 16) return;
+    const std::vector<Stmt>& body = kernel_.body;
+    for (size_t i = 0; i < body.size(); ++i) {
+      const Stmt& loop = body[i];
+      if (loop.kind != StmtKind::kLoop || !DependsOnDimsOnly(loop.begin) || !DependsOnDimsOnly(loop.end)) continue;
+      absl::flat_hash_map<std::string, ReduceOp> reduced;
+      if (!CanVectorize(loop, &reduced)) continue;
+      for (size_t s = 0; s < loop.body.size(); ++s) {
+        const Stmt& store = loop.body[s];
+        if (store.kind != StmtKind::kStore || kernel_.buffers[store.buffer].dtype != ScalarType::kF32 ||
+            Classify(store.index, loop.name) != Access::kContiguous) {
+          continue;
+        }
+        bool stored_before = false, touched_after = false;
+        for (size_t k = 0; k < i; ++k) stored_before |= StoresTo(body[k], store.buffer);
+        for (size_t k = 0; k < s; ++k) stored_before |= StoresTo(loop.body[k], store.buffer);
+        for (size_t k = s + 1; k < loop.body.size(); ++k) touched_after |= Touches(loop.body[k], store.buffer);
+        for (size_t k = i + 1; k < body.size(); ++k) touched_after |= Touches(body[k], store.buffer);
+        if (!stored_before && !touched_after) streamable_.insert(&store);
+      }
+    }
+  }
+
+  // Bytes all streamable stores write over the whole parallel loop.
+  llvm::Value* StreamedBytes() {
+    llvm::Value* extent = EmitSym(kernel_.parallel_extent, 1);
+    llvm::Value* total = b_.getInt64(0);
+    for (const Stmt& loop : kernel_.body) {
+      for (const Stmt& store : loop.body) {
+        if (!streamable_.contains(&store)) continue;
+        llvm::Value* trips = b_.CreateSub(EmitSym(loop.end, 1), EmitSym(loop.begin, 1));
+        trips = b_.CreateSelect(b_.CreateICmpSGT(trips, b_.getInt64(0)), trips, b_.getInt64(0));
+        total = b_.CreateAdd(total, b_.CreateMul(b_.CreateMul(extent, trips), b_.getInt64(sizeof(float))));
+      }
+    }
+    return total;
+  }
+
+  // The store a streaming vector loop aligns its rows for (the first
+  // streamable one), or null.
+  const Stmt* StreamedStoreOf(const Stmt& loop) const {
+    if (!streaming_) return nullptr;
+    for (const Stmt& s : loop.body) {
+      if (streamable_.contains(&s)) return &s;
+    }
+    return nullptr;
   }
 
   // ---- Types and constants ------------------------------------------------
@@ -188,11 +309,12 @@ class KernelLowering {
     return I64Const(0, width);
   }
 
-  Access Classify(SymExpr index) {
-    if (vector_var_.empty()) return Access::kUniform;
-    SymExpr var = SymExpr::Symbol(vector_var_);
-    SymExpr base = index.Substitute({{vector_var_, SymExpr(int64_t{0})}});
-    SymExpr stride = index.Substitute({{vector_var_, SymExpr(int64_t{1})}}) - base;
+  Access Classify(SymExpr index) { return vector_var_.empty() ? Access::kUniform : Classify(index, vector_var_); }
+
+  static Access Classify(SymExpr index, const std::string& loop_var) {
+    SymExpr var = SymExpr::Symbol(loop_var);
+    SymExpr base = index.Substitute({{loop_var, SymExpr(int64_t{0})}});
+    SymExpr stride = index.Substitute({{loop_var, SymExpr(int64_t{1})}}) - base;
     if (base + stride * var != index) return Access::kGather;
     if (stride == SymExpr(int64_t{0})) return Access::kUniform;
     if (stride == SymExpr(int64_t{1})) return Access::kContiguous;
@@ -228,7 +350,8 @@ class KernelLowering {
     return loaded;
   }
 
-  void EmitStore(int buffer, SymExpr index, ScalarType type, llvm::Value* value, int width) {
+  // `streamed`: the aligned store of a streaming main loop (non-temporal).
+  void EmitStore(int buffer, SymExpr index, ScalarType type, llvm::Value* value, int width, bool streamed) {
     llvm::Type* mem = MemoryType(type);
     llvm::Align align(ScalarTypeSize(type));
     if (type == ScalarType::kBool) value = b_.CreateZExt(value, Widen(mem, width));
@@ -244,6 +367,11 @@ class KernelLowering {
       llvm::Value* vec_ptr = b_.CreateBitCast(ptr, value->getType()->getPointerTo());
       if (mask) {
         b_.CreateMaskedStore(value, vec_ptr, align, mask);
+      } else if (streamed) {
+        // The masked head made this address a multiple of 64 (vmovntps needs it).
+        llvm::StoreInst* store = b_.CreateAlignedStore(value, vec_ptr, llvm::Align(64));
+        store->setMetadata(llvm::LLVMContext::MD_nontemporal,
+                           llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt32(1))}));
       } else {
         b_.CreateAlignedStore(value, vec_ptr, align);
       }
@@ -484,9 +612,6 @@ class KernelLowering {
   void EmitVectorizedLoop(const Stmt& loop, llvm::Value* begin, llvm::Value* end,
                           const absl::flat_hash_map<std::string, ReduceOp>& reduced) {
     const int w = options_.vector_width;
-    llvm::Value* count = b_.CreateSub(end, begin);
-    count = b_.CreateSelect(b_.CreateICmpSGT(count, b_.getInt64(0)), count, b_.getInt64(0));
-    llvm::Value* vector_end = b_.CreateAdd(begin, b_.CreateMul(b_.CreateSDiv(count, b_.getInt64(w)), b_.getInt64(w)));
     for (const auto& [name, op] : reduced) {
       const Binding& acc = bindings_[name];
       llvm::AllocaInst* slot = EntryAlloca(LlvmType(acc.type, w), name + ".vec");
@@ -494,8 +619,15 @@ class KernelLowering {
       vector_accumulators_[name] = slot;
     }
     vector_var_ = loop.name;
+    const Stmt* streamed = StreamedStoreOf(loop);
+    if (streamed != nullptr) begin = EmitAlignmentHead(loop, *streamed, begin, end);
+    llvm::Value* count = b_.CreateSub(end, begin);
+    count = b_.CreateSelect(b_.CreateICmpSGT(count, b_.getInt64(0)), count, b_.getInt64(0));
+    llvm::Value* vector_end = b_.CreateAdd(begin, b_.CreateMul(b_.CreateSDiv(count, b_.getInt64(w)), b_.getInt64(w)));
+    aligned_stream_store_ = streamed;
     EmitLoop(loop.name, begin, vector_end, w, /*vectorizer_off=*/false,
              [&](llvm::Value*) { EmitBlock(loop.body, w); });
+    aligned_stream_store_ = nullptr;
     if (options_.masked_tail) EmitMaskedTail(loop, vector_end, end);
     vector_var_.clear();
     for (const auto& [name, op] : reduced) {
@@ -509,6 +641,25 @@ class KernelLowering {
       EmitLoop(loop.name, vector_end, end, 1, /*vectorizer_off=*/true,
                [&](llvm::Value*) { EmitBlock(loop.body, 1); });
     }
+  }
+
+  // Runs the first (-address / 4) mod 16 iterations as one masked iteration so
+  // that `store`'s address is 64-byte aligned in the main loop; returns the
+  // main loop's first iteration.
+  llvm::Value* EmitAlignmentHead(const Stmt& loop, const Stmt& store, llvm::Value* begin, llvm::Value* end) {
+    loop_vars_[loop.name] = begin;
+    vector_var_.clear();  // a scalar index: the row's first element
+    llvm::Value* first_index = EmitSym(store.index, 1);
+    vector_var_ = loop.name;
+    loop_vars_.erase(loop.name);
+    llvm::Value* address = b_.CreatePtrToInt(b_.CreateGEP(b_.getFloatTy(), buffers_[store.buffer], first_index),
+                                             b_.getInt64Ty());
+    llvm::Value* misaligned = b_.CreateAnd(b_.CreateLShr(address, b_.getInt64(2)), b_.getInt64(15));
+    llvm::Value* peel = b_.CreateAnd(b_.CreateSub(b_.getInt64(16), misaligned), b_.getInt64(15));
+    llvm::Value* head_end = b_.CreateAdd(begin, peel);
+    head_end = b_.CreateSelect(b_.CreateICmpSLT(head_end, end), head_end, end);
+    EmitMaskedTail(loop, begin, head_end);
+    return head_end;
   }
 
   // Iterations [tail_begin, end) (fewer than W) as one vector iteration whose
@@ -554,7 +705,8 @@ class KernelLowering {
         return;
       }
       case StmtKind::kStore:
-        EmitStore(s.buffer, s.index, kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width);
+        EmitStore(s.buffer, s.index, kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width,
+                  width > 1 && &s == aligned_stream_store_ && tail_mask_ == nullptr);
         return;
       case StmtKind::kLet:
         bindings_[s.name] = Binding{EmitValue(s.value, width), false, s.value->type, width};
@@ -598,6 +750,9 @@ class KernelLowering {
   llvm::Value* tail_mask_ = nullptr;       // <W x i1> active lanes, in a masked tail
   llvm::Value* tail_last_lane_ = nullptr;  // index of the last active lane (i64)
   absl::flat_hash_map<std::string, llvm::AllocaInst*> vector_accumulators_;
+  absl::flat_hash_set<const Stmt*> streamable_;  // stores that stream when the output is large
+  bool streaming_ = false;                       // emitting the version for large outputs
+  const Stmt* aligned_stream_store_ = nullptr;   // the non-temporal store of the main loop being emitted
 };
 
 }  // namespace

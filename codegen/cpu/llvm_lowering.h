@@ -11,6 +11,10 @@
 // gather/scatter. With `masked_tail` (AVX-512, where masked memory
 // operations are native) the remainder is one masked vector iteration
 // instead of a scalar loop, so short rows (n < W) run vectorized too.
+// Also on AVX-512, the last store of an output row is non-temporal (bypasses
+// the cache, no read-for-ownership) when the call's output is larger than
+// `streaming_store_min_bytes`: the kernel holds a cached and a streaming
+// version of its loop and picks one at entry from the dims.
 //
 // Emitted functions (the calling convention, see cpu_backend.h):
 //   void <symbol>(int64_t begin, int64_t end, void* const* buffers, const int64_t* dims)
@@ -18,6 +22,7 @@
 #ifndef SHAPESHIFT_CODEGEN_CPU_LLVM_LOWERING_H_
 #define SHAPESHIFT_CODEGEN_CPU_LLVM_LOWERING_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -31,6 +36,11 @@ struct LoweringOptions {
   bool masked_tail = false;  // remainder as one masked vector iteration
   std::string cpu;           // "target-cpu" function attribute
   std::string features;      // "target-features" function attribute
+  // A call whose streamable stores (see llvm_lowering.cc) write at least
+  // this many bytes uses non-temporal stores for them: half the 32 MiB L3
+  // of the machine this was tuned on; smaller outputs stay in the cache for
+  // the kernel that reads them next.
+  int64_t streaming_store_min_bytes = int64_t{16} << 20;
 };
 
 // Adds the kernel function `symbol` and `symbol`_extent to `module`.
