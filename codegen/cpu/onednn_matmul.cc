@@ -1,12 +1,16 @@
 #include "codegen/cpu/onednn_matmul.h"
 
+#include <omp.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace shapeshift::codegen::cpu {
@@ -25,11 +29,44 @@ dnnl::stream& ThreadStream() {
   return stream;
 }
 
+// Below this many floats (64 KiB) a copy runs on the calling thread: it
+// takes a few microseconds, about what waking the OpenMP pool costs (the
+// runtime's serial-kernel threshold, runtime/program_impl.h, is the same).
+constexpr int64_t kSerialCopyElements = 16384;
+
+// Below this many multiply-adds (batch*M*K*N) a GEMM runs on the calling
+// thread: 2^17 MACs is ~3 us on one core at half its FMA peak, while an
+// OpenMP fork/join costs ~1-3 us with spinning workers and far more when they
+// sleep or the cores are shared, so two threads cannot win. This covers
+// decode steps (M = batch) and the smallest attention products.
+constexpr int64_t kSerialGemmMacs = int64_t{1} << 17;
+
 // The residual enters through dst (oneDNN's sum post-op adds dst's old value).
-void CopyInParallel(const float* from, float* to, int64_t count) {
+void CopyResidual(const float* from, float* to, int64_t count) {
+  if (count < kSerialCopyElements) {
+    std::memcpy(to, from, count * sizeof(float));
+    return;
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < count; ++i) to[i] = from[i];
 }
+
+// Limits this thread's OpenMP regions (oneDNN's included) to one thread for
+// its lifetime; restores the previous limit.
+class SingleThreadScope {
+ public:
+  explicit SingleThreadScope(bool active) : saved_(active ? omp_get_max_threads() : 0) {
+    if (active) omp_set_num_threads(1);
+  }
+  ~SingleThreadScope() {
+    if (saved_ > 0) omp_set_num_threads(saved_);
+  }
+  SingleThreadScope(const SingleThreadScope&) = delete;
+  SingleThreadScope& operator=(const SingleThreadScope&) = delete;
+
+ private:
+  int saved_;
+};
 
 int64_t Dim(int64_t d) { return d == kRuntimeDim ? DNNL_RUNTIME_DIM_VAL : d; }
 
@@ -68,6 +105,70 @@ struct OnednnMatmul::Primitive {
   memory::desc packed_b;  // the primitive's layout of B, when config.pack_b
 };
 
+// The argument memories of the last Execute(), kept for the next call of the
+// same shape, which only re-points them (set_data_handle) at its operands:
+// re-creating four descriptors, four dnnl::memory objects and the argument
+// map cost more per call than the rest of Execute for small requests, and a
+// model runs each primitive several times per request (once per layer) with
+// one shape. A call that finds the cache busy (another thread is inside
+// Execute on this primitive) builds its own arguments, as before.
+namespace {
+
+bool SameShape(const MatmulShape& x, const MatmulShape& y, bool batched) {
+  return x.m == y.m && x.k == y.k && x.n == y.n && (!batched || x.batch == y.batch);
+}
+
+// oneDNN takes non-const handles; inputs are only read.
+void* Handle(const float* p) { return const_cast<float*>(p); }
+
+std::unordered_map<int, memory> MakeArguments(const MatmulConfig& cfg, const memory::desc& packed_b,
+                                              const MatmulShape& shape, const MatmulOperands& ops) {
+  const bool batched = cfg.batch != 0;
+  Layout l = MakeLayout(batched, cfg.transpose_b, shape.batch, shape.m, shape.k, shape.n);
+  dnnl::engine& engine = CpuEngine();
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(F32(l.a, l.a_tag), engine, Handle(ops.a))},
+      {DNNL_ARG_WEIGHTS, memory(cfg.pack_b ? packed_b : F32(l.b, l.b_tag), engine, Handle(ops.b))},
+      {DNNL_ARG_DST, memory(F32(l.c, l.c_tag), engine, ops.c)},
+  };
+  if (cfg.bias) args.emplace(DNNL_ARG_BIAS, memory(F32(l.bias, l.a_tag), engine, Handle(ops.bias)));
+  return args;
+}
+
+// Re-points cached arguments; set_data_handle only where the pointer changed
+// (it also re-zeroes a blocked layout's padding, so an unchanged weight stays
+// untouched).
+void PointArguments(const MatmulOperands& ops, std::unordered_map<int, memory>& args) {
+  auto point = [&](int arg, void* handle) {
+    auto it = args.find(arg);
+    if (it != args.end() && it->second.get_data_handle() != handle) it->second.set_data_handle(handle);
+  };
+  point(DNNL_ARG_SRC, Handle(ops.a));
+  point(DNNL_ARG_WEIGHTS, Handle(ops.b));
+  point(DNNL_ARG_DST, ops.c);
+  point(DNNL_ARG_BIAS, Handle(ops.bias));
+}
+
+class UnlockAtExit {
+ public:
+  explicit UnlockAtExit(absl::Mutex* mu) : mu_(mu) {}
+  ~UnlockAtExit() { mu_->Unlock(); }
+  UnlockAtExit(const UnlockAtExit&) = delete;
+  UnlockAtExit& operator=(const UnlockAtExit&) = delete;
+
+ private:
+  absl::Mutex* mu_;
+};
+
+}  // namespace
+
+struct OnednnMatmul::CallCache {
+  absl::Mutex mu;
+  bool valid = false;
+  MatmulShape shape;
+  std::unordered_map<int, memory> args;
+};
+
 std::string DescribeConfig(const MatmulConfig& c) {
   auto dim = [](int64_t d) { return d == kRuntimeDim ? std::string("?") : absl::StrCat(d); };
   std::vector<std::string> parts;
@@ -86,7 +187,10 @@ std::string DescribeConfig(const MatmulConfig& c) {
 }
 
 OnednnMatmul::OnednnMatmul(const MatmulConfig& config, std::unique_ptr<Primitive> primitive, std::string implementation)
-    : config_(config), primitive_(std::move(primitive)), implementation_(std::move(implementation)) {}
+    : config_(config),
+      primitive_(std::move(primitive)),
+      implementation_(std::move(implementation)),
+      cache_(std::make_unique<CallCache>()) {}
 OnednnMatmul::~OnednnMatmul() = default;
 
 absl::StatusOr<std::unique_ptr<OnednnMatmul>> OnednnMatmul::Create(const MatmulConfig& config) {
@@ -141,21 +245,27 @@ absl::Status OnednnMatmul::Execute(const MatmulShape& shape, const MatmulOperand
   if (!ops.a || !ops.b || !ops.c || (cfg.bias && !ops.bias) || (cfg.residual && !ops.residual)) {
     return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(cfg), ": missing operand pointer"));
   }
-  Layout l = MakeLayout(batched, cfg.transpose_b, shape.batch, shape.m, shape.k, shape.n);
+  const int64_t batch = batched ? shape.batch : 1;
   try {
-    dnnl::engine& engine = CpuEngine();
-    // oneDNN takes non-const handles; inputs are only read.
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, memory(F32(l.a, l.a_tag), engine, const_cast<float*>(ops.a))},
-        {DNNL_ARG_WEIGHTS, memory(cfg.pack_b ? primitive_->packed_b : F32(l.b, l.b_tag), engine,
-                                  const_cast<float*>(ops.b))},
-        {DNNL_ARG_DST, memory(F32(l.c, l.c_tag), engine, ops.c)},
-    };
-    if (cfg.bias) args.emplace(DNNL_ARG_BIAS, memory(F32(l.bias, l.a_tag), engine, const_cast<float*>(ops.bias)));
-    if (cfg.residual && ops.residual != ops.c) CopyInParallel(ops.residual, ops.c, (batched ? shape.batch : 1) * shape.m * shape.n);
+    if (cfg.residual && ops.residual != ops.c) CopyResidual(ops.residual, ops.c, batch * shape.m * shape.n);
+    SingleThreadScope serial(batch * shape.m * shape.k * shape.n < kSerialGemmMacs);
     dnnl::stream& stream = ThreadStream();
-    primitive_->matmul.execute(stream, args);
-    stream.wait();
+    if (cache_->mu.TryLock()) {
+      UnlockAtExit unlock(&cache_->mu);  // on every path out, exceptions included
+      if (!cache_->valid || !SameShape(cache_->shape, shape, batched)) {
+        cache_->valid = false;
+        cache_->args = MakeArguments(cfg, primitive_->packed_b, shape, ops);
+        cache_->shape = shape;
+        cache_->valid = true;
+      } else {
+        PointArguments(ops, cache_->args);
+      }
+      primitive_->matmul.execute(stream, cache_->args);
+      stream.wait();
+    } else {
+      primitive_->matmul.execute(stream, MakeArguments(cfg, primitive_->packed_b, shape, ops));
+      stream.wait();
+    }
   } catch (const dnnl::error& e) {
     return absl::InternalError(absl::StrCat(DescribeConfig(cfg), ": oneDNN failed: ", e.what()));
   }

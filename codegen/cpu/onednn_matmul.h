@@ -19,6 +19,12 @@
 //
 // The oneDNN engine is shared by every matmul; each thread executes on its
 // own stream. Execute() is thread-safe.
+//
+// Per-call cost: a call with the previous call's shape re-points the cached
+// oneDNN memory objects instead of re-creating them; a GEMM below 2^17
+// multiply-adds, and a residual copy below 16384 floats, run on the calling
+// thread (no OpenMP fork). Every runtime-dims primitive measured needs no
+// oneDNN scratchpad (size 0), so there is none to keep between calls.
 #ifndef SHAPESHIFT_CODEGEN_CPU_ONEDNN_MATMUL_H_
 #define SHAPESHIFT_CODEGEN_CPU_ONEDNN_MATMUL_H_
 
@@ -103,10 +109,12 @@ class OnednnMatmul {
 
  private:
   struct Primitive;
+  struct CallCache;
   OnednnMatmul(const MatmulConfig& config, std::unique_ptr<Primitive> primitive, std::string implementation);
   MatmulConfig config_;
   std::unique_ptr<Primitive> primitive_;
   std::string implementation_;
+  std::unique_ptr<CallCache> cache_;  // the last call's argument memories
 };
 
 // "matmul[batch=?, m=?, k=768, n=768, bias, gelu_erf]" — for messages and logs.

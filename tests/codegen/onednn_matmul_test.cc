@@ -1,6 +1,8 @@
 #include "codegen/cpu/onednn_matmul.h"
 
 #include <cmath>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -41,28 +43,34 @@ std::vector<double> Reference(const MatmulConfig& cfg, const MatmulShape& s, con
   return c;
 }
 
-void CheckAgainstReference(const MatmulConfig& cfg, const MatmulShape& s, bool residual_in_place = false) {
+// One Execute() of `mm` on fresh operands (from `seed`), against Reference.
+void RunAndCheck(const OnednnMatmul& mm, const MatmulShape& s, uint32_t seed = 21, bool residual_in_place = false) {
+  const MatmulConfig& cfg = mm.config();
   SCOPED_TRACE(DescribeConfig(cfg) + " at batch=" + std::to_string(s.batch) + " m=" + std::to_string(s.m) +
-               " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n));
-  auto mm = OnednnMatmul::Create(cfg);
-  ASSERT_TRUE(mm.ok()) << mm.status();
+               " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) + " seed=" + std::to_string(seed));
   int64_t batch = cfg.batch == 0 ? 1 : s.batch;
-  std::vector<float> a = RandomFloats(batch * s.m * s.k, 21), b = RandomFloats(batch * s.k * s.n, 22);
-  std::vector<float> bias = RandomFloats(s.n, 23), residual = RandomFloats(batch * s.m * s.n, 24);
+  std::vector<float> a = RandomFloats(batch * s.m * s.k, seed), b = RandomFloats(batch * s.k * s.n, seed + 1);
+  std::vector<float> bias = RandomFloats(s.n, seed + 2), residual = RandomFloats(batch * s.m * s.n, seed + 3);
   std::vector<double> want = Reference(cfg, s, a, b, bias, residual);
   std::vector<float> c = residual_in_place ? residual : std::vector<float>(batch * s.m * s.n, NAN);
   MatmulOperands ops{a.data(), b.data(), bias.data(), residual_in_place ? c.data() : residual.data(), c.data()};
   PackedWeights packed;
   if (cfg.pack_b) {
-    auto made = (*mm)->PackB(b.data());
+    auto made = mm.PackB(b.data());
     ASSERT_TRUE(made.ok()) << made.status();
     packed = *made;
     ops.b = packed.data();
   }
-  ASSERT_TRUE((*mm)->Execute(s, ops).ok());
+  ASSERT_TRUE(mm.Execute(s, ops).ok());
   for (size_t i = 0; i < c.size(); ++i) {
     ASSERT_TRUE(Close(c[i], want[i], 1e-4, 1e-4 * std::sqrt(double(s.k)))) << "at " << i << ": " << c[i] << " vs " << want[i];
   }
+}
+
+void CheckAgainstReference(const MatmulConfig& cfg, const MatmulShape& s, bool residual_in_place = false) {
+  auto mm = OnednnMatmul::Create(cfg);
+  ASSERT_TRUE(mm.ok()) << DescribeConfig(cfg) << ": " << mm.status();
+  RunAndCheck(**mm, s, 21, residual_in_place);
 }
 
 TEST(OnednnMatmulTest, RuntimeDimsAtAwkwardSizes) {
@@ -134,6 +142,43 @@ TEST(OnednnMatmulTest, PackedWeightsRuntimeAndStaticM) {
   ASSERT_TRUE(plain.ok());
   std::vector<float> b(64);
   EXPECT_EQ((*plain)->PackB(b.data()).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// Execute() keeps the last call's oneDNN memory objects and re-points them:
+// the same shape with other operands, a new shape, and the old shape again
+// must each compute their own product. The sizes also cross the single-thread
+// GEMM (2^17 multiply-adds) and serial residual copy (16384 floats) limits.
+TEST(OnednnMatmulTest, OnePrimitiveServesChangingShapesAndOperands) {
+  auto mm = OnednnMatmul::Create(MatmulConfig{.bias = true, .residual = true});
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  RunAndCheck(**mm, {1, 3, 5, 7}, 1);
+  RunAndCheck(**mm, {1, 3, 5, 7}, 2);
+  RunAndCheck(**mm, {1, 130, 4, 130}, 3);   // 67600 MACs: one thread; 16900-float residual: parallel copy
+  RunAndCheck(**mm, {1, 64, 64, 64}, 4);    // 262144 MACs: all threads
+  RunAndCheck(**mm, {1, 3, 5, 7}, 5);
+  RunAndCheck(**mm, {1, 3, 5, 7}, 6, /*residual_in_place=*/true);
+  auto packed = OnednnMatmul::Create(MatmulConfig{.k = 96, .n = 80, .bias = true, .pack_b = true});
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  for (uint32_t seed : {7, 8}) RunAndCheck(**packed, {1, 13, 96, 80}, seed);  // other packed weights each time
+  auto batched = OnednnMatmul::Create(MatmulConfig{.batch = kRuntimeDim, .k = 16, .n = kRuntimeDim,
+                                                   .transpose_b = true, .scale = 0.25f});
+  ASSERT_TRUE(batched.ok()) << batched.status();
+  for (int64_t seq : {5, 5, 9, 5}) RunAndCheck(**batched, {3, seq, 16, seq}, static_cast<uint32_t>(seq) * 10);
+  RunAndCheck(**batched, {4, 5, 16, 5}, 11);  // only the batch changed
+}
+
+// Threads share one primitive: one of them uses the cached arguments, the
+// others build their own; every result must be its own.
+TEST(OnednnMatmulTest, ConcurrentCallsOnOnePrimitive) {
+  auto mm = OnednnMatmul::Create(MatmulConfig{.k = 24, .bias = true});
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) RunAndCheck(**mm, {1, 1 + (t + i) % 5, 24, 3 + t}, static_cast<uint32_t>(100 * t + i));
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
 }
 
 TEST(OnednnMatmulTest, ImplementationNameIsReported) {
