@@ -1,26 +1,72 @@
 #!/usr/bin/env bash
 # Set-up + build + every test. The last line printed is ctest's summary.
-#   scripts/test.sh              the full suite (Release build in ./build)
-#   scripts/test.sh --sanitize   the suite under ASan+UBSan (clang, ./build-asan)
+#   scripts/test.sh              the full suite (Release build in ./build). When clang-14 and
+#                                libFuzzer (libclang-rt-14-dev) are installed, the libFuzzer
+#                                harnesses are built first (./build-fuzz) and the suite includes
+#                                fuzz_smoke.<harness>: SHAPESHIFT_FUZZ_SMOKE_SECONDS (default 5) of
+#                                fuzzing each (tests/fuzz/smoke.cmake). FUZZ_SMOKE=0 leaves it out.
+#   scripts/test.sh --sanitize   the shapes/graph/codegen/runtime unit tests and hostile_test under
+#                                ASan+UBSan (clang, ./build-asan); the last line says how many
+#                                suites passed
 #   scripts/test.sh --sanitize=thread   the multi-threaded tests under TSan (clang, ./build-tsan)
 # Property tests take their seed from SHAPESHIFT_TEST_SEED (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
-CTEST_FILTER=()
+
+# Is libFuzzer usable here? (clang-14 plus its runtime library)
+have_libfuzzer() {
+  command -v clang++-14 >/dev/null 2>&1 &&
+    [ -e "$(clang++-14 --print-runtime-dir 2>/dev/null)/libclang_rt.fuzzer-x86_64.a" ]
+}
+
 if [ "${1:-}" = "--sanitize" ]; then
   # ASan+UBSan (UBSan findings abort: -fno-sanitize-recover, see CMakeLists.txt).
-  export BUILD_DIR=${BUILD_DIR:-build-asan} BUILD_TYPE=RelWithDebInfo
+  # The unit tests of the layers with hand-written memory handling, plus
+  # the hostile inputs; each binary runs whole, so a finding names its test.
+  export BUILD_DIR=${BUILD_DIR:-build-asan}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
-  CC=clang-14 CXX=clang++-14 scripts/build.sh -DSHAPESHIFT_SANITIZE=address,undefined -DSHAPESHIFT_BUILD_BENCH=OFF
-elif [ "${1:-}" = "--sanitize=thread" ]; then
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+  SUITES=(shapes graph codegen runtime hostile)
+  targets=()
+  for s in "${SUITES[@]}"; do targets+=("${s}_test"); done
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/shapeshift-ccache}
+  CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSHAPESHIFT_SANITIZE=address,undefined -DSHAPESHIFT_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$BUILD_DIR" --target "${targets[@]}" -j "${JOBS:-$(nproc)}"
+  failed=()
+  for s in "${SUITES[@]}"; do
+    echo "== ${s}_test under ASan+UBSan"
+    "$BUILD_DIR/tests/$s/${s}_test" --gtest_brief=1 || failed+=("${s}_test")
+  done
+  if [ ${#failed[@]} -ne 0 ]; then
+    echo "sanitize: ${#failed[@]} of ${#SUITES[@]} suites failed: ${failed[*]}"
+    exit 1
+  fi
+  echo "sanitize: all ${#SUITES[@]} suites passed under ASan+UBSan (${SUITES[*]})"
+  exit 0
+fi
+
+CTEST_FILTER=()
+if [ "${1:-}" = "--sanitize=thread" ]; then
   # TSan, for the tests that run from several threads (names say so).
   export BUILD_DIR=${BUILD_DIR:-build-tsan} BUILD_TYPE=RelWithDebInfo
   CC=clang-14 CXX=clang++-14 scripts/build.sh -DSHAPESHIFT_SANITIZE=thread -DSHAPESHIFT_BUILD_BENCH=OFF
   CTEST_FILTER=(-R 'Thread|Concurrent')
 else
   export BUILD_DIR=${BUILD_DIR:-build}
-  scripts/build.sh
+  FUZZ_ARGS=(-DSHAPESHIFT_FUZZ_HARNESS_DIR=)
+  if [ "${FUZZ_SMOKE:-1}" != 0 ] && have_libfuzzer; then
+    FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
+    echo "== libFuzzer harnesses ($FUZZ_BUILD_DIR), smoke-fuzzed by ctest as fuzz_smoke.*"
+    export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/shapeshift-ccache}
+    CC=clang-14 CXX=clang++-14 cmake -S . -B "$FUZZ_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DSHAPESHIFT_FUZZ=ON -DSHAPESHIFT_SANITIZE=address,undefined -DSHAPESHIFT_BUILD_BENCH=OFF >/dev/null
+    cmake --build "$FUZZ_BUILD_DIR" -j "${JOBS:-$(nproc)}" \
+      --target onnx_import_fuzzer sym_expr_fuzzer predicate_fuzzer guard_program_fuzzer
+    FUZZ_ARGS=(-DSHAPESHIFT_FUZZ_HARNESS_DIR="$PWD/$FUZZ_BUILD_DIR/tests/fuzz")
+  fi
+  scripts/build.sh "${FUZZ_ARGS[@]}"
 fi
 cd "$BUILD_DIR"
 ctest --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900 "${CTEST_FILTER[@]}"
