@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "passes/constant_folding.h"
 #include "passes/cse.h"
+#include "passes/cumsum_as_matmul.h"
 #include "passes/dce.h"
 #include "passes/fusion.h"
 #include "passes/gather_as_view.h"
@@ -17,6 +18,7 @@
 #include "passes/simplify.h"
 #include "passes/softmax_recognition.h"
 #include "passes/split_to_slices.h"
+#include "passes/uniform_gather.h"
 
 namespace shapeshift::passes {
 namespace {
@@ -29,6 +31,7 @@ PassManager Canonicalization(const PassManagerOptions& options, int64_t max_fold
   pm.Add("shape-value-folding", FoldShapeValues);
   pm.Add("gather-as-view", RewriteGathersAsViews);
   pm.Add("split-to-slices", SplitToSlices);
+  pm.Add("uniform-gather", RewriteUniformGathers);
   pm.Add("constant-folding", [max_folded_elements](Graph& g, ShapeEnv&) {
     return FoldConstants(g, max_folded_elements);
   });
@@ -41,6 +44,7 @@ PassManager Canonicalization(const PassManagerOptions& options, int64_t max_fold
 // Pattern recognition, then the matmul operand layout fusion relies on.
 PassManager Recognition(const PassManagerOptions& options) {
   PassManager pm(options);
+  pm.Add("cumsum-as-matmul", RewriteMaskCumSumAsMatmul);
   pm.Add("layer-norm-recognition", RecognizeLayerNorm);
   pm.Add("softmax-recognition", RecognizeSoftmax);
   pm.Add("gelu-recognition", RecognizeGelu);
@@ -52,8 +56,8 @@ PassManager Recognition(const PassManagerOptions& options) {
 }  // namespace
 
 std::vector<std::string> PipelinePassNames() {
-  return {"shape-value-folding",    "gather-as-view", "split-to-slices", "constant-folding", "simplify",      "cse",    "dce",
-          "layer-norm-recognition", "softmax-recognition", "gelu-recognition", "matmul-layout", "fusion",
+  return {"shape-value-folding",    "gather-as-view", "split-to-slices", "uniform-gather", "constant-folding", "simplify",      "cse",    "dce",
+          "cumsum-as-matmul", "layer-norm-recognition", "softmax-recognition", "gelu-recognition", "matmul-layout", "fusion",
           "memory-plan"};
 }
 
