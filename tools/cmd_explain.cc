@@ -59,6 +59,12 @@ std::string RenderEvent(const RecompileEvent& e) {
   const char* no_values =
       e.trigger == RecompileTrigger::kInitial ? "none (compiled before the first request)" : "(no dynamic dims)";
   absl::StrAppend(&out, "  input: ", values.empty() ? no_values : absl::StrJoin(values, " "), "\n");
+  if (e.cost) {
+    const runtime::TierUpCost& c = *e.cost;
+    absl::StrAppend(&out, "  cost model: ", c.requests, " requests x ", absl::StrFormat("%.3f", c.latency_ms),
+                    " ms x ", absl::StrFormat("%.0f%%", 100 * c.speedup), " expected saving = ",
+                    Milliseconds(c.gain_ms), " > estimated compile ", Milliseconds(c.compile_ms), "\n");
+  }
   if (e.tried.empty()) {
     absl::StrAppend(&out, "  tried: no entries",
                     e.trigger == RecompileTrigger::kInitial ? " (first compile)" : "", "\n");

@@ -116,7 +116,7 @@ TEST(ExplainCliTest, RendersALogTheDispatcherWrote) {
   }
   CliResult r = Explain(path);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string pin = "    [asked by dispatcher: static policy pins every dim]";
+  const std::string pin = "    [asked by dispatcher: static tier pins seq]";
   EXPECT_NE(r.output.find("event 1: initial (policy static)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("event 3: miss (policy static)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("  input: batch=1 seq=5\n"), std::string::npos) << r.output;
@@ -125,7 +125,7 @@ TEST(ExplainCliTest, RendersALogTheDispatcherWrote) {
   CliResult summary = Explain(path + " --summary");
   ASSERT_EQ(summary.exit_code, 0);
   EXPECT_EQ(summary.output.rfind("3 events: 1 initial, 2 miss, 0 tier-up;", 0), 0u) << summary.output;
-  EXPECT_NE(summary.output.find("  2  dispatcher: static policy pins every dim\n"), std::string::npos) << summary.output;
+  EXPECT_NE(summary.output.find("  2  dispatcher: static tier pins seq\n"), std::string::npos) << summary.output;
   std::remove(path.c_str());
 }
 

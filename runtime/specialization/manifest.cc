@@ -1,0 +1,120 @@
+#include "runtime/specialization/manifest.h"
+
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+
+namespace shapeshift::runtime {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kManifestFormat = 1;
+
+// 64-bit FNV-1a, fed incrementally: a key that is stable across processes
+// (absl::Hash is seeded per process) without concatenating the weights.
+class StableHash {
+ public:
+  void Add(absl::string_view bytes) {
+    for (unsigned char c : bytes) {
+      state_ ^= c;
+      state_ *= 0x100000001b3ULL;
+    }
+    Add(static_cast<uint64_t>(bytes.size()));
+  }
+  void Add(uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      state_ ^= (v >> (8 * i)) & 0xff;
+      state_ *= 0x100000001b3ULL;
+    }
+  }
+  uint64_t value() const { return state_; }
+
+ private:
+  uint64_t state_ = 0xcbf29ce484222325ULL;
+};
+
+json AtomJson(const AtomRecord& a) {
+  return json{{"atom", a.atom}, {"pass", a.provenance.pass}, {"node", a.provenance.node}, {"reason", a.provenance.reason}};
+}
+
+}  // namespace
+
+std::string ManifestKey(const Graph& graph, const ShapeEnv& env, const CompileOptions& options,
+                        SpecializationPolicy policy, const BucketOptions& buckets) {
+  StableHash h;
+  h.Add(graph.ToString());
+  for (const Value* c : graph.constants()) {
+    h.Add(c->name());
+    h.Add(absl::string_view(static_cast<const char*>(c->constant()->raw()), c->constant()->byte_size()));
+  }
+  for (const SymbolInfo& s : env.symbols()) {
+    h.Add(absl::StrCat(s.name, "=", s.min, "..", s.max));
+  }
+  h.Add(absl::StrCat("vector_width=", options.vector_width));
+  h.Add(absl::StrCat("policy=", SpecializationPolicyName(policy)));
+  h.Add(absl::StrCat("buckets=", BucketKindName(buckets.kind), ",", buckets.learned_buckets, ",",
+                     buckets.learned_min_samples));
+  return absl::StrFormat("m%016x", h.value());
+}
+
+std::string EncodeManifest(absl::string_view model_key, const std::vector<std::shared_ptr<const CacheEntry>>& entries) {
+  json list = json::array();
+  for (const std::shared_ptr<const CacheEntry>& e : entries) {
+    json buckets = json::array();
+    for (const Bucket& b : e->spec.buckets) buckets.push_back(json{{"lo", b.lo}, {"hi", b.hi}, {"learned", b.learned}});
+    json guards = json::array();
+    for (const GuardAtom& g : e->guards) guards.push_back(AtomJson({g.predicate.ToString(), g.provenance}));
+    list.push_back(json{{"spec_tier", TierName(e->spec.tier)},
+                        {"tier", TierName(e->tier)},
+                        {"trigger", e->spec.trigger},
+                        {"buckets", std::move(buckets)},
+                        {"bucket_reasons", e->spec.bucket_reasons},
+                        {"guards", std::move(guards)}});
+  }
+  return json{{"format", kManifestFormat}, {"model", std::string(model_key)}, {"entries", std::move(list)}}.dump();
+}
+
+absl::StatusOr<std::vector<ManifestEntry>> DecodeManifest(absl::string_view text, absl::string_view model_key) {
+  // nlohmann reports every missing or mistyped field as an exception; they
+  // stop here, as an error naming the field.
+  try {
+    const json j = json::parse(text.begin(), text.end());
+    if (j.at("format").get<int>() != kManifestFormat) {
+      return absl::InvalidArgumentError(absl::StrCat("manifest format ", j.at("format").dump(), " (expected ",
+                                                     kManifestFormat, ")"));
+    }
+    if (j.at("model").get<std::string>() != model_key) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("manifest of model ", j.at("model").dump(), ", expected \"", model_key, "\""));
+    }
+    std::vector<ManifestEntry> out;
+    for (const json& e : j.at("entries")) {
+      ManifestEntry m;
+      absl::StatusOr<Tier> spec_tier = ParseTier(e.at("spec_tier").get<std::string>());
+      if (!spec_tier.ok()) return spec_tier.status();
+      absl::StatusOr<Tier> tier = ParseTier(e.at("tier").get<std::string>());
+      if (!tier.ok()) return tier.status();
+      m.spec.tier = *spec_tier;
+      m.tier = *tier;
+      m.spec.trigger = e.at("trigger").get<std::vector<int64_t>>();
+      for (const json& b : e.at("buckets")) {
+        m.spec.buckets.push_back({b.at("lo").get<int64_t>(), b.at("hi").get<int64_t>(), b.at("learned").get<bool>()});
+      }
+      m.spec.bucket_reasons = e.at("bucket_reasons").get<std::vector<std::string>>();
+      for (const json& g : e.at("guards")) {
+        m.guards.push_back({g.at("atom").get<std::string>(),
+                            Provenance{g.at("pass").get<std::string>(), g.at("node").get<std::string>(),
+                                       g.at("reason").get<std::string>()}});
+      }
+      out.push_back(std::move(m));
+    }
+    return out;
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("malformed manifest: ", e.what()));
+  }
+}
+
+}  // namespace shapeshift::runtime
