@@ -1,7 +1,7 @@
 // `shapeshift run MODEL [--dim name=lo..hi]... [--policy P] [--recompile-log PATH] [--recompile-limit N]
 //                  (one request shape:)  [--input NAME=SHAPE]... [--bind SYMBOL=N]... [--repeats N] [--check]
 //                  (a request trace:)    [--trace lognormal:N[:SEED]|decode:N|file:PATH] [--check-every K]
-//                  [--seed S] [--json] [--print-after=PASS]...`
+//                  [--metrics] [--metrics-format text|prometheus] [--seed S] [--json] [--print-after=PASS]...`
 //
 // Compiles MODEL (`path.onnx` or `builtin:bert|gpt2|gpt2-kv`, see
 // tools/model_loader.h) through a SpecializingSession for the declared
@@ -26,6 +26,13 @@
 // against the interpreter (every K-th, default 50, plus each cache entry's
 // first request; `--check-every 0` checks none).
 //
+// `--metrics` (either mode) adds the session's SpecializationMetrics (hit
+// rate, compiles by tier and trigger, compile and guard-evaluation time,
+// first-request latency, ...; runtime/specialization/metrics.h) after the
+// report; `--metrics-format prometheus` (implies --metrics) writes them in
+// the Prometheus text exposition format instead. With `--json` they are the
+// report's `metrics` object (text) or `metrics_prometheus` string.
+//
 // Exit codes: 0 ok; 1 a check found a mismatch, or a trace request was
 // refused; 2 bad usage, a model that cannot be loaded or compiled, or a
 // request outside the declared ranges.
@@ -42,9 +49,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "graph/interpreter.h"
 #include "nlohmann/json.hpp"
 #include "passes/pipeline.h"
+#include "runtime/specialization/metrics.h"
 #include "runtime/specialization/policy.h"
 #include "runtime/specialization/specializing_session.h"
 #include "tools/args.h"
@@ -64,6 +73,7 @@ constexpr char kUsage[] =
     "                      [--recompile-log PATH] [--recompile-limit N] [--seed S] [--json] [--print-after=PASS]...\n"
     "         one shape:   [--input NAME=SHAPE]... [--bind SYMBOL=N]... [--repeats N] [--check]\n"
     "         a trace:     --trace lognormal:N[:SEED]|decode:N|file:PATH [--check-every K]\n"
+    "         metrics:     [--metrics] [--metrics-format text|prometheus]\n"
     "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv\n";
 
 struct RunFlags {
@@ -81,6 +91,8 @@ struct RunFlags {
   uint64_t seed = 1;
   bool check = false;
   bool json = false;
+  bool metrics = false;
+  bool prometheus = false;  // --metrics-format prometheus
 };
 
 int Fail(int code, const std::string& message) {
@@ -104,8 +116,8 @@ absl::Status CheckModeFlags(const ParsedArgs& args) {
 absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
   spec.valued = {"dim",   "input", "bind",        "repeats",       "seed",           "print-after",
-                 "policy", "trace", "check-every", "recompile-log", "recompile-limit"};
-  spec.switches = {"check", "json"};
+                 "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format"};
+  spec.switches = {"check", "json", "metrics"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return args.status();
   if (args->positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL argument");
@@ -151,6 +163,13 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   }
   flags.check = args->Has("check");
   flags.json = args->Has("json");
+  const std::string metrics_format = args->Get("metrics-format", "text");
+  if (metrics_format != "text" && metrics_format != "prometheus") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metrics-format ", metrics_format, ": expected text or prometheus"));
+  }
+  flags.metrics = args->Has("metrics") || args->Has("metrics-format");
+  flags.prometheus = metrics_format == "prometheus";
   return flags;
 }
 
@@ -199,6 +218,43 @@ nlohmann::ordered_json OutputSummary(const std::string& name, const Tensor& t) {
   }
   return {{"name", name}, {"dtype", std::string(DTypeName(t.dtype()))}, {"shape", t.shape()},
           {"sum", sum},   {"abs_sum", abs_sum}};
+}
+
+// FormatMetricsText's `name value` lines as a JSON object of numbers (so the
+// JSON keeps every field the text has, under the same names).
+nlohmann::ordered_json MetricsJson(const std::string& text) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> name_value = absl::StrSplit(line, absl::MaxSplits(' ', 1));
+    int64_t integer = 0;
+    double real = 0;
+    if (name_value.size() != 2) continue;
+    if (absl::SimpleAtoi(name_value[1], &integer)) {
+      out[name_value[0]] = integer;
+    } else if (absl::SimpleAtod(name_value[1], &real)) {
+      out[name_value[0]] = real;
+    } else {
+      out[name_value[0]] = name_value[1];
+    }
+  }
+  return out;
+}
+
+// Adds the session's metrics to the report (--json) or prints them after it.
+void EmitMetrics(const RunFlags& flags, const runtime::SpecializingSession& session, nlohmann::ordered_json& r) {
+  if (!flags.metrics) return;
+  const runtime::SpecializationMetrics metrics = session.Metrics();
+  if (flags.json) {
+    if (flags.prometheus) {
+      r["metrics_prometheus"] = runtime::FormatMetricsPrometheus(metrics);
+    } else {
+      r["metrics"] = MetricsJson(runtime::FormatMetricsText(metrics));
+    }
+    return;
+  }
+  const std::string text =
+      flags.prometheus ? runtime::FormatMetricsPrometheus(metrics) : runtime::FormatMetricsText(metrics);
+  std::printf("\n%s%s", flags.prometheus ? "" : "metrics:\n", text.c_str());
 }
 
 void PrintShapeText(const nlohmann::ordered_json& r) {
@@ -291,9 +347,11 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
     r["check_passed"] = passed = comparison.within_tolerance;
   }
   if (flags.json) {
+    EmitMetrics(flags, session, r);
     std::printf("%s\n", r.dump().c_str());
   } else {
     PrintShapeText(r);
+    EmitMetrics(flags, session, r);
   }
   return passed ? kExitOk : kExitNegative;
 }
@@ -378,9 +436,11 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
   if (!result.ok()) return Fail(kExitUsage, std::string(result.status().message()));
   nlohmann::ordered_json r = ReplayJson(flags, *result);
   if (flags.json) {
+    EmitMetrics(flags, *prepared->session, r);
     std::printf("%s\n", r.dump().c_str());
   } else {
     PrintReplayText(r, flags.check_every);
+    EmitMetrics(flags, *prepared->session, r);
   }
   return result->wrong_results == 0 && result->errors == 0 ? kExitOk : kExitNegative;
 }

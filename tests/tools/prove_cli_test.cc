@@ -1,9 +1,12 @@
 // `shapeshift prove` end to end: runs the built CLI and checks exit codes,
 // that the printed witness is really uncovered, the covered case, JSON, and
-// errors.
+// errors — for guard sets given as text and for models (the artifacts a
+// policy compiles, optionally after serving a --warm trace).
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -105,6 +108,75 @@ TEST(ProveCliTest, ErrorsExitTwoWithAClearMessage) {
   EXPECT_NE(r.output.find("unknown flag --bogus"), std::string::npos) << r.output;
   r = Prove("", true);
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// A trace file for --warm (one request per line).
+std::string WarmTrace(const std::string& name, const std::string& lines) {
+  std::string path = (std::filesystem::path(::testing::TempDir()) / name).string();
+  std::ofstream(path) << lines;
+  return "file:" + path;
+}
+
+TEST(ProveModelCliTest, BuiltinModelsAreCoveredOnTheirDeclaredDomains) {
+  CliResult r = Prove("builtin:bert");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("covered\n", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("domain batch=1..8 seq=1..512"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(polymorphic): no guards"), std::string::npos) << r.output;
+
+  r = Prove("builtin:gpt2-kv --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["covered"], true);
+  EXPECT_TRUE(j["witness"].is_null());
+  EXPECT_EQ(j["policy"], "auto");
+  EXPECT_EQ(j["domain"]["past"], "0..511");
+  EXPECT_EQ(j["compiles"], 1);
+  ASSERT_EQ(j["entries"].size(), 1u);
+  EXPECT_EQ(j["entries"][0]["tier"], "polymorphic");
+}
+
+TEST(ProveModelCliTest, StaticPolicyPrecompilesNothingSoAShapeIsUncovered) {
+  CliResult r = Prove("builtin:bert --policy static --dim batch=1..2 --dim seq=1..8");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::map<std::string, long> w = Witness(r.output);
+  ASSERT_EQ(w.size(), 2u) << r.output;
+  EXPECT_TRUE(w["batch"] >= 1 && w["batch"] <= 2) << r.output;
+  EXPECT_TRUE(w["seq"] >= 1 && w["seq"] <= 8) << r.output;
+  EXPECT_NE(r.output.find("no entries: policy static compiles nothing ahead of time"), std::string::npos)
+      << r.output;
+}
+
+TEST(ProveModelCliTest, AWarmedStaticCacheIsMissingExactlyTheUnservedShape) {
+  const std::string domain = "builtin:bert --policy static --dim batch=1..1 --dim seq=1..4";
+  CliResult r = Prove(domain + " --warm " + WarmTrace("gap.trace", "seq=1\nseq=2\nseq=4\n"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("uncovered: batch=1 seq=3\n", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("(static): seq == 4"), std::string::npos) << r.output;
+
+  r = Prove(domain + " --json --warm " + WarmTrace("full.trace", "seq=1\nseq=2\nseq=3\nseq=4\n"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["covered"], true);
+  EXPECT_EQ(j["entries"].size(), 4u);
+}
+
+TEST(ProveModelCliTest, ErrorsExitTwoWithAClearMessage) {
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  for (const Case& c : {Case{"builtin:nope", "unknown built-in model"},
+                        Case{"builtin:bert --policy eager", "--policy"},
+                        Case{"builtin:bert --dim width=1..4", "no dim 'width'"},
+                        Case{"builtin:bert --warm decode:3", "no KV-cache dim 'past'"},
+                        Case{"builtin:bert extra", "exactly one MODEL"},
+                        Case{"--dim seq=1..4 --guards 'seq <= 4' --policy static", "need a MODEL"},
+                        Case{"--dim seq=1..4", "usage: shapeshift prove MODEL"}}) {
+    CliResult r = Prove(c.args, /*with_stderr=*/true);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+  }
 }
 
 }  // namespace

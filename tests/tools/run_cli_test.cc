@@ -1,7 +1,8 @@
 // `shapeshift run`: built-in and ONNX models compiled once and run on one
 // request shape, checked against the interpreter (--check), the JSON
-// contract bench/peers relies on, and exit code 2 with a message naming the
-// culprit for every kind of bad argument.
+// contract bench/peers relies on, --policy / --recompile-log / --metrics,
+// and exit code 2 with a message naming the culprit for every kind of bad
+// argument. Trace replays: trace_cli_test.cc.
 
 #include <array>
 #include <cstdio>
@@ -76,6 +77,50 @@ TEST(RunCliTest, ExporterMadeOnnxFileWithDimFlags) {
   EXPECT_TRUE(j["check_passed"].get<bool>());
 }
 
+TEST(RunCliTest, StaticPolicyCompilesTheRequestShapeAndLogsIt) {
+  const std::string log = (std::filesystem::path(::testing::TempDir()) / "run_static.jsonl").string();
+  std::filesystem::remove(log);
+  RunResult r = RunCli("builtin:bert --policy static --input input_ids=1x7 --check --json --repeats 2 --recompile-log " +
+                       log);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["policy"], "static");
+  EXPECT_EQ(j["entry_tier"], "static");
+  EXPECT_EQ(j["compiles"], 1);  // the repeats hit the entry the first run compiled
+  EXPECT_EQ(j["recompiles"], 0);
+  EXPECT_TRUE(j["check_passed"].get<bool>());
+  std::ifstream file(log);
+  std::string line;
+  int events = 0;
+  while (std::getline(file, line)) {
+    if (line.empty()) continue;
+    ++events;
+    EXPECT_EQ(nlohmann::json::parse(line)["trigger"], "initial") << line;
+  }
+  EXPECT_EQ(events, 1);
+}
+
+TEST(RunCliTest, MetricsAsJsonTextAndPrometheus) {
+  RunResult r = RunCli("builtin:bert --repeats 2 --metrics --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("metrics")) << r.out;
+  EXPECT_EQ(j["metrics"]["requests"], 3);  // the first run and 2 repeats
+  EXPECT_EQ(j["metrics"]["compiles"], 1);
+  EXPECT_EQ(j["metrics"]["compiles_polymorphic"], 1);
+  EXPECT_EQ(j["metrics"]["misses"], 0);
+  EXPECT_DOUBLE_EQ(j["metrics"]["hit_rate"].get<double>(), 1.0);
+
+  r = RunCli("builtin:bert --repeats 1 --metrics");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\nmetrics:\nrequests 2\n"));
+
+  r = RunCli("builtin:bert --repeats 1 --metrics-format prometheus");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("# TYPE shapeshift_requests_total counter\nshapeshift_requests_total 2\n"));
+  EXPECT_THAT(r.out, HasSubstr("shapeshift_compiles_total{tier=\"polymorphic\"} 1\n"));
+}
+
 TEST(RunCliTest, BadArgumentsExitTwoNamingTheCulprit) {
   struct Case {
     const char* args;
@@ -93,6 +138,8 @@ TEST(RunCliTest, BadArgumentsExitTwoNamingTheCulprit) {
                         Case{"builtin:gpt2 --bind past=3", "no dim 'past'"},
                         Case{"builtin:bert --print-after=no-such-pass", "no such pass"},
                         Case{"builtin:bert --repeats 0", "--repeats"},
+                        Case{"builtin:bert --metrics-format xml", "--metrics-format xml: expected text or prometheus"},
+                        Case{"builtin:bert --policy sometimes", "--policy"},
                         Case{"builtin:bert --bogus", "bogus"},
                         Case{"/nonexistent/model.onnx", "/nonexistent/model.onnx"}}) {
     RunResult r = RunCli(c.args);
