@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,8 +108,16 @@ class KernelLowering {
     // streamable stores write: outputs larger than the cache bypass it.
     llvm::BasicBlock* streaming = llvm::BasicBlock::Create(ctx_, "streaming", fn);
     llvm::BasicBlock* cached = llvm::BasicBlock::Create(ctx_, "cached", fn);
-    b_.CreateCondBr(b_.CreateICmpSGE(StreamedBytes(), b_.getInt64(options_.streaming_store_min_bytes)), streaming,
-                    cached);
+    llvm::Value* stream = b_.CreateICmpSGE(StreamedBytes(), b_.getInt64(options_.streaming_store_min_bytes));
+    for (auto& [buffer, row] : staged_) {
+      llvm::Value* length = b_.CreateSub(EmitSym(row.end, 1), EmitSym(row.begin, 1));
+      stream = b_.CreateAnd(stream, b_.CreateICmpSLE(length, b_.getInt64(kStagedRowFloats)));
+      llvm::AllocaInst* scratch =
+          EntryAlloca(llvm::ArrayType::get(b_.getFloatTy(), kStagedRowFloats), kernel_.buffers[buffer].name + ".row");
+      scratch->setAlignment(llvm::Align(64));
+      row.scratch = b_.CreateBitCast(scratch, b_.getFloatTy()->getPointerTo());
+    }
+    b_.CreateCondBr(stream, streaming, cached);
     b_.SetInsertPoint(streaming);
     streaming_ = true;
     emit_parallel_loop();
@@ -132,9 +141,9 @@ class KernelLowering {
   // qualifies when it is f32, sits in an innermost (vectorizable) loop at
   // the top of the body whose bounds depend on dims only (so the bytes are
   // known at entry), no earlier statement of the iteration stored its buffer
-  // (softmax's y, written and then rescaled, is in the cache by then), and no
-  // later statement touches the buffer. Needs AVX-512 masked loops (the
-  // masked head that aligns the row to 64 bytes).
+  // (a row written and then rewritten is in the cache by then, unless it is
+  // staged, below), and no later statement touches the buffer. Needs AVX-512
+  // masked loops (the masked head that aligns the row to 64 bytes).
 
   static bool StoresTo(const Stmt& s, int buffer) {
     if (s.kind == StmtKind::kStore && s.buffer == buffer) return true;
@@ -168,8 +177,82 @@ class KernelLowering {
     return true;
   }
 
+  // Row staging: an output row that one iteration writes, reads back and
+  // rewrites (softmax stores exp(x - max), then rescales it) would be in the
+  // cache by its final store. In the streaming version its earlier stores and
+  // its loads use a row on the stack instead, so only the final store reaches
+  // memory, and streams. Every access must be contiguous from the same row
+  // start, in top-level vector loops with the same dims-only bounds; rows up
+  // to kStagedRowFloats (16 KiB, within L1) are staged, longer rows take the
+  // cached version.
+  static constexpr int64_t kStagedRowFloats = 4096;
+
+  struct StagedRow {
+    SymExpr begin, end;                  // the bounds of every loop touching the row
+    const Stmt* final_store = nullptr;   // the one access that goes to the buffer
+    llvm::Value* scratch = nullptr;      // float* to kStagedRowFloats on the stack
+  };
+
+  static void CollectLoads(const Value& v, int buffer, std::vector<SymExpr>* indices) {
+    if (!v) return;
+    if (v->kind == ValueKind::kLoad && v->buffer == buffer) indices->push_back(v->index);
+    for (const Value& o : v->operands) CollectLoads(o, buffer, indices);
+  }
+
+  void FindStagedRows() {
+    const std::vector<Stmt>& body = kernel_.body;
+    for (int buffer = 0; buffer < static_cast<int>(kernel_.buffers.size()); ++buffer) {
+      const BufferParam& param = kernel_.buffers[buffer];
+      if (param.role != BufferRole::kOutput || param.dtype != ScalarType::kF32) continue;
+      const Stmt* first_loop = nullptr;
+      const Stmt* final_store = nullptr;
+      std::optional<SymExpr> row_start;
+      bool ok = true, last_is_store = false;
+      int stores = 0;
+      auto same_row = [&](SymExpr index, const std::string& var) {
+        if (Classify(index, var) != Access::kContiguous) return false;
+        SymExpr start = index.Substitute({{var, SymExpr(int64_t{0})}});
+        if (!row_start) row_start = start;
+        return *row_start == start;
+      };
+      for (const Stmt& loop : body) {
+        if (!ok || !Touches(loop, buffer)) continue;
+        absl::flat_hash_map<std::string, ReduceOp> reduced;
+        ok = loop.kind == StmtKind::kLoop && CanVectorize(loop, &reduced) && DependsOnDimsOnly(loop.begin) &&
+             DependsOnDimsOnly(loop.end) &&
+             (first_loop == nullptr || (loop.begin == first_loop->begin && loop.end == first_loop->end));
+        if (!ok) break;
+        if (first_loop == nullptr) first_loop = &loop;
+        for (const Stmt& s : loop.body) {
+          std::vector<SymExpr> loads;
+          CollectLoads(s.value, buffer, &loads);
+          for (SymExpr index : loads) ok = ok && same_row(index, loop.name);
+          if (!loads.empty()) last_is_store = false;
+          if (s.kind == StmtKind::kStore && s.buffer == buffer) {
+            ok = ok && same_row(s.index, loop.name);
+            final_store = &s;
+            last_is_store = true;
+            ++stores;
+          }
+        }
+      }
+      if (ok && stores >= 2 && last_is_store) staged_[buffer] = StagedRow{first_loop->begin, first_loop->end, final_store};
+    }
+  }
+
+  // Where an access goes: its buffer, or (streaming version) a staged row's
+  // stack copy, with `index` rebased to the row's start.
+  llvm::Value* AccessBase(int buffer, SymExpr* index, bool final_store) {
+    auto it = staged_.find(buffer);
+    if (!streaming_ || final_store || it == staged_.end()) return buffers_[buffer];
+    *index = *index - index->Substitute({{vector_var_, it->second.begin}});
+    return it->second.scratch;
+  }
+
   void FindStreamableStores() {
     if (!options_.masked_tail || options_.vector_width != 16) return;
+    FindStagedRows();
+    for (const auto& [buffer, row] : staged_) streamable_.insert(row.final_store);
     const std::vector<Stmt>& body = kernel_.body;
     for (size_t i = 0; i < body.size(); ++i) {
       const Stmt& loop = body[i];
@@ -324,16 +407,17 @@ class KernelLowering {
   // ---- Memory --------------------------------------------------------------
 
   llvm::Value* EmitLoad(int buffer, SymExpr index, ScalarType type, int width) {
+    llvm::Value* base = AccessBase(buffer, &index, /*final_store=*/false);
     llvm::Type* mem = MemoryType(type);
     llvm::Align align(ScalarTypeSize(type));
     Access access = width == 1 ? Access::kUniform : Classify(index);
     llvm::Value* loaded;
     llvm::Value* mask = width > 1 ? tail_mask_ : nullptr;
     if (access == Access::kGather) {
-      llvm::Value* ptrs = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, width));
+      llvm::Value* ptrs = b_.CreateGEP(mem, base, EmitSym(index, width));
       loaded = b_.CreateMaskedGather(Widen(mem, width), ptrs, align, mask);
     } else {
-      llvm::Value* ptr = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, 1));
+      llvm::Value* ptr = b_.CreateGEP(mem, base, EmitSym(index, 1));
       if (access == Access::kContiguous) {
         llvm::Type* vec = Widen(mem, width);
         llvm::Value* vec_ptr = b_.CreateBitCast(ptr, vec->getPointerTo());
@@ -350,19 +434,22 @@ class KernelLowering {
     return loaded;
   }
 
+  // `last`: a streamable store (never redirected to a staged row);
   // `streamed`: the aligned store of a streaming main loop (non-temporal).
-  void EmitStore(int buffer, SymExpr index, ScalarType type, llvm::Value* value, int width, bool streamed) {
+  void EmitStore(int buffer, SymExpr index, ScalarType type, llvm::Value* value, int width, bool last,
+                 bool streamed) {
+    llvm::Value* base = AccessBase(buffer, &index, last);
     llvm::Type* mem = MemoryType(type);
     llvm::Align align(ScalarTypeSize(type));
     if (type == ScalarType::kBool) value = b_.CreateZExt(value, Widen(mem, width));
     Access access = width == 1 ? Access::kUniform : Classify(index);
     llvm::Value* mask = width > 1 ? tail_mask_ : nullptr;
     if (access == Access::kGather) {
-      llvm::Value* ptrs = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, width));
+      llvm::Value* ptrs = b_.CreateGEP(mem, base, EmitSym(index, width));
       b_.CreateMaskedScatter(value, ptrs, align, mask);
       return;
     }
-    llvm::Value* ptr = b_.CreateGEP(mem, buffers_[buffer], EmitSym(index, 1));
+    llvm::Value* ptr = b_.CreateGEP(mem, base, EmitSym(index, 1));
     if (access == Access::kContiguous) {
       llvm::Value* vec_ptr = b_.CreateBitCast(ptr, value->getType()->getPointerTo());
       if (mask) {
@@ -706,7 +793,7 @@ class KernelLowering {
       }
       case StmtKind::kStore:
         EmitStore(s.buffer, s.index, kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width,
-                  width > 1 && &s == aligned_stream_store_ && tail_mask_ == nullptr);
+                  streamable_.contains(&s), width > 1 && &s == aligned_stream_store_ && tail_mask_ == nullptr);
         return;
       case StmtKind::kLet:
         bindings_[s.name] = Binding{EmitValue(s.value, width), false, s.value->type, width};
@@ -751,6 +838,7 @@ class KernelLowering {
   llvm::Value* tail_last_lane_ = nullptr;  // index of the last active lane (i64)
   absl::flat_hash_map<std::string, llvm::AllocaInst*> vector_accumulators_;
   absl::flat_hash_set<const Stmt*> streamable_;  // stores that stream when the output is large
+  absl::flat_hash_map<int, StagedRow> staged_;   // by buffer
   bool streaming_ = false;                       // emitting the version for large outputs
   const Stmt* aligned_stream_store_ = nullptr;   // the non-temporal store of the main loop being emitted
 };
