@@ -301,19 +301,20 @@ CpuBackendStats CpuBackend::stats() const {
   return impl_->stats;
 }
 
-// Every LoweringOptions field decides the generated code and must appear
-// here; a field left out would let two different codes share a key.
 std::string CpuBackend::KeyMaterial(const Kernel& kernel) const {
   Kernel anonymous = kernel;
   anonymous.name = std::string("k");  // move-assigned: GCC 12 misreports a -Wrestrict on assign(const char*)
   for (size_t i = 0; i < anonymous.buffers.size(); ++i) anonymous.buffers[i].name = absl::StrCat("b", i);
-  const LoweringOptions& lowering = impl_->lowering;
+  // Every LoweringOptions field decides the generated code, so every one is
+  // key material: binding them all by name stops compiling when a field is
+  // added, until it is added here too.
+  const auto& [vector_width, masked_tail, cpu, features, streaming_store_min_bytes] = impl_->lowering;
   std::string material = absl::StrCat(
       "shapeshift kernel object key 1\ncompiler: ", CompilerIdentity(), "\nllvm: ", LLVM_VERSION_STRING,
-      "\ntriple: ", impl_->target_machine->getTargetTriple().str(), "\ncpu: ", lowering.cpu,
-      "\nfeatures: ", lowering.features, "\nvector width: ", lowering.vector_width,
-      "\nremainder: ", lowering.masked_tail ? "masked vector" : "scalar loop", "\noptimization: O3\n",
-      Print(anonymous), "f32 constants:");
+      "\ntriple: ", impl_->target_machine->getTargetTriple().str(), "\ncpu: ", cpu, "\nfeatures: ", features,
+      "\nvector width: ", vector_width, "\nremainder: ", masked_tail ? "masked vector" : "scalar loop",
+      "\nstreaming stores from: ", streaming_store_min_bytes, " bytes\noptimization: O3\n", Print(anonymous),
+      "f32 constants:");
   AppendExactConstants(anonymous.body, &material);
   return material;
 }
