@@ -83,6 +83,49 @@ def export_dynamo(spec, size, module, args, path):
     program.save(str(path), external_data=False)
 
 
+# Relations between dim names that the ONNX file cannot state but the model
+# requires, recorded as metadata shapeshift's importer reads
+# (`shapeshift.dim.<name>` = `a+b`): the GPT-2 mask covers past and new tokens.
+DIM_RELATIONS = {pi.TOTAL_SEQUENCE: f"{pi.PAST_SEQUENCE}+{pi.SEQUENCE}"}
+
+
+def record_dim_relations(spec, path: pathlib.Path) -> bool:
+    """Adds the DIM_RELATIONS a model uses to its metadata (in place); True if it changed."""
+    if not spec.with_past:
+        return False
+    model = onnx.load(str(path), load_external_data=False)
+    keys = {p.key for p in model.metadata_props}
+    added = False
+    for name, expression in DIM_RELATIONS.items():
+        key = f"shapeshift.dim.{name}"
+        if key not in keys:
+            model.metadata_props.add(key=key, value=expression)
+            added = True
+    if added:
+        onnx.save(model, str(path))
+    return added
+
+
+# The committed test copies (tests/data/models/<model>-<exporter>/): the
+# tiny model and the data sets small enough to keep in git (batch 3 x 128
+# is left out: its GPT-2 logits alone are 1.5 MB).
+REPO_TEST_SETS = (0, 1, 3)
+
+
+def copy_to_repo(tiny_dir: pathlib.Path, repo_dir: pathlib.Path, names: list[str]):
+    import shutil
+    for name in names:
+        src, dst = tiny_dir / name, repo_dir / name
+        if not (src / "model.onnx").exists():
+            continue
+        shutil.rmtree(dst, ignore_errors=True)
+        dst.mkdir(parents=True)
+        shutil.copy2(src / "model.onnx", dst / "model.onnx")
+        for k in REPO_TEST_SETS:
+            shutil.copytree(src / f"test_data_set_{k}", dst / f"test_data_set_{k}")
+        print(f"copied {name} to {dst}", file=sys.stderr)
+
+
 def describe_values(values) -> list[dict]:
     def dims(value):
         return [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
@@ -173,6 +216,7 @@ def export_one(spec, exporter: str, tiny: bool, out: pathlib.Path) -> dict:
         path.unlink(missing_ok=True)
         return record
     record["seconds"] = round(time.perf_counter() - start, 2)
+    record_dim_relations(spec, path)
     model = onnx.load(str(path))
     record.update(bytes=path.stat().st_size, inputs=describe_values(model.graph.input),
                   outputs=describe_values(model.graph.output),
@@ -237,8 +281,22 @@ def main() -> int:
     parser.add_argument("--skip-existing", action="store_true",
                         help="keep a model.onnx that is already there (its report entry is "
                              "taken from the previous export_report.json)")
+    parser.add_argument("--repo-test-data", type=pathlib.Path, metavar="DIR",
+                        help="with --tiny: also copy each model and test sets "
+                             f"{','.join(map(str, REPO_TEST_SETS))} to DIR/<model>-<exporter>/ "
+                             "(tests/data/models in the repository)")
+    parser.add_argument("--record-relations", action="store_true",
+                        help="only add the dim relations (shapeshift.dim.* metadata) to models "
+                             "already in OUT, without exporting")
     args = parser.parse_args()
     out = args.out or (default_cache_dir() / "tiny" if args.tiny else default_cache_dir())
+    if args.record_relations:
+        for name in args.models.split(","):
+            for exporter in args.exporters.split(","):
+                path = out / f"{name}-{exporter}" / "model.onnx"
+                if path.exists() and record_dim_relations(pi.MODELS[name], path):
+                    print(f"recorded dim relations in {path}", file=sys.stderr)
+        return 0
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(2)
 
@@ -267,6 +325,9 @@ def main() -> int:
     records += [r for key, r in previous.items()
                 if key not in done and pathlib.Path(r["path"]).exists()]
     write_report(out, records)
+    if args.repo_test_data and args.tiny:
+        copy_to_repo(out, args.repo_test_data, [f"{r['model']}-{r['exporter']}" for r in records
+                                                if r["status"] != "failed"])
     return 1 if failed_now else 0
 
 

@@ -1,0 +1,83 @@
+// The torch-exported tiny models of tests/data/models (BERT, DistilBERT,
+// RoBERTa, GPT-2, GPT-2 with past key/values; TorchScript and dynamo
+// exporters; made by bench/peers/export_models.py --tiny --repo-test-data,
+// see tests/data/models/README.md): one Session per file, compiled once,
+// reproduces every stored data set (expected outputs from torch eager) at
+// their different batch/sequence/past shapes, padded masks included.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "graph/tensor_proto.h"
+#include "runtime/session.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace shapeshift::runtime {
+namespace {
+
+std::string ModelDir(const std::string& name) {
+  return std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/" + name + "/";
+}
+
+// Tensors `prefix`_0.pb, _1.pb, ... of `dir`, in order.
+std::vector<Tensor> ReadNumbered(const std::string& dir, const std::string& prefix) {
+  std::vector<Tensor> tensors;
+  for (int k = 0;; ++k) {
+    std::string path = dir + prefix + "_" + std::to_string(k) + ".pb";
+    if (!std::filesystem::exists(path)) break;
+    absl::StatusOr<Tensor> t = ReadTensorProtoFile(path);
+    EXPECT_TRUE(t.ok()) << path << ": " << t.status();
+    if (!t.ok()) break;
+    tensors.push_back(*std::move(t));
+  }
+  return tensors;
+}
+
+class RealModelTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RealModelTest, OneCompileReproducesEveryDataSet) {
+  const std::string dir = ModelDir(GetParam());
+  // The declared domain: BERT-style models have 512 positions; past
+  // lengths are declared only where the model has them.
+  CompileOptions options;
+  options.dims = {{"batch", {1, 8}}, {"sequence", {1, 512}}};
+  if (std::string(GetParam()).find("past") != std::string::npos) options.dims["past_sequence"] = {1, 512};
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(ModelSource::OnnxFile(dir + "model.onnx"), options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  int sets = 0;
+  for (int set = 0; set < 8; ++set) {
+    const std::string set_dir = dir + "test_data_set_" + std::to_string(set) + "/";
+    if (!std::filesystem::exists(set_dir)) continue;
+    ++sets;
+    std::vector<Tensor> inputs = ReadNumbered(set_dir, "input");
+    std::vector<Tensor> expected = ReadNumbered(set_dir, "output");
+    ASSERT_FALSE(inputs.empty() || expected.empty()) << set_dir;
+    absl::StatusOr<std::vector<Tensor>> out = (*session)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << set_dir << ": " << out.status();
+    ASSERT_EQ(out->size(), expected.size()) << set_dir;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ((*out)[i].shape(), expected[i].shape()) << set_dir << " output " << i;
+      EXPECT_LE(testing::MaxAbsDiff((*out)[i], expected[i]), 1e-3) << set_dir << " output " << i;
+    }
+  }
+  EXPECT_GE(sets, 3) << "the stored data sets of " << dir << " are missing";
+  EXPECT_EQ((*session)->stats().compiles, 1);
+  EXPECT_EQ((*session)->stats().requests, sets);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Exports, RealModelTest,
+    ::testing::Values("bert-base-torchscript", "bert-base-dynamo", "distilbert-torchscript", "distilbert-dynamo",
+                      "roberta-base-torchscript", "roberta-base-dynamo", "gpt2-torchscript", "gpt2-dynamo",
+                      "gpt2-past-torchscript", "gpt2-past-dynamo"),
+    [](const ::testing::TestParamInfo<const char*>& info) {
+      std::string name = info.param;
+      for (char& c : name) {
+        if (c == '-') c = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace shapeshift::runtime
