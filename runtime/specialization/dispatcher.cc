@@ -1,5 +1,6 @@
 #include "runtime/specialization/dispatcher.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/container/flat_hash_set.h"
@@ -31,12 +32,17 @@ std::string ValuesText(absl::Span<const std::string> slots, absl::Span<const int
 
 }  // namespace
 
-Dispatcher::Dispatcher(std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, DispatcherOptions options,
-                       std::vector<std::string> slots, std::vector<Binding> bindings,
-                       std::vector<SymbolInfo> slot_symbols)
-    : graph_(std::move(graph)),
+Dispatcher::Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique_ptr<Graph> graph,
+                       std::unique_ptr<ShapeEnv> env, DispatcherOptions options, std::vector<std::string> slots,
+                       std::vector<Binding> bindings, std::vector<SymbolInfo> slot_symbols)
+    : disk_(std::move(disk)),
+      object_store_(disk_ != nullptr ? std::make_unique<persist::ArtifactObjectStore>(disk_.get()) : nullptr),
+      graph_(std::move(graph)),
       env_(std::move(env)),
-      options_(std::move(options)),
+      options_([&] {
+        if (object_store_ != nullptr) options.compile.object_store = object_store_.get();
+        return std::move(options);
+      }()),
       bindings_(std::move(bindings)),
       cache_(std::move(slots)),
       buckets_(options_.buckets, slot_symbols),
@@ -89,9 +95,26 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(std::unique_ptr<G
     return absl::UnimplementedError(absl::StrCat("the dispatcher binds at most ", kInlineSlots,
                                                  " dynamic dims; the model has ", slots.size()));
   }
-  std::unique_ptr<Dispatcher> d(new Dispatcher(std::move(graph), std::move(env), std::move(options), std::move(slots),
-                                               std::move(bindings), std::move(slot_symbols)));
-  if (d->options_.policy == SpecializationPolicy::kPolymorphic || d->options_.policy == SpecializationPolicy::kAuto) {
+  std::unique_ptr<persist::ArtifactCache> disk;
+  if (!options.cache_dir.empty()) {
+    persist::ArtifactCacheOptions cache_options;
+    cache_options.warnings = options.cache_warnings;
+    absl::StatusOr<std::unique_ptr<persist::ArtifactCache>> opened =
+        persist::ArtifactCache::Open(options.cache_dir, cache_options);
+    if (!opened.ok()) return opened.status();
+    disk = *std::move(opened);
+  }
+  std::unique_ptr<Dispatcher> d(new Dispatcher(std::move(disk), std::move(graph), std::move(env), std::move(options),
+                                               std::move(slots), std::move(bindings), std::move(slot_symbols)));
+  if (d->disk_ != nullptr) d->LoadManifest();
+  const std::vector<std::shared_ptr<const CacheEntry>> loaded = d->cache_.entries();
+  const bool serves_everything = std::any_of(loaded.begin(), loaded.end(), [](const auto& e) { return e->guards.empty(); });
+  if (!loaded.empty()) {
+    absl::MutexLock lock(&d->mu_);
+    d->initial_claimed_ = true;  // a model's first compile was in an earlier process
+  }
+  if (!serves_everything && (d->options_.policy == SpecializationPolicy::kPolymorphic ||
+                             d->options_.policy == SpecializationPolicy::kAuto)) {
     {
       absl::MutexLock lock(&d->mu_);
       d->initial_claimed_ = true;
@@ -256,8 +279,11 @@ void Dispatcher::RecordForTierUp(absl::Span<const int64_t> values, int64_t entry
   }
   TierUpOutcome outcome = tier_up_->Record(region, values, entry_id, latency_ms);
   if (outcome.remove_entry != 0 && cache_.Remove(outcome.remove_entry)) {
-    absl::MutexLock lock(&mu_);
-    ++stats_.tier_ups_reverted;
+    {
+      absl::MutexLock lock(&mu_);
+      ++stats_.tier_ups_reverted;
+    }
+    if (disk_ != nullptr) SaveManifest();
   }
   if (outcome.compile) {
     absl::MutexLock lock(&mu_);
@@ -394,6 +420,7 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(const
     if (options_.log != nullptr && !options_.log->Append(event).ok()) ++stats_.log_errors;
     events_.push_back(std::move(event));
   }
+  if (disk_ != nullptr) SaveManifest();
   return entry;
 }
 
@@ -430,6 +457,8 @@ SpecializationMetrics Dispatcher::Metrics() const {
   m.limit_fallbacks = s.limit_fallbacks;
   m.limit_errors = s.limit_errors;
   m.entries = static_cast<int64_t>(cache_.size());
+  m.cache_loads = s.cache_loads;
+  m.cache_errors = s.cache_errors + (disk_ != nullptr ? disk_->stats().rejected : 0);
   return m;
 }
 

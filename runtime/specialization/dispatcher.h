@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,8 @@
 #include "graph/tensor.h"
 #include "runtime/compile_options.h"
 #include "runtime/execution_context.h"
+#include "runtime/persist/artifact_cache.h"
+#include "runtime/persist/artifact_object_store.h"
 #include "runtime/specialization/bucket.h"
 #include "runtime/specialization/entry_spec.h"
 #include "runtime/specialization/metrics.h"
@@ -81,6 +84,14 @@ struct DispatcherOptions {
   // Nanoseconds of a monotonic clock, for the latencies and compile times
   // the cost model sees (tests inject a fake one); steady_clock when empty.
   std::function<int64_t()> clock_ns;
+  // Persistent cache directory (`--cache-dir`); empty = off. Kernels' machine
+  // code goes to its object store, and a manifest of the entries (per model,
+  // compile options, policy and bucket scheme: manifest.h) lets the next
+  // Dispatcher re-create them in Create without LLVM work — counted as
+  // cache loads, not compiles, with no events. A corrupted manifest is
+  // reported on `cache_warnings`, counted, ignored and rebuilt.
+  std::string cache_dir;
+  std::ostream* cache_warnings = &std::cerr;
 };
 
 struct DispatcherStats {
@@ -98,6 +109,8 @@ struct DispatcherStats {
   int64_t compiles_by_tier[3] = {0, 0, 0};
   int64_t compiles_by_trigger[3] = {0, 0, 0};
   double compile_ms_total = 0;
+  int64_t cache_loads = 0;   // entries re-created from the persistent cache in Create
+  int64_t cache_errors = 0;  // manifests found corrupted or entries that failed to re-create
 };
 
 class Dispatcher {
@@ -145,8 +158,9 @@ class Dispatcher {
     int64_t max = 0;
   };
 
-  Dispatcher(std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, DispatcherOptions options,
-             std::vector<std::string> slots, std::vector<Binding> bindings, std::vector<SymbolInfo> slot_symbols);
+  Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique_ptr<Graph> graph,
+             std::unique_ptr<ShapeEnv> env, DispatcherOptions options, std::vector<std::string> slots,
+             std::vector<Binding> bindings, std::vector<SymbolInfo> slot_symbols);
 
   absl::Status Bind(absl::Span<const TensorView> inputs, absl::Span<int64_t> values) const;
   // The entry for bound `values` (fast path: Find; else compile or wait).
@@ -170,6 +184,19 @@ class Dispatcher {
   void RecordForTierUp(absl::Span<const int64_t> values, int64_t entry_id, double latency_ms);
   void TierUpLoop();
   int64_t NowNs() const;
+  // Re-creates the entries the persistent cache's manifest lists (in Create,
+  // before any request).
+  void LoadManifest();
+  // Rewrites the manifest with the cache's current entries.
+  void SaveManifest();
+  void CacheWarning(const std::string& text);
+
+  // The persistent cache (null when cache_dir is empty); declared before
+  // options_, whose compile options point at the object store.
+  std::unique_ptr<persist::ArtifactCache> disk_;
+  std::unique_ptr<persist::ArtifactObjectStore> object_store_;
+  std::string manifest_key_;
+  absl::Mutex manifest_mu_;  // one manifest write at a time, latest last
 
   const std::unique_ptr<Graph> graph_;
   const std::unique_ptr<ShapeEnv> env_;

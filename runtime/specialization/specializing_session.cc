@@ -51,6 +51,7 @@ absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::Create
   dispatch.log = session->log_.get();
   dispatch.buckets = options.buckets;
   dispatch.tier_up = options.tier_up;
+  dispatch.cache_dir = options.cache_dir;
   absl::StatusOr<std::unique_ptr<Dispatcher>> dispatcher =
       Dispatcher::Create(std::move(graph), std::move(env), std::move(dispatch));
   if (!dispatcher.ok()) {

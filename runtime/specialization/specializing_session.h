@@ -51,6 +51,9 @@ struct SpecializingSessionOptions {
   std::string recompile_log;
   BucketOptions buckets;   // bucketed tier regions (power-of-two or learned)
   TierUpOptions tier_up;   // the auto policy's cost model
+  // Persistent cache directory (`--cache-dir`; the CLI's default is
+  // persist::DefaultCacheDir()); empty = off. See DispatcherOptions.
+  std::string cache_dir;
 };
 
 struct SpecializingSessionStats {

@@ -111,6 +111,13 @@ void TierUpModel::TierUpFailed(absl::Span<const int64_t> region) {
   if (auto it = regions_.find(region); it != regions_.end()) it->second.state = State::kRejected;
 }
 
+void TierUpModel::AlreadySpecialized(absl::Span<const int64_t> region) {
+  absl::MutexLock lock(&mu_);
+  auto it = regions_.find(region);
+  if (it == regions_.end()) it = regions_.emplace(std::vector<int64_t>(region.begin(), region.end()), Region{}).first;
+  it->second.state = State::kKept;
+}
+
 double TierUpModel::ExpectedSpeedup(Tier tier) const {
   absl::MutexLock lock(&mu_);
   return speedup_[static_cast<int>(tier)];

@@ -92,6 +92,9 @@ class TierUpModel {
   // starts), or failed (the region is not retried).
   void TierUpReady(absl::Span<const int64_t> region, int64_t entry_id);
   void TierUpFailed(absl::Span<const int64_t> region);
+  // `region` already has a specialized entry (re-created from the persistent
+  // cache): it is not tiered up again.
+  void AlreadySpecialized(absl::Span<const int64_t> region);
 
   // The current expected speed-up of `tier` (prior, updated online).
   double ExpectedSpeedup(Tier tier) const;
