@@ -366,6 +366,7 @@ nlohmann::ordered_json ReplayJson(const RunFlags& flags, const ReplayResult& res
   r["errors"] = result.errors;
   if (!result.first_error.empty()) r["first_error"] = result.first_error;
   r["distinct_shapes"] = result.distinct_shapes;
+  r["buckets_with_traffic"] = result.buckets_with_traffic;
   r["compiles"] = result.compiles;
   r["compiles_by_tier"] = result.compiles_by_tier;
   r["compiles_by_trigger"] = result.compiles_by_trigger;
@@ -402,8 +403,10 @@ std::string Counts(const nlohmann::ordered_json& counts) {
 void PrintReplayText(const nlohmann::ordered_json& r, int64_t check_every) {
   auto n = [&](const char* key) { return static_cast<long long>(r[key].get<int64_t>()); };
   std::printf("model: %s (policy %s)\n", r["model"].get<std::string>().c_str(), r["policy"].get<std::string>().c_str());
-  std::printf("trace: %s — %lld request(s), %lld distinct shape(s), %lld served, %lld refused\n",
-              r["trace"].get<std::string>().c_str(), n("requests"), n("distinct_shapes"), n("served"), n("errors"));
+  std::printf("trace: %s — %lld request(s), %lld distinct shape(s) in %lld power-of-two bucket(s), %lld served, "
+              "%lld refused\n",
+              r["trace"].get<std::string>().c_str(), n("requests"), n("distinct_shapes"), n("buckets_with_traffic"),
+              n("served"), n("errors"));
   if (r.contains("first_error")) std::printf("  first refusal: %s\n", r["first_error"].get<std::string>().c_str());
   std::printf("compiles: %lld (by tier: %s; by trigger: %s), %.1f ms compiling\n", n("compiles"),
               Counts(r["compiles_by_tier"]).c_str(), Counts(r["compiles_by_trigger"]).c_str(),

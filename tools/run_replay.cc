@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "graph/interpreter.h"
+#include "runtime/specialization/bucket.h"
 #include "tools/run_check.h"
 #include "tools/trace.h"
 
@@ -24,6 +25,18 @@ std::vector<int64_t> SlotValues(const runtime::SpecializingSession& session, con
     values.push_back(it == request.end() ? 0 : it->second);
   }
   return values;
+}
+
+// The power-of-two bucket (runtime/specialization/bucket.h) of each slot,
+// as the buckets' lower bounds: requests with equal keys share a bucket.
+std::vector<int64_t> BucketKey(const ShapeEnv& env, const std::vector<std::string>& slots,
+                               const std::vector<int64_t>& values) {
+  std::vector<int64_t> key;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const SymbolInfo* s = env.FindSymbol(slots[i]);
+    key.push_back(s == nullptr ? values[i] : runtime::PowerOfTwoBucket(values[i], s->min, s->max).lo);
+  }
+  return key;
 }
 
 // The id of the entry that serves `values` now, or 0 when none does.
@@ -64,7 +77,7 @@ absl::StatusOr<ReplayResult> ReplayTrace(runtime::SpecializingSession& session, 
   ReplayResult result;
   result.latency_us.reserve(trace.size());
   absl::flat_hash_set<int64_t> checked_entries;
-  std::set<std::vector<int64_t>> shapes;
+  std::set<std::vector<int64_t>> shapes, buckets;
   const ShapeEnv& env = session.dispatcher().env();
   for (size_t i = 0; i < trace.size(); ++i) {
     const Assignment& request = trace[i];
@@ -75,6 +88,7 @@ absl::StatusOr<ReplayResult> ReplayTrace(runtime::SpecializingSession& session, 
     }
     const std::vector<int64_t> values = SlotValues(session, request);
     shapes.insert(values);
+    buckets.insert(BucketKey(env, session.dispatcher().slots(), values));
     int64_t entry = ServingEntry(session, values);
 
     Clock::time_point start = Clock::now();
@@ -115,6 +129,7 @@ absl::StatusOr<ReplayResult> ReplayTrace(runtime::SpecializingSession& session, 
     }
   }
   result.distinct_shapes = static_cast<int64_t>(shapes.size());
+  result.buckets_with_traffic = static_cast<int64_t>(buckets.size());
   const runtime::SpecializingSessionStats stats = session.stats();
   result.compiles = stats.dispatcher.compiles;
   result.misses = stats.dispatcher.misses;

@@ -45,6 +45,9 @@ struct ReplayResult {
   int64_t errors = 0;          // requests refused (e.g. at the recompile limit)
   std::string first_error;     // the first refusal, naming the request
   int64_t distinct_shapes = 0;
+  // Power-of-two buckets (every dynamic dim's, combined) the trace's
+  // requests fall in: the bound on useful tier-ups under auto.
+  int64_t buckets_with_traffic = 0;
   int64_t compiles = 0;        // every compile, the ahead-of-time one included
   std::map<std::string, int64_t> compiles_by_tier;     // polymorphic, bucketed, static
   std::map<std::string, int64_t> compiles_by_trigger;  // initial, miss, tier-up

@@ -110,7 +110,8 @@ TEST(TraceCliTest, KvCacheDecodingCompilesOnceBeforeTheFirstResult) {
   EXPECT_EQ(j["misses"], 0);
   EXPECT_EQ(j["wrong_results"], 0);
   EXPECT_GE(j["checked"].get<int>(), 4);  // requests 0, 16, 32, 48
-  EXPECT_LE(j["tier_ups"].get<int>(), j["entries"].get<int>());
+  EXPECT_EQ(j["buckets_with_traffic"], 8);  // past 0, 1, 2, 3..4, 5..8, 9..16, 17..32, 33..64
+  EXPECT_LE(j["tier_ups"].get<int>(), j["buckets_with_traffic"].get<int>());
   for (const char* key : {"p50_us", "p99_us", "first_result_us", "first_request_us"}) {
     ASSERT_TRUE(j.contains(key)) << key;
     EXPECT_GT(j[key].get<double>(), 0) << key;
@@ -140,6 +141,7 @@ TEST(TraceCliTest, BucketedPolicyServesOneBucketWithOneCompile) {
   std::string trace = WriteFile("one_bucket.trace", "seq=5\nseq=6\nseq=7\nseq=8\nseq=6\n");
   nlohmann::json j = RunJson("builtin:bert --policy bucketed --trace file:" + trace);
   EXPECT_EQ(j["distinct_shapes"], 4);
+  EXPECT_EQ(j["buckets_with_traffic"], 1);
   EXPECT_EQ(j["compiles"], 1);  // 5..8 is one power-of-two bucket
   EXPECT_EQ(j["compiles_by_tier"]["bucketed"], 1);
   EXPECT_EQ(j["misses"], 0);
@@ -151,7 +153,7 @@ TEST(TraceCliTest, TextOutputSummarizesTheReplay) {
   CliResult r = RunShapeshift("run builtin:bert --trace file:" + trace, "2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("model: builtin:bert (policy auto)"));
-  EXPECT_THAT(r.output, HasSubstr("2 request(s), 2 distinct shape(s), 2 served, 0 refused"));
+  EXPECT_THAT(r.output, HasSubstr("2 request(s), 2 distinct shape(s) in 2 power-of-two bucket(s), 2 served, 0 refused"));
   EXPECT_THAT(r.output, HasSubstr("misses: 0"));
   EXPECT_THAT(r.output, HasSubstr("0 wrong"));
 }
