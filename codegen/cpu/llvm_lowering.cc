@@ -1,16 +1,15 @@
 #include "codegen/cpu/llvm_lowering.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "codegen/cpu/loop_analysis.h"
 #include "codegen/cpu/vector_math.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
@@ -27,9 +26,6 @@ struct Binding {
   ScalarType type = ScalarType::kF32;
   int width = 1;  // lanes of a let's value
 };
-
-// How an index varies with the vector loop variable.
-enum class Access { kUniform, kContiguous, kGather };
 
 class KernelLowering {
  public:
@@ -98,24 +94,27 @@ class KernelLowering {
       EmitLoop(kernel_.parallel_var, fn->getArg(0), fn->getArg(1), 1, /*vectorizer_off=*/false,
                [&](llvm::Value*) { EmitBlock(kernel_.body, 1); });
     };
-    FindStreamableStores();
-    if (streamable_.empty()) {
+    if (options_.masked_tail && options_.vector_width == 16) plan_ = PlanStreamingStores(kernel_);
+    if (plan_.streamable.empty()) {
       emit_parallel_loop();
       b_.CreateRetVoid();
       return;
     }
     // Two versions of the whole loop, chosen per call by the bytes the
-    // streamable stores write: outputs larger than the cache bypass it.
+    // streamable stores write: outputs larger than the cache bypass it
+    // (reads-for-ownership are a third memory stream for a kernel that
+    // reads one row and writes one), smaller ones stay there for the next
+    // kernel.
     llvm::BasicBlock* streaming = llvm::BasicBlock::Create(ctx_, "streaming", fn);
     llvm::BasicBlock* cached = llvm::BasicBlock::Create(ctx_, "cached", fn);
     llvm::Value* stream = b_.CreateICmpSGE(StreamedBytes(), b_.getInt64(options_.streaming_store_min_bytes));
-    for (auto& [buffer, row] : staged_) {
+    for (const auto& [buffer, row] : plan_.staged) {
       llvm::Value* length = b_.CreateSub(EmitSym(row.end, 1), EmitSym(row.begin, 1));
       stream = b_.CreateAnd(stream, b_.CreateICmpSLE(length, b_.getInt64(kStagedRowFloats)));
       llvm::AllocaInst* scratch =
           EntryAlloca(llvm::ArrayType::get(b_.getFloatTy(), kStagedRowFloats), kernel_.buffers[buffer].name + ".row");
       scratch->setAlignment(llvm::Align(64));
-      row.scratch = b_.CreateBitCast(scratch, b_.getFloatTy()->getPointerTo());
+      staged_scratch_[buffer] = b_.CreateBitCast(scratch, b_.getFloatTy()->getPointerTo());
     }
     b_.CreateCondBr(stream, streaming, cached);
     b_.SetInsertPoint(streaming);
@@ -131,148 +130,15 @@ class KernelLowering {
     b_.CreateRetVoid();
   }
 
-  // ---- Streaming (non-temporal) stores ---------------------------------------
-  //
-  // A store to an output row that nothing reads back makes the cache fetch
-  // each line before overwriting it (read-for-ownership): 3 memory streams
-  // for a kernel that reads one row and writes one. vmovntps writes whole
-  // lines straight to memory, but the next kernel then finds the output out
-  // of the cache, so only outputs larger than the cache stream. A store
-  // qualifies when it is f32, sits in an innermost (vectorizable) loop at
-  // the top of the body whose bounds depend on dims only (so the bytes are
-  // known at entry), no earlier statement of the iteration stored its buffer
-  // (a row written and then rewritten is in the cache by then, unless it is
-  // staged, below), and no later statement touches the buffer. Needs AVX-512
-  // masked loops (the masked head that aligns the row to 64 bytes).
-
-  static bool StoresTo(const Stmt& s, int buffer) {
-    if (s.kind == StmtKind::kStore && s.buffer == buffer) return true;
-    for (const Stmt& inner : s.body) {
-      if (StoresTo(inner, buffer)) return true;
-    }
-    return false;
-  }
-
-  static bool LoadsFrom(const Value& v, int buffer) {
-    if (!v) return false;
-    if (v->kind == ValueKind::kLoad && v->buffer == buffer) return true;
-    for (const Value& o : v->operands) {
-      if (LoadsFrom(o, buffer)) return true;
-    }
-    return false;
-  }
-
-  static bool Touches(const Stmt& s, int buffer) {
-    if (LoadsFrom(s.value, buffer) || (s.kind == StmtKind::kStore && s.buffer == buffer)) return true;
-    for (const Stmt& inner : s.body) {
-      if (Touches(inner, buffer)) return true;
-    }
-    return false;
-  }
-
-  bool DependsOnDimsOnly(SymExpr e) const {
-    for (const std::string& name : e.Symbols()) {
-      if (std::find(kernel_.dims.begin(), kernel_.dims.end(), name) == kernel_.dims.end()) return false;
-    }
-    return true;
-  }
-
-  // Row staging: an output row that one iteration writes, reads back and
-  // rewrites (softmax stores exp(x - max), then rescales it) would be in the
-  // cache by its final store. In the streaming version its earlier stores and
-  // its loads use a row on the stack instead, so only the final store reaches
-  // memory, and streams. Every access must be contiguous from the same row
-  // start, in top-level vector loops with the same dims-only bounds; rows up
-  // to kStagedRowFloats (16 KiB, within L1) are staged, longer rows take the
-  // cached version.
-  static constexpr int64_t kStagedRowFloats = 4096;
-
-  struct StagedRow {
-    SymExpr begin, end;                  // the bounds of every loop touching the row
-    const Stmt* final_store = nullptr;   // the one access that goes to the buffer
-    llvm::Value* scratch = nullptr;      // float* to kStagedRowFloats on the stack
-  };
-
-  static void CollectLoads(const Value& v, int buffer, std::vector<SymExpr>* indices) {
-    if (!v) return;
-    if (v->kind == ValueKind::kLoad && v->buffer == buffer) indices->push_back(v->index);
-    for (const Value& o : v->operands) CollectLoads(o, buffer, indices);
-  }
-
-  void FindStagedRows() {
-    const std::vector<Stmt>& body = kernel_.body;
-    for (int buffer = 0; buffer < static_cast<int>(kernel_.buffers.size()); ++buffer) {
-      const BufferParam& param = kernel_.buffers[buffer];
-      if (param.role != BufferRole::kOutput || param.dtype != ScalarType::kF32) continue;
-      const Stmt* first_loop = nullptr;
-      const Stmt* final_store = nullptr;
-      std::optional<SymExpr> row_start;
-      bool ok = true, last_is_store = false;
-      int stores = 0;
-      auto same_row = [&](SymExpr index, const std::string& var) {
-        if (Classify(index, var) != Access::kContiguous) return false;
-        SymExpr start = index.Substitute({{var, SymExpr(int64_t{0})}});
-        if (!row_start) row_start = start;
-        return *row_start == start;
-      };
-      for (const Stmt& loop : body) {
-        if (!ok || !Touches(loop, buffer)) continue;
-        absl::flat_hash_map<std::string, ReduceOp> reduced;
-        ok = loop.kind == StmtKind::kLoop && CanVectorize(loop, &reduced) && DependsOnDimsOnly(loop.begin) &&
-             DependsOnDimsOnly(loop.end) &&
-             (first_loop == nullptr || (loop.begin == first_loop->begin && loop.end == first_loop->end));
-        if (!ok) break;
-        if (first_loop == nullptr) first_loop = &loop;
-        for (const Stmt& s : loop.body) {
-          std::vector<SymExpr> loads;
-          CollectLoads(s.value, buffer, &loads);
-          for (SymExpr index : loads) ok = ok && same_row(index, loop.name);
-          if (!loads.empty()) last_is_store = false;
-          if (s.kind == StmtKind::kStore && s.buffer == buffer) {
-            ok = ok && same_row(s.index, loop.name);
-            final_store = &s;
-            last_is_store = true;
-            ++stores;
-          }
-        }
-      }
-      if (ok && stores >= 2 && last_is_store) staged_[buffer] = StagedRow{first_loop->begin, first_loop->end, final_store};
-    }
-  }
+  // ---- Streaming (non-temporal) stores (plan: loop_analysis.h) -------------
 
   // Where an access goes: its buffer, or (streaming version) a staged row's
   // stack copy, with `index` rebased to the row's start.
   llvm::Value* AccessBase(int buffer, SymExpr* index, bool final_store) {
-    auto it = staged_.find(buffer);
-    if (!streaming_ || final_store || it == staged_.end()) return buffers_[buffer];
+    auto it = plan_.staged.find(buffer);
+    if (!streaming_ || final_store || it == plan_.staged.end()) return buffers_[buffer];
     *index = *index - index->Substitute({{vector_var_, it->second.begin}});
-    return it->second.scratch;
-  }
-
-  void FindStreamableStores() {
-    if (!options_.masked_tail || options_.vector_width != 16) return;
-    FindStagedRows();
-    for (const auto& [buffer, row] : staged_) streamable_.insert(row.final_store);
-    const std::vector<Stmt>& body = kernel_.body;
-    for (size_t i = 0; i < body.size(); ++i) {
-      const Stmt& loop = body[i];
-      if (loop.kind != StmtKind::kLoop || !DependsOnDimsOnly(loop.begin) || !DependsOnDimsOnly(loop.end)) continue;
-      absl::flat_hash_map<std::string, ReduceOp> reduced;
-      if (!CanVectorize(loop, &reduced)) continue;
-      for (size_t s = 0; s < loop.body.size(); ++s) {
-        const Stmt& store = loop.body[s];
-        if (store.kind != StmtKind::kStore || kernel_.buffers[store.buffer].dtype != ScalarType::kF32 ||
-            Classify(store.index, loop.name) != Access::kContiguous) {
-          continue;
-        }
-        bool stored_before = false, touched_after = false;
-        for (size_t k = 0; k < i; ++k) stored_before |= StoresTo(body[k], store.buffer);
-        for (size_t k = 0; k < s; ++k) stored_before |= StoresTo(loop.body[k], store.buffer);
-        for (size_t k = s + 1; k < loop.body.size(); ++k) touched_after |= Touches(loop.body[k], store.buffer);
-        for (size_t k = i + 1; k < body.size(); ++k) touched_after |= Touches(body[k], store.buffer);
-        if (!stored_before && !touched_after) streamable_.insert(&store);
-      }
-    }
+    return staged_scratch_.at(buffer);
   }
 
   // Bytes all streamable stores write over the whole parallel loop.
@@ -281,7 +147,7 @@ class KernelLowering {
     llvm::Value* total = b_.getInt64(0);
     for (const Stmt& loop : kernel_.body) {
       for (const Stmt& store : loop.body) {
-        if (!streamable_.contains(&store)) continue;
+        if (!plan_.streamable.contains(&store)) continue;
         llvm::Value* trips = b_.CreateSub(EmitSym(loop.end, 1), EmitSym(loop.begin, 1));
         trips = b_.CreateSelect(b_.CreateICmpSGT(trips, b_.getInt64(0)), trips, b_.getInt64(0));
         total = b_.CreateAdd(total, b_.CreateMul(b_.CreateMul(extent, trips), b_.getInt64(sizeof(float))));
@@ -295,7 +161,7 @@ class KernelLowering {
   const Stmt* StreamedStoreOf(const Stmt& loop) const {
     if (!streaming_) return nullptr;
     for (const Stmt& s : loop.body) {
-      if (streamable_.contains(&s)) return &s;
+      if (plan_.streamable.contains(&s)) return &s;
     }
     return nullptr;
   }
@@ -392,16 +258,8 @@ class KernelLowering {
     return I64Const(0, width);
   }
 
-  Access Classify(SymExpr index) { return vector_var_.empty() ? Access::kUniform : Classify(index, vector_var_); }
-
-  static Access Classify(SymExpr index, const std::string& loop_var) {
-    SymExpr var = SymExpr::Symbol(loop_var);
-    SymExpr base = index.Substitute({{loop_var, SymExpr(int64_t{0})}});
-    SymExpr stride = index.Substitute({{loop_var, SymExpr(int64_t{1})}}) - base;
-    if (base + stride * var != index) return Access::kGather;
-    if (stride == SymExpr(int64_t{0})) return Access::kUniform;
-    if (stride == SymExpr(int64_t{1})) return Access::kContiguous;
-    return Access::kGather;
+  Access Classify(SymExpr index) {
+    return vector_var_.empty() ? Access::kUniform : ClassifyIndex(index, vector_var_);
   }
 
   // ---- Memory --------------------------------------------------------------
@@ -671,31 +529,6 @@ class KernelLowering {
     return id;
   }
 
-  // An innermost loop is vectorized when its body has no nested loops or
-  // accumulator declarations and never reads an accumulator it updates.
-  bool CanVectorize(const Stmt& loop, absl::flat_hash_map<std::string, ReduceOp>* reduced) {
-    for (const Stmt& s : loop.body) {
-      if (s.kind == StmtKind::kLoop || s.kind == StmtKind::kAccumulator) return false;
-      if (s.kind == StmtKind::kAccumulate) {
-        auto [it, inserted] = reduced->try_emplace(s.name, s.reduce);
-        if (!inserted && it->second != s.reduce) return false;
-      }
-    }
-    for (const Stmt& s : loop.body) {
-      if (ReadsAny(s.value, *reduced)) return false;
-    }
-    return true;
-  }
-
-  static bool ReadsAny(const Value& v, const absl::flat_hash_map<std::string, ReduceOp>& names) {
-    if (!v) return false;
-    if (v->kind == ValueKind::kVar && names.contains(v->name)) return true;
-    for (const Value& o : v->operands) {
-      if (ReadsAny(o, names)) return true;
-    }
-    return false;
-  }
-
   void EmitVectorizedLoop(const Stmt& loop, llvm::Value* begin, llvm::Value* end,
                           const absl::flat_hash_map<std::string, ReduceOp>& reduced) {
     const int w = options_.vector_width;
@@ -793,7 +626,7 @@ class KernelLowering {
       }
       case StmtKind::kStore:
         EmitStore(s.buffer, s.index, kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width,
-                  streamable_.contains(&s), width > 1 && &s == aligned_stream_store_ && tail_mask_ == nullptr);
+                  plan_.streamable.contains(&s), width > 1 && &s == aligned_stream_store_ && tail_mask_ == nullptr);
         return;
       case StmtKind::kLet:
         bindings_[s.name] = Binding{EmitValue(s.value, width), false, s.value->type, width};
@@ -837,8 +670,8 @@ class KernelLowering {
   llvm::Value* tail_mask_ = nullptr;       // <W x i1> active lanes, in a masked tail
   llvm::Value* tail_last_lane_ = nullptr;  // index of the last active lane (i64)
   absl::flat_hash_map<std::string, llvm::AllocaInst*> vector_accumulators_;
-  absl::flat_hash_set<const Stmt*> streamable_;  // stores that stream when the output is large
-  absl::flat_hash_map<int, StagedRow> staged_;   // by buffer
+  StreamingPlan plan_;                                    // empty without AVX-512 masked loops
+  absl::flat_hash_map<int, llvm::Value*> staged_scratch_;  // float* of each staged row, by buffer
   bool streaming_ = false;                       // emitting the version for large outputs
   const Stmt* aligned_stream_store_ = nullptr;   // the non-temporal store of the main loop being emitted
 };
