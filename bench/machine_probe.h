@@ -8,6 +8,10 @@
 //    FMA latency is hidden; the best of several repeats counts.
 //  - Stream bandwidth: the STREAM triad a = b + s*c over arrays far larger
 //    than the last-level cache, counted as 3 arrays moved (STREAM's rule).
+//    The stores are ordinary (checked: GCC emits no movnt here), so the
+//    hardware also reads `a` for ownership: 4 streams move, 3 are counted.
+//    A generated kernel with streaming stores moves exactly what it counts,
+//    so a memory-bound one can exceed 1.0 of this figure.
 #ifndef SHAPESHIFT_BENCH_MACHINE_PROBE_H_
 #define SHAPESHIFT_BENCH_MACHINE_PROBE_H_
 
