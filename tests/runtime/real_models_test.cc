@@ -4,6 +4,9 @@
 // see tests/data/models/README.md): one Session per file, compiled once,
 // reproduces every stored data set (expected outputs from torch eager) at
 // their different batch/sequence/past shapes, padded masks included.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -33,20 +36,18 @@ std::vector<Tensor> ReadNumbered(const std::string& dir, const std::string& pref
   return tensors;
 }
 
-class RealModelTest : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(RealModelTest, OneCompileReproducesEveryDataSet) {
-  const std::string dir = ModelDir(GetParam());
+// Runs every test_data_set_N of `dir` through one Session of dir/model.onnx.
+void ExpectSessionReproducesDataSets(const std::string& dir) {
   // The declared domain: BERT-style models have 512 positions; past
   // lengths are declared only where the model has them.
   CompileOptions options;
   options.dims = {{"batch", {1, 8}}, {"sequence", {1, 512}}};
-  if (std::string(GetParam()).find("past") != std::string::npos) options.dims["past_sequence"] = {1, 512};
+  if (dir.find("past") != std::string::npos) options.dims["past_sequence"] = {1, 512};
   absl::StatusOr<std::unique_ptr<Session>> session =
       Session::Create(ModelSource::OnnxFile(dir + "model.onnx"), options);
   ASSERT_TRUE(session.ok()) << session.status();
   int sets = 0;
-  for (int set = 0; set < 8; ++set) {
+  for (int set = 0; set < 16; ++set) {
     const std::string set_dir = dir + "test_data_set_" + std::to_string(set) + "/";
     if (!std::filesystem::exists(set_dir)) continue;
     ++sets;
@@ -58,13 +59,48 @@ TEST_P(RealModelTest, OneCompileReproducesEveryDataSet) {
     ASSERT_EQ(out->size(), expected.size()) << set_dir;
     for (size_t i = 0; i < expected.size(); ++i) {
       ASSERT_EQ((*out)[i].shape(), expected[i].shape()) << set_dir << " output " << i;
-      EXPECT_LE(testing::MaxAbsDiff((*out)[i], expected[i]), 1e-3) << set_dir << " output " << i;
+      double diff = testing::MaxAbsDiff((*out)[i], expected[i]);
+      EXPECT_LE(diff, 1e-3) << set_dir << " output " << i;
+      std::printf("%s output %zu: max abs diff %.3g\n", set_dir.c_str(), i, diff);
     }
   }
-  EXPECT_GE(sets, 3) << "the stored data sets of " << dir << " are missing";
+  EXPECT_GE(sets, 3) << "the data sets of " << dir << " are missing";
   EXPECT_EQ((*session)->stats().compiles, 1);
   EXPECT_EQ((*session)->stats().requests, sets);
 }
+
+class RealModelTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RealModelTest, OneCompileReproducesEveryDataSet) { ExpectSessionReproducesDataSets(ModelDir(GetParam())); }
+
+// The full-size exports (hundreds of MB, never in git) against ONNX Runtime:
+// bench/peers/check_full_models.py writes ORT's outputs as data sets under a
+// directory and runs this test with SHAPESHIFT_FULL_MODELS_DIR pointing at it.
+// Without the variable there is nothing to run, and the suite has no cases.
+std::vector<std::string> FullModelDirs() {
+  std::vector<std::string> dirs;
+  const char* root = std::getenv("SHAPESHIFT_FULL_MODELS_DIR");
+  if (root == nullptr) return dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    if (std::filesystem::exists(entry.path() / "model.onnx")) dirs.push_back(entry.path().string() + "/");
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+class FullSizeModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FullSizeModelTest, OneCompileMatchesOnnxRuntime) { ExpectSessionReproducesDataSets(GetParam()); }
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FullSizeModelTest);
+INSTANTIATE_TEST_SUITE_P(OnnxRuntimeReference, FullSizeModelTest, ::testing::ValuesIn(FullModelDirs()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = std::filesystem::path(info.param).parent_path().filename();
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(
     Exports, RealModelTest,
