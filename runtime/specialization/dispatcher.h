@@ -150,6 +150,9 @@ class Dispatcher {
   const TierUpModel* tier_up_model() const { return tier_up_.get(); }
 
  private:
+  // Requests bind at most this many symbols without allocating.
+  static constexpr size_t kInlineSlots = 16;
+
   // Where each slot's value comes from: inputs[input].shape[dim].
   struct Binding {
     int input = 0;
