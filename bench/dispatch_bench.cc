@@ -12,6 +12,12 @@
 // the three lookups: a static hit (one hash probe), a bucketed hit (static
 // probe, then guard programs in order), and a request only the polymorphic
 // entry serves (every specialized entry's guards are evaluated first).
+//
+// BM_RunTier/{0,1,2} measure what the tiers buy: one BERT-style request
+// (examples/models/bert.h defaults, batch 1, seq 100) run by the
+// polymorphic, the bucketed (65..128) and the static (seq == 100) artifact.
+// Their ratios are the measurements behind TierUpOptions' speed-up priors
+// (run on a quiet machine).
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -20,7 +26,9 @@
 #include "graph/graph.h"
 #include "graph/shape_inference.h"
 #include "graph/tensor.h"
+#include "examples/models/bert.h"
 #include "runtime/specialization/dispatcher.h"
+#include "runtime/specialization/entry_compiler.h"
 
 namespace shapeshift::runtime {
 namespace {
@@ -108,6 +116,65 @@ BENCHMARK(BM_DispatchBucketedHit);
 
 void BM_DispatchPolymorphicFallthrough(benchmark::State& state) { AcquireLoop(state, 8, 77, Tier::kPolymorphic); }
 BENCHMARK(BM_DispatchPolymorphicFallthrough);
+
+// One BERT model compiled for each tier (built once, on first use).
+struct TierArtifacts {
+  ImportedModel model;
+  std::vector<CompiledEntry> by_tier;  // indexed by Tier
+};
+
+const TierArtifacts& Tiers() {
+  static const TierArtifacts* t = [] {
+    examples::BertConfig config;
+    absl::StatusOr<ImportedModel> model = examples::BuildBert(config);
+    if (!model.ok()) {
+      std::fprintf(stderr, "dispatch_bench: %s\n", std::string(model.status().message()).c_str());
+      std::abort();
+    }
+    auto* out = new TierArtifacts{*std::move(model), {}};
+    const std::vector<std::string> slots = {"batch", "seq"};
+    BucketScheme buckets({}, {*out->model.env->FindSymbol("batch"), *out->model.env->FindSymbol("seq")});
+    Z3Bridge z3;
+    for (Tier tier : {Tier::kPolymorphic, Tier::kBucketed, Tier::kStatic}) {
+      EntrySpec spec;
+      spec.tier = tier;
+      if (tier != Tier::kPolymorphic) spec.trigger = {1, 100};
+      if (tier == Tier::kBucketed) {
+        for (size_t i = 0; i < slots.size(); ++i) {
+          spec.buckets.push_back(buckets.BucketOf(i, spec.trigger[i]));
+          spec.bucket_reasons.push_back(buckets.Describe(i, spec.buckets.back()));
+        }
+      }
+      absl::StatusOr<CompiledEntry> entry =
+          CompileSpecializedEntry(*out->model.graph, *out->model.env, slots, spec, CompileOptions{}, z3);
+      if (!entry.ok()) {
+        std::fprintf(stderr, "dispatch_bench: %s\n", std::string(entry.status().message()).c_str());
+        std::abort();
+      }
+      out->by_tier.push_back(*std::move(entry));
+    }
+    return out;
+  }();
+  return *t;
+}
+
+void BM_RunTier(benchmark::State& state) {
+  const CompiledEntry& entry = Tiers().by_tier[state.range(0)];
+  std::vector<Tensor> inputs = examples::MakeBertInputs(examples::BertConfig{}, 1, 100, 7);
+  std::vector<TensorView> views;
+  for (const Tensor& t : inputs) views.push_back(TensorView::Of(t));
+  ExecutionContext ctx;
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<Tensor>> out = entry.artifact->program->Run(views, ctx);
+    if (!out.ok()) {
+      state.SkipWithError(std::string(out.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetLabel(TierName(static_cast<Tier>(state.range(0))));
+}
+BENCHMARK(BM_RunTier)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace shapeshift::runtime
