@@ -1,6 +1,7 @@
 #include "runtime/specialization/manifest.h"
 
 #include <cstdint>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,13 +14,23 @@ using nlohmann::json;
 
 constexpr int kManifestFormat = 1;
 
-// 64-bit FNV-1a, fed incrementally: a key that is stable across processes
-// (absl::Hash is seeded per process) without concatenating the weights.
+// FNV-1a over 64-bit words (then the tail bytes), fed incrementally: a key
+// that is stable across processes (absl::Hash is seeded per process),
+// without concatenating the weights, eight bytes per step. A collision
+// would only make a model re-create another model's entry specs: every
+// entry is compiled from this model's graph, so its guards stay right.
 class StableHash {
  public:
   void Add(absl::string_view bytes) {
-    for (unsigned char c : bytes) {
-      state_ ^= c;
+    size_t i = 0;
+    for (; i + 8 <= bytes.size(); i += 8) {
+      uint64_t word;
+      std::memcpy(&word, bytes.data() + i, 8);
+      state_ ^= word;
+      state_ *= 0x100000001b3ULL;
+    }
+    for (; i < bytes.size(); ++i) {
+      state_ ^= static_cast<unsigned char>(bytes[i]);
       state_ *= 0x100000001b3ULL;
     }
     Add(static_cast<uint64_t>(bytes.size()));

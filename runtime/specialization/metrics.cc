@@ -14,7 +14,7 @@ class Exposition {
   }
   void Sample(const char* name, double value, const std::string& labels = "") {
     absl::StrAppend(&out_, name, labels.empty() ? "" : absl::StrCat("{", labels, "}"), " ",
-                    absl::StrFormat("%.17g", value), "\n");
+                    absl::StrFormat("%.15g", value), "\n");
   }
   void Single(const char* name, const char* type, const char* help, double value) {
     Family(name, type, help);
