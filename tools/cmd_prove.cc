@@ -7,11 +7,13 @@
 //
 // Two forms. The guard-text form (`--guards` present): each `--guards` is
 // one guard set given as text. The model form (`shapeshift prove MODEL
-// [--dim name=lo..hi]... [--policy P] [--warm TRACE] [--json]`): the model is
+// [--dim name=lo..hi]... [--policy P] [--warm TRACE] [--cache-dir DIR |
+// --no-cache] [--json]`): the model is
 // loaded with its declared ranges (overridden by `--dim`), a
 // SpecializingSession builds the artifacts the policy compiles ahead of time
 // (auto and polymorphic: the polymorphic artifact; bucketed and static:
-// none — they compile on demand), optionally serves the requests of
+// none — they compile on demand) or loads them, and every entry an earlier
+// process left, from the persistent cache (tools/run_cache_dir.h), optionally serves the requests of
 // `--warm TRACE` (tools/trace.h) so their entries exist too, and
 // ProveCacheCoverage decides whether those entries serve every shape in the
 // declared domain. The verdict line is followed by the domain and each
@@ -36,6 +38,7 @@
 #include "tools/args.h"
 #include "tools/command.h"
 #include "tools/model_loader.h"
+#include "tools/run_cache_dir.h"
 #include "tools/trace.h"
 
 namespace shapeshift::tools {
@@ -194,8 +197,11 @@ int ProveModel(const ParsedArgs& args) {
   absl::StatusOr<ImportedModel> model = LoadModel(model_arg, *dims);
   if (!model.ok()) return UsageError(model.status().message());
   std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
+  absl::StatusOr<std::string> cache_dir = CacheDirFromFlags(args);
+  if (!cache_dir.ok()) return UsageError(cache_dir.status().message());
   runtime::SpecializingSessionOptions options;
   options.policy = policy;
+  options.cache_dir = *cache_dir;
   absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
       runtime::SpecializingSession::CreateFromBuilt(std::move(model->graph), std::move(model->env), options);
   if (!session.ok()) return UsageError(absl::StrCat("compile: ", session.status().message()));
@@ -221,6 +227,7 @@ int ProveModel(const ParsedArgs& args) {
   out["domain"] = nlohmann::ordered_json::object();
   for (const SymbolInfo& s : env.symbols()) out["domain"][s.name] = absl::StrCat(s.min, "..", s.max);
   out["compiles"] = (*session)->stats().dispatcher.compiles;
+  out["cache_loads"] = (*session)->stats().dispatcher.cache_loads;
   out["entries"] = nlohmann::ordered_json::array();
   for (const std::shared_ptr<const runtime::CacheEntry>& e : cache.entries()) {
     std::vector<std::string> guards;
@@ -243,6 +250,10 @@ int ProveModel(const ParsedArgs& args) {
     for (const auto& [name, range] : out["domain"].items()) domain.push_back(absl::StrCat(name, "=", range.get<std::string>()));
     std::printf("  model %s, policy %s, domain %s\n", model_arg.c_str(), out["policy"].get<std::string>().c_str(),
                 absl::StrJoin(domain, " ").c_str());
+    if (!options.cache_dir.empty()) {
+      std::printf("  persistent cache %s: %lld entr%s loaded\n", options.cache_dir.c_str(),
+                  out["cache_loads"].get<long long>(), out["cache_loads"].get<long long>() == 1 ? "y" : "ies");
+    }
     if (cache.size() == 0) {
       std::printf("  no entries: policy %s compiles nothing ahead of time (each shape compiles on demand)\n",
                   out["policy"].get<std::string>().c_str());
@@ -258,8 +269,8 @@ int ProveModel(const ParsedArgs& args) {
 
 int RunProve(const std::vector<std::string>& argv) {
   FlagSpec spec;
-  spec.valued = {"dim", "guards", "policy", "warm"};
-  spec.switches = {"json"};
+  spec.valued = {"dim", "guards", "policy", "warm", kCacheDirFlag};
+  spec.switches = {"json", kNoCacheFlag};
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
   if (!args.ok()) return UsageError(args.status().message());
   if (args->Has("guards")) {
@@ -267,13 +278,15 @@ int RunProve(const std::vector<std::string>& argv) {
       return UsageError(absl::StrCat("unexpected argument '", args->positional[0],
                                      "' (the --guards form takes no model)"));
     }
-    if (args->Has("policy") || args->Has("warm")) return UsageError("--policy and --warm need a MODEL, not --guards");
+    if (args->Has("policy") || args->Has("warm") || args->Has(kCacheDirFlag) || args->Has(kNoCacheFlag)) {
+      return UsageError("--policy, --warm, --cache-dir and --no-cache need a MODEL, not --guards");
+    }
     return ProveGuardText(*args);
   }
   if (!args->positional.empty()) return ProveModel(*args);
   return UsageError(
       "usage: shapeshift prove MODEL [--dim NAME=LO..HI]... [--policy polymorphic|bucketed|static|auto]\n"
-      "                        [--warm TRACE] [--json]\n"
+      "                        [--warm TRACE] [--cache-dir DIR | --no-cache] [--json]\n"
       "       shapeshift prove --dim NAME=LO..HI [--dim ...] --guards 'PRED' [--guards ...] [--json]\n"
       "  MODEL: the artifacts its policy compiles (plus those --warm's requests compiled) must serve every\n"
       "  shape of the declared domain; each --guards is one guard set. Prints `covered` (exit 0) or an\n"

@@ -1,13 +1,17 @@
 // `shapeshift run MODEL [--dim name=lo..hi]... [--policy P] [--recompile-log PATH] [--recompile-limit N]
 //                  (one request shape:)  [--input NAME=SHAPE]... [--bind SYMBOL=N]... [--repeats N] [--check]
 //                  (a request trace:)    [--trace lognormal:N[:SEED]|decode:N|file:PATH] [--check-every K]
-//                  [--metrics] [--metrics-format text|prometheus] [--seed S] [--json] [--print-after=PASS]...`
+//                  [--metrics] [--metrics-format text|prometheus] [--cache-dir DIR | --no-cache]
+//                  [--seed S] [--json] [--print-after=PASS]...`
 //
 // Compiles MODEL (`path.onnx` or `builtin:bert|gpt2|gpt2-kv`, see
 // tools/model_loader.h) through a SpecializingSession for the declared
 // ranges under `--policy` (polymorphic | bucketed | static | auto, the
 // default), every compile recorded in `--recompile-log` (JSON lines; or the
 // SHAPESHIFT_RECOMPILE_LOG environment variable) for `shapeshift explain`.
+// Compiled artifacts persist in `--cache-dir` (default
+// $XDG_CACHE_HOME/shapeshift; `--no-cache` turns it off, tools/run_cache_dir.h):
+// a later process loads them instead of compiling (`cache_loads`).
 //
 // One request shape (no --trace): `--input` gives an input's shape
 // (`input_ids=2x128`), `--bind` a dim directly (`past=16`), other dims take
@@ -59,6 +63,7 @@
 #include "tools/args.h"
 #include "tools/command.h"
 #include "tools/model_loader.h"
+#include "tools/run_cache_dir.h"
 #include "tools/run_check.h"
 #include "tools/run_replay.h"
 #include "tools/trace.h"
@@ -74,6 +79,7 @@ constexpr char kUsage[] =
     "         one shape:   [--input NAME=SHAPE]... [--bind SYMBOL=N]... [--repeats N] [--check]\n"
     "         a trace:     --trace lognormal:N[:SEED]|decode:N|file:PATH [--check-every K]\n"
     "         metrics:     [--metrics] [--metrics-format text|prometheus]\n"
+    "         cache:       [--cache-dir DIR | --no-cache]   (default $XDG_CACHE_HOME/shapeshift)\n"
     "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv\n";
 
 struct RunFlags {
@@ -82,6 +88,7 @@ struct RunFlags {
   runtime::SpecializationPolicy policy = runtime::SpecializationPolicy::kAuto;
   std::string recompile_log;
   std::optional<int> recompile_limit;
+  std::string cache_dir;  // empty: no persistent cache
   std::vector<std::string> input_shapes;
   std::vector<std::string> bindings;
   std::vector<std::string> print_after;
@@ -116,8 +123,8 @@ absl::Status CheckModeFlags(const ParsedArgs& args) {
 absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
   spec.valued = {"dim",   "input", "bind",        "repeats",       "seed",           "print-after",
-                 "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format"};
-  spec.switches = {"check", "json", "metrics"};
+                 "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag};
+  spec.switches = {"check", "json", "metrics", kNoCacheFlag};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return args.status();
   if (args->positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL argument");
@@ -133,6 +140,9 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
     flags.policy = *policy;
   }
   flags.recompile_log = args->Get("recompile-log");
+  absl::StatusOr<std::string> cache_dir = CacheDirFromFlags(*args);
+  if (!cache_dir.ok()) return cache_dir.status();
+  flags.cache_dir = *cache_dir;
   if (args->Has("recompile-limit")) {
     int limit = 0;
     if (!absl::SimpleAtoi(args->Get("recompile-limit"), &limit) || limit < 0) {
@@ -200,6 +210,7 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   options.policy = flags.policy;
   if (flags.recompile_limit) options.recompile_limit = *flags.recompile_limit;
   options.recompile_log = flags.recompile_log;
+  options.cache_dir = flags.cache_dir;
   Clock::time_point start = Clock::now();
   absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
       runtime::SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
@@ -261,9 +272,9 @@ void PrintShapeText(const nlohmann::ordered_json& r) {
   std::printf("model: %s (policy %s)\n", r["model"].get<std::string>().c_str(), r["policy"].get<std::string>().c_str());
   std::printf("request dims:");
   for (const auto& [name, value] : r["dims"].items()) std::printf(" %s=%lld", name.c_str(), value.get<long long>());
-  std::printf("\ncompile: %.1f ms, %lld compile(s), %lld kernel(s), %lld GEMM primitive(s)\n",
-              r["compile_ms"].get<double>(), r["compiles"].get<long long>(), r["kernels"].get<long long>(),
-              r["gemms"].get<long long>());
+  std::printf("\ncompile: %.1f ms, %lld compile(s), %lld loaded from the cache, %lld kernel(s), %lld GEMM primitive(s)\n",
+              r["compile_ms"].get<double>(), r["compiles"].get<long long>(), r["cache_loads"].get<long long>(),
+              r["kernels"].get<long long>(), r["gemms"].get<long long>());
   for (const auto& out : r["outputs"]) {
     std::printf("output %s: %s%s sum=%.6g abs_sum=%.6g\n", out["name"].get<std::string>().c_str(),
                 out["dtype"].get<std::string>().c_str(), out["shape"].dump().c_str(), out["sum"].get<double>(),
@@ -323,6 +334,8 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   }
   r["compiles"] = stats.dispatcher.compiles;
   r["recompiles"] = stats.dispatcher.misses;
+  r["cache_loads"] = stats.dispatcher.cache_loads;
+  r["cache_dir"] = flags.cache_dir;
   r["compile_ms"] = compile_ms;
   r["compile_s"] = compile_ms / 1000.0;
   const runtime::ProgramStats* program = entry != nullptr ? &entry->artifact->program->stats() : nullptr;
@@ -370,6 +383,8 @@ nlohmann::ordered_json ReplayJson(const RunFlags& flags, const ReplayResult& res
   r["compiles"] = result.compiles;
   r["compiles_by_tier"] = result.compiles_by_tier;
   r["compiles_by_trigger"] = result.compiles_by_trigger;
+  r["cache_loads"] = result.cache_loads;
+  r["cache_dir"] = flags.cache_dir;
   r["misses"] = result.misses;
   r["tier_ups"] = result.tier_ups;
   r["limit_fallbacks"] = result.limit_fallbacks;
@@ -411,17 +426,23 @@ void PrintReplayText(const nlohmann::ordered_json& r, int64_t check_every) {
   std::printf("compiles: %lld (by tier: %s; by trigger: %s), %.1f ms compiling\n", n("compiles"),
               Counts(r["compiles_by_tier"]).c_str(), Counts(r["compiles_by_trigger"]).c_str(),
               r["compile_ms"].get<double>());
-  std::printf("misses: %lld, tier-ups: %lld, limit fallbacks: %lld, cache entries at the end: %lld\n", n("misses"),
-              n("tier_ups"), n("limit_fallbacks"), n("entries"));
+  std::printf("misses: %lld, tier-ups: %lld, limit fallbacks: %lld, cache entries at the end: %lld, loaded from %s: %lld\n",
+              n("misses"), n("tier_ups"), n("limit_fallbacks"), n("entries"),
+              r["cache_dir"].get<std::string>().empty() ? "no persistent cache" : r["cache_dir"].get<std::string>().c_str(),
+              n("cache_loads"));
   std::printf("first result: %.0f us after start (%lld compile(s) before it; the request itself took %.0f us)\n",
               r["first_result_us"].get<double>(), n("compiles_before_first_result"),
               r["first_request_us"].get<double>());
   std::printf("latency: p50 %.0f us, p99 %.0f us, mean %.0f us\n", r["p50_us"].get<double>(),
               r["p99_us"].get<double>(), r["mean_us"].get<double>());
-  std::printf("check: %lld request(s) vs the interpreter (every %lldth + each entry's first; rtol %g, atol %g): "
-              "%lld wrong, max abs error %.3g\n",
-              n("checked"), static_cast<long long>(check_every), kCheckRtol, kCheckAtol, n("wrong_results"),
-              r["max_abs_error"].get<double>());
+  if (check_every == 0) {
+    std::printf("check: none (--check-every 0)\n");
+  } else {
+    std::printf("check: %lld request(s) vs the interpreter (every %lldth + each entry's first; rtol %g, atol %g): "
+                "%lld wrong, max abs error %.3g\n",
+                n("checked"), static_cast<long long>(check_every), kCheckRtol, kCheckAtol, n("wrong_results"),
+                r["max_abs_error"].get<double>());
+  }
   if (r.contains("first_wrong")) std::printf("  first wrong: %s\n", r["first_wrong"].get<std::string>().c_str());
 }
 

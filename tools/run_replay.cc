@@ -133,6 +133,7 @@ absl::StatusOr<ReplayResult> ReplayTrace(runtime::SpecializingSession& session, 
   const runtime::SpecializingSessionStats stats = session.stats();
   result.compiles = stats.dispatcher.compiles;
   result.misses = stats.dispatcher.misses;
+  result.cache_loads = stats.dispatcher.cache_loads;
   result.limit_fallbacks = stats.dispatcher.limit_fallbacks;
   result.entries = static_cast<int64_t>(stats.entries);
   CountEvents(session, result);

@@ -51,6 +51,7 @@ struct ReplayResult {
   int64_t compiles = 0;        // every compile, the ahead-of-time one included
   std::map<std::string, int64_t> compiles_by_tier;     // polymorphic, bucketed, static
   std::map<std::string, int64_t> compiles_by_trigger;  // initial, miss, tier-up
+  int64_t cache_loads = 0;     // entries loaded from the persistent cache, not compiled
   int64_t misses = 0;
   int64_t tier_ups = 0;
   int64_t limit_fallbacks = 0;

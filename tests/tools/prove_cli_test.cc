@@ -118,13 +118,13 @@ std::string WarmTrace(const std::string& name, const std::string& lines) {
 }
 
 TEST(ProveModelCliTest, BuiltinModelsAreCoveredOnTheirDeclaredDomains) {
-  CliResult r = Prove("builtin:bert");
+  CliResult r = Prove("builtin:bert --no-cache");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.rfind("covered\n", 0), 0u) << r.output;
   EXPECT_NE(r.output.find("domain batch=1..8 seq=1..512"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("(polymorphic): no guards"), std::string::npos) << r.output;
 
-  r = Prove("builtin:gpt2-kv --json");
+  r = Prove("builtin:gpt2-kv --json --no-cache");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   nlohmann::json j = nlohmann::json::parse(r.output);
   EXPECT_EQ(j["covered"], true);
@@ -137,7 +137,7 @@ TEST(ProveModelCliTest, BuiltinModelsAreCoveredOnTheirDeclaredDomains) {
 }
 
 TEST(ProveModelCliTest, StaticPolicyPrecompilesNothingSoAShapeIsUncovered) {
-  CliResult r = Prove("builtin:bert --policy static --dim batch=1..2 --dim seq=1..8");
+  CliResult r = Prove("builtin:bert --no-cache --policy static --dim batch=1..2 --dim seq=1..8");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   std::map<std::string, long> w = Witness(r.output);
   ASSERT_EQ(w.size(), 2u) << r.output;
@@ -148,7 +148,7 @@ TEST(ProveModelCliTest, StaticPolicyPrecompilesNothingSoAShapeIsUncovered) {
 }
 
 TEST(ProveModelCliTest, AWarmedStaticCacheIsMissingExactlyTheUnservedShape) {
-  const std::string domain = "builtin:bert --policy static --dim batch=1..1 --dim seq=1..4";
+  const std::string domain = "builtin:bert --no-cache --policy static --dim batch=1..1 --dim seq=1..4";
   CliResult r = Prove(domain + " --warm " + WarmTrace("gap.trace", "seq=1\nseq=2\nseq=4\n"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.output.rfind("uncovered: batch=1 seq=3\n", 0), 0u) << r.output;
@@ -161,6 +161,22 @@ TEST(ProveModelCliTest, AWarmedStaticCacheIsMissingExactlyTheUnservedShape) {
   EXPECT_EQ(j["entries"].size(), 4u);
 }
 
+TEST(ProveModelCliTest, EntriesAnEarlierProcessCachedCount) {
+  const std::string cache = (std::filesystem::path(::testing::TempDir()) / "prove_cache").string();
+  std::filesystem::remove_all(cache);
+  const std::string domain = "builtin:bert --policy static --dim batch=1..1 --dim seq=1..2 --cache-dir " + cache;
+  CliResult r = Prove(domain + " --warm " + WarmTrace("one.trace", "seq=1\n"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("uncovered: batch=1 seq=2\n", 0), 0u) << r.output;
+  // A second process loads seq == 1 from the cache and warms seq == 2 itself.
+  r = Prove(domain + " --json --warm " + WarmTrace("two.trace", "seq=2\n"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["covered"], true);
+  EXPECT_EQ(j["cache_loads"], 1);
+  EXPECT_EQ(j["compiles"], 1);
+}
+
 TEST(ProveModelCliTest, ErrorsExitTwoWithAClearMessage) {
   struct Case {
     const char* args;
@@ -169,9 +185,10 @@ TEST(ProveModelCliTest, ErrorsExitTwoWithAClearMessage) {
   for (const Case& c : {Case{"builtin:nope", "unknown built-in model"},
                         Case{"builtin:bert --policy eager", "--policy"},
                         Case{"builtin:bert --dim width=1..4", "no dim 'width'"},
-                        Case{"builtin:bert --warm decode:3", "no KV-cache dim 'past'"},
+                        Case{"builtin:bert --no-cache --warm decode:3", "no KV-cache dim 'past'"},
                         Case{"builtin:bert extra", "exactly one MODEL"},
                         Case{"--dim seq=1..4 --guards 'seq <= 4' --policy static", "need a MODEL"},
+                        Case{"builtin:bert --no-cache --cache-dir /tmp/x", "exclusive"},
                         Case{"--dim seq=1..4", "usage: shapeshift prove MODEL"}}) {
     CliResult r = Prove(c.args, /*with_stderr=*/true);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;

@@ -27,9 +27,12 @@ struct RunResult {
   std::string err;  // stderr
 };
 
+// Runs `shapeshift run ARGS --no-cache` (compile counts must not depend on
+// what an earlier run left in a persistent cache).
 RunResult RunCli(const std::string& args) {
   std::filesystem::path err_path = std::filesystem::path(::testing::TempDir()) / "run_cli_stderr.txt";
-  shapeshift::testing::CliResult r = shapeshift::testing::RunShapeshift("run " + args, "2>" + err_path.string());
+  shapeshift::testing::CliResult r =
+      shapeshift::testing::RunShapeshift("run " + args + " --no-cache", "2>" + err_path.string());
   RunResult result{r.exit_code, std::move(r.output), ""};
   std::ifstream err(err_path);
   result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
@@ -140,6 +143,7 @@ TEST(RunCliTest, BadArgumentsExitTwoNamingTheCulprit) {
                         Case{"builtin:bert --repeats 0", "--repeats"},
                         Case{"builtin:bert --metrics-format xml", "--metrics-format xml: expected text or prometheus"},
                         Case{"builtin:bert --policy sometimes", "--policy"},
+                        Case{"builtin:bert --cache-dir /tmp/x", "--cache-dir and --no-cache are exclusive"},
                         Case{"builtin:bert --bogus", "bogus"},
                         Case{"/nonexistent/model.onnx", "/nonexistent/model.onnx"}}) {
     RunResult r = RunCli(c.args);

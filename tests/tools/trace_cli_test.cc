@@ -37,8 +37,11 @@ std::string TwentyLengthsTrace() {
   return WriteFile("twenty_lengths.trace", text);
 }
 
+// `shapeshift run ARGS --json`, with --no-cache unless ARGS name a cache dir
+// (compile counts must not depend on an earlier run's persistent cache).
 nlohmann::json RunJson(const std::string& args, int expected_exit = 0) {
-  CliResult r = RunShapeshift("run " + args + " --json", "2>&1");
+  const bool cached = args.find("--cache-dir") != std::string::npos;
+  CliResult r = RunShapeshift("run " + args + " --json" + (cached ? "" : " --no-cache"), "2>&1");
   EXPECT_EQ(r.exit_code, expected_exit) << args << "\n" << r.output;
   nlohmann::json j = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
   EXPECT_FALSE(j.is_discarded()) << r.output;
@@ -150,7 +153,7 @@ TEST(TraceCliTest, BucketedPolicyServesOneBucketWithOneCompile) {
 
 TEST(TraceCliTest, TextOutputSummarizesTheReplay) {
   std::string trace = WriteFile("text.trace", "seq=4\nseq=9\n");
-  CliResult r = RunShapeshift("run builtin:bert --trace file:" + trace, "2>&1");
+  CliResult r = RunShapeshift("run builtin:bert --no-cache --trace file:" + trace, "2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("model: builtin:bert (policy auto)"));
   EXPECT_THAT(r.output, HasSubstr("2 request(s), 2 distinct shape(s) in 2 power-of-two bucket(s), 2 served, 0 refused"));
@@ -166,6 +169,27 @@ TEST(TraceCliTest, RefusedRequestsAtTheRecompileLimitExitOne) {
   EXPECT_EQ(j["errors"], 1);
   EXPECT_THAT(j["first_error"].get<std::string>(), HasSubstr("request 2 (batch=1 seq=4)"));
   EXPECT_THAT(j["first_error"].get<std::string>(), HasSubstr("recompile limit"));
+}
+
+TEST(TraceCliTest, ASecondProcessWithTheSameCacheDirCompilesNothing) {
+  const std::string cache = TempPath("trace_cache");
+  std::filesystem::remove_all(cache);
+  const std::string trace = WriteFile("cached.trace", "seq=3\nseq=9\nseq=3\n");
+  for (const char* policy : {"auto", "static"}) {
+    const std::string args = std::string("builtin:bert --policy ") + policy + " --cache-dir " + cache +
+                             "/" + policy + " --trace file:" + trace;
+    const int expected = std::string(policy) == "static" ? 2 : 1;  // static: one per distinct shape
+    nlohmann::json first = RunJson(args);
+    EXPECT_EQ(first["compiles"], expected) << policy;
+    EXPECT_EQ(first["cache_loads"], 0) << policy;
+    nlohmann::json second = RunJson(args);
+    EXPECT_EQ(second["compiles"], 0) << policy;
+    EXPECT_EQ(second["cache_loads"], expected) << policy;
+    EXPECT_EQ(second["misses"], 0) << policy;
+    EXPECT_EQ(second["compiles_before_first_result"], 0) << policy;
+    EXPECT_EQ(second["wrong_results"], 0) << policy;
+    EXPECT_GE(second["checked"].get<int>(), 1) << policy;
+  }
 }
 
 TEST(TraceCliTest, BadTracesExitTwoNamingTheCulprit) {
@@ -196,7 +220,7 @@ TEST(TraceCliTest, BadTracesExitTwoNamingTheCulprit) {
                         Case{"builtin:bert --policy eager", "--policy"},
                         Case{"builtin:bert --recompile-limit -1", "--recompile-limit"},
                         Case{"builtin:bert --recompile-log /nonexistent/dir/log.jsonl", "/nonexistent/dir/log.jsonl"}}) {
-    CliResult r = RunShapeshift("run " + c.args, "2>&1");
+    CliResult r = RunShapeshift("run " + c.args + " --no-cache", "2>&1");
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
     EXPECT_THAT(r.output, HasSubstr(c.message)) << c.args;
   }
