@@ -86,7 +86,6 @@ class FuzzRunner {
 
   const FuzzResults& results() const { return results_; }
   const FuzzDomain& domain() const { return domain_; }
-  const FuzzOptions& options() const { return options_; }
   runtime::SpecializingSession& session() { return *session_; }
   ReferenceOracle& oracle() { return *oracle_; }
   Z3GuardOracle& z3() { return z3_; }
@@ -95,9 +94,6 @@ class FuzzRunner {
   // The trigger shape of every compile so far, in order.
   const std::vector<std::vector<int64_t>>& compile_triggers() const { return compile_triggers_; }
   int64_t compiles() const;
-
-  // `values` as a symbol assignment.
-  Assignment AssignmentOf(const std::vector<int64_t>& values) const;
 
  private:
   FuzzRunner(FuzzOptions options, FuzzDomain domain, std::vector<std::string> input_names,
@@ -114,6 +110,8 @@ class FuzzRunner {
   absl::StatusOr<Checked> CheckRequest(const FuzzCase& c);
   absl::Status CheckNewCompiles(int64_t case_index, const FuzzCase& c);
   absl::Status CheckEvaluatorAgreement(int64_t case_index, const FuzzCase& c);
+  // `values` as a symbol assignment.
+  Assignment AssignmentOf(const std::vector<int64_t>& values) const;
 
   const FuzzOptions options_;
   const FuzzDomain domain_;
