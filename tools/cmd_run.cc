@@ -369,7 +369,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   return passed ? kExitOk : kExitNegative;
 }
 
-nlohmann::ordered_json ReplayJson(const RunFlags& flags, const ReplayResult& result) {
+nlohmann::ordered_json ReplayJson(const RunFlags& flags, const ReplayResult& result, double create_us) {
   nlohmann::ordered_json r;
   r["model"] = flags.model;
   r["policy"] = runtime::SpecializationPolicyName(flags.policy);
@@ -404,6 +404,14 @@ nlohmann::ordered_json ReplayJson(const RunFlags& flags, const ReplayResult& res
   r["first_request_us"] = result.first_request_us;
   r["first_result_us"] = result.first_result_us;
   r["compiles_before_first_result"] = result.compiles_before_first_result;
+  // The peer benchmarks' trace schema (bench/peers/shapeshift_bench.py):
+  // engine time = session creation + every Run; recompiles = misses.
+  r["engine_s"] = (create_us + total) / 1e6;
+  r["time_to_first_result_s"] = result.first_result_us / 1e6;
+  r["recompiles"] = result.misses;
+  r["per_request"] = {{"median_ms", Percentile(result.latency_us, 0.5) / 1e3},
+                      {"p99_ms", Percentile(result.latency_us, 0.99) / 1e3},
+                      {"max_ms", Percentile(result.latency_us, 1.0) / 1e3}};
   r["seed"] = flags.seed;
   r["peak_rss_mb"] = PeakRssMb();
   return r;
@@ -458,7 +466,7 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
   absl::StatusOr<ReplayResult> result =
       ReplayTrace(*prepared->session, *prepared->reference, prepared->recipes, *trace, options);
   if (!result.ok()) return Fail(kExitUsage, std::string(result.status().message()));
-  nlohmann::ordered_json r = ReplayJson(flags, *result);
+  nlohmann::ordered_json r = ReplayJson(flags, *result, prepared->create_us);
   if (flags.json) {
     EmitMetrics(flags, *prepared->session, r);
     std::printf("%s\n", r.dump().c_str());

@@ -131,9 +131,13 @@ TEST(TraceCliTest, LogNormalTraceIsDeterministicAndServedWithoutMisses) {
   EXPECT_GT(a["distinct_shapes"].get<int>(), 10);  // lengths vary
   EXPECT_LT(a["distinct_shapes"].get<int>(), 60);   // and repeat (median ~24 tokens)
   for (const char* key : {"requests", "compiles", "compiles_by_tier", "misses", "tier_ups", "wrong_results", "checked",
-                          "p50_us", "p99_us", "first_result_us", "compiles_before_first_result"}) {
+                          "p50_us", "p99_us", "first_result_us", "compiles_before_first_result",
+                          // the peer benchmarks' schema (bench/peers/shapeshift_bench.py)
+                          "engine_s", "time_to_first_result_s", "recompiles", "per_request"}) {
     EXPECT_TRUE(a.contains(key)) << key;
   }
+  EXPECT_EQ(a["recompiles"], 0);
+  EXPECT_GE(a["per_request"]["max_ms"].get<double>(), a["per_request"]["p99_ms"].get<double>());
   // --check-every 0 checks nothing; the same seed gives the same shapes.
   nlohmann::json b = RunJson("builtin:bert --trace lognormal:60:7 --check-every 0");
   EXPECT_EQ(b["distinct_shapes"], a["distinct_shapes"]);
