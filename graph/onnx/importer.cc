@@ -1,7 +1,6 @@
 #include "graph/onnx/importer.h"
 
 #include <fstream>
-#include <sstream>
 
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -300,13 +299,13 @@ class Importer {
   absl::flat_hash_set<std::string> sum_dims_used_;  // dim_sums_ names some input has
 };
 
-absl::StatusOr<ImportedModel> ImportParsed(const std::string& bytes, const ImportOptions& options,
+absl::Status NotAModel(const std::string& what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, ": not a valid ONNX model (protobuf parsing failed; truncated or not a model file)"));
+}
+
+absl::StatusOr<ImportedModel> ImportParsed(onnx::ModelProto& model, const ImportOptions& options,
                                            const std::string& what, const std::string& path) {
-  onnx::ModelProto model;
-  if (bytes.empty() || !model.ParseFromString(bytes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": not a valid ONNX model (protobuf parsing failed; truncated or not a model file)"));
-  }
   if (!model.has_graph()) return absl::InvalidArgumentError(absl::StrCat(what, ": the model has no graph"));
   return Importer(model, options, what, path).Run();
 }
@@ -315,20 +314,24 @@ absl::StatusOr<ImportedModel> ImportParsed(const std::string& bytes, const Impor
 
 absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes, const ImportOptions& options,
                                               const std::string& what) {
-  return ImportParsed(bytes, options, what, "");
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes)) return NotAModel(what);
+  return ImportParsed(model, options, what, "");
 }
 
 absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the model file"));
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
+  // Parsed straight from the stream: a 400 MB model is not held twice (file
+  // bytes and message) while its initializers become tensors.
+  onnx::ModelProto model;
+  if (file.peek() == std::ifstream::traits_type::eof() || !model.ParseFromIstream(&file)) return NotAModel(path);
   ImportOptions with_dir = options;
   if (with_dir.base_dir.empty()) {
     size_t slash = path.find_last_of('/');
     with_dir.base_dir = slash == std::string::npos ? "." : path.substr(0, slash);
   }
-  return ImportParsed(buffer.str(), with_dir, path, path);
+  return ImportParsed(model, with_dir, path, path);
 }
 
 absl::Status ParseDimRangeFlag(const std::string& flag, ImportOptions* options) {
