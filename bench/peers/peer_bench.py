@@ -73,8 +73,8 @@ def make_trace(requests: int, seed: int) -> list[int]:
 def trace_line(spec: pi.ModelSpec, length: int) -> str:
     shape = pi.request_shape(spec, length)
     if spec.with_past:
-        return f"batch=1 seq={shape['seq']} past_sequence={shape['past']}"
-    return f"batch=1 seq={shape['seq']}"
+        return f"{pi.BATCH}=1 {pi.SEQUENCE}={shape['seq']} {pi.PAST_SEQUENCE}={shape['past']}"
+    return f"{pi.BATCH}=1 {pi.SEQUENCE}={shape['seq']}"
 
 
 def timed_run(engine, inputs) -> tuple[float, dict]:
@@ -176,7 +176,7 @@ def main() -> int:
                         help="requests in the variable-length trace (1: cold start only)")
     parser.add_argument("--trace-seed", type=int, default=7)
     parser.add_argument("--trace-out", type=pathlib.Path,
-                        help="write the trace as 'batch=1 seq=N' lines (for shapeshift --trace)")
+                        help="write the trace as 'batch=1 sequence=N' lines (for shapeshift --trace)")
     parser.add_argument("--outputs", type=pathlib.Path, help="npz of outputs for agreement checks")
     parser.add_argument("--out", type=pathlib.Path, help="JSON result file (default: stdout)")
     args = parser.parse_args()

@@ -57,6 +57,10 @@ mkdir -p "${results}"
 "${python}" "${here}/export_models.py" ${tiny} --out "${models_dir}" --models "${models}" \
   --exporters "${exporter}" --skip-existing > "${results}/export.log" 2>&1 \
   || { echo "run.sh: export failed; see ${results}/export.log" >&2; exit 1; }
+# Files exported before the relation was recorded (GPT-2 with past: the mask's
+# total_sequence = past_sequence + sequence) get it now; a no-op otherwise.
+"${python}" "${here}/export_models.py" ${tiny} --out "${models_dir}" --models "${models}" \
+  --exporters "${exporter}" --record-relations >> "${results}/export.log" 2>&1
 
 shapeshift_runnable=0
 if [[ -x "${shapeshift_bin}" ]] && "${shapeshift_bin}" help 2>/dev/null | grep -qE '^\s+run\s'; then

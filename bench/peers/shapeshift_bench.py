@@ -2,15 +2,14 @@
 """Runs the shapeshift CLI over the same grid and trace as peer_bench.py and
 writes its figures in peer_bench's JSON schema, for report.py.
 
-The CLI contract this relies on (issue 7; `shapeshift run` is not written yet,
-so this adapter has not run against a real binary):
+The CLI contract this relies on (issue 7):
 
-  shapeshift run MODEL.onnx --dim batch=1..8 --dim seq=1..512
+  shapeshift run MODEL.onnx --dim batch=1..8 --dim sequence=1..512
       --input NAME=BxS ... --repeats N --json
     prints one JSON object with median_ms and p99_ms (and optionally
     peak_rss_mb, compile_s);
   shapeshift run MODEL.onnx --dim ... --trace file:PATH --json
-    replays PATH ('batch=1 seq=37' per line) and prints one JSON object with
+    replays PATH ('batch=1 sequence=37' per line: the model's dim names) and prints one JSON object with
     engine_s, time_to_first_result_s, compiles, recompiles (optionally
     per_request {median_ms, p99_ms, max_ms}).
 
@@ -52,10 +51,13 @@ def run_cli(command: list[str], log: pathlib.Path, required: tuple[str, ...]) ->
 
 
 def dim_flags(spec: pi.ModelSpec, max_batch: int) -> list[str]:
-    flags = ["--dim", f"batch=1..{max_batch}"]
+    """The declared domain, in the exported files' dim names. With past, the
+    mask's total_sequence is past_sequence + sequence (recorded in the file's
+    metadata by export_models.py), so it is not declared here."""
+    flags = ["--dim", f"{pi.BATCH}=1..{max_batch}"]
     if spec.with_past:
-        return flags + ["--dim", "seq=1..1", "--dim", "past_sequence=1..1023"]
-    return flags + ["--dim", "seq=1..512"]
+        return flags + ["--dim", f"{pi.SEQUENCE}=1..1", "--dim", f"{pi.PAST_SEQUENCE}=1..1023"]
+    return flags + ["--dim", f"{pi.SEQUENCE}=1..512"]
 
 
 def input_flags(spec: pi.ModelSpec, size: pi.Sizes, batch: int, length: int) -> list[str]:
