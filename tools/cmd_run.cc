@@ -434,10 +434,11 @@ void PrintReplayText(const nlohmann::ordered_json& r, int64_t check_every) {
   std::printf("compiles: %lld (by tier: %s; by trigger: %s), %.1f ms compiling\n", n("compiles"),
               Counts(r["compiles_by_tier"]).c_str(), Counts(r["compiles_by_trigger"]).c_str(),
               r["compile_ms"].get<double>());
-  std::printf("misses: %lld, tier-ups: %lld, limit fallbacks: %lld, cache entries at the end: %lld, loaded from %s: %lld\n",
+  const std::string cache_dir = r["cache_dir"].get<std::string>();
+  std::printf("misses: %lld, tier-ups: %lld, limit fallbacks: %lld, cache entries at the end: %lld (%s)\n",
               n("misses"), n("tier_ups"), n("limit_fallbacks"), n("entries"),
-              r["cache_dir"].get<std::string>().empty() ? "no persistent cache" : r["cache_dir"].get<std::string>().c_str(),
-              n("cache_loads"));
+              cache_dir.empty() ? "no persistent cache"
+                                : absl::StrCat(n("cache_loads"), " loaded from ", cache_dir).c_str());
   std::printf("first result: %.0f us after start (%lld compile(s) before it; the request itself took %.0f us)\n",
               r["first_result_us"].get<double>(), n("compiles_before_first_result"),
               r["first_request_us"].get<double>());

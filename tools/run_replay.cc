@@ -128,6 +128,8 @@ absl::StatusOr<ReplayResult> ReplayTrace(runtime::SpecializingSession& session, 
                                            FormatRequest(request, env), entry, comparison.max_abs_error);
     }
   }
+  // Count the tier-ups the trace asked for, not only those that finished in time.
+  session.WaitForTierUps();
   result.distinct_shapes = static_cast<int64_t>(shapes.size());
   result.buckets_with_traffic = static_cast<int64_t>(buckets.size());
   const runtime::SpecializingSessionStats stats = session.stats();

@@ -12,7 +12,9 @@
 // checked at least once. Tolerance: tools/run_check.h (rtol = atol = 1e-3).
 //
 // Latency is measured around SpecializingSession::Run only (inputs are made
-// and checks run outside the timed region). Request i's inputs are
+// and checks run outside the timed region). The counts are taken after the
+// auto policy's background tier-ups have finished (WaitForTierUps), so a
+// tier-up the trace triggered is counted even if no request used it. Request i's inputs are
 // MakeInputs(recipes, trace[i], seed + i).
 #ifndef SHAPESHIFT_TOOLS_RUN_REPLAY_H_
 #define SHAPESHIFT_TOOLS_RUN_REPLAY_H_
