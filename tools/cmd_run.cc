@@ -66,6 +66,7 @@
 #include "tools/run_cache_dir.h"
 #include "tools/run_check.h"
 #include "tools/run_replay.h"
+#include "tools/run_replay_report.h"
 #include "tools/trace.h"
 
 namespace shapeshift::tools {
@@ -369,92 +370,6 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   return passed ? kExitOk : kExitNegative;
 }
 
-nlohmann::ordered_json ReplayJson(const RunFlags& flags, const ReplayResult& result, double create_us) {
-  nlohmann::ordered_json r;
-  r["model"] = flags.model;
-  r["policy"] = runtime::SpecializationPolicyName(flags.policy);
-  r["trace"] = flags.trace;
-  r["requests"] = result.requests;
-  r["served"] = result.served;
-  r["errors"] = result.errors;
-  if (!result.first_error.empty()) r["first_error"] = result.first_error;
-  r["distinct_shapes"] = result.distinct_shapes;
-  r["buckets_with_traffic"] = result.buckets_with_traffic;
-  r["compiles"] = result.compiles;
-  r["compiles_by_tier"] = result.compiles_by_tier;
-  r["compiles_by_trigger"] = result.compiles_by_trigger;
-  r["cache_loads"] = result.cache_loads;
-  r["cache_dir"] = flags.cache_dir;
-  r["misses"] = result.misses;
-  r["tier_ups"] = result.tier_ups;
-  r["limit_fallbacks"] = result.limit_fallbacks;
-  r["entries"] = result.entries;
-  r["compile_ms"] = result.compile_ms;
-  r["checked"] = result.checked;
-  r["wrong_results"] = result.wrong_results;
-  r["max_abs_error"] = result.max_abs_error;
-  if (!result.first_wrong.empty()) r["first_wrong"] = result.first_wrong;
-  r["check_rtol"] = kCheckRtol;
-  r["check_atol"] = kCheckAtol;
-  r["p50_us"] = Percentile(result.latency_us, 0.5);
-  r["p99_us"] = Percentile(result.latency_us, 0.99);
-  double total = 0;
-  for (double us : result.latency_us) total += us;
-  r["mean_us"] = result.latency_us.empty() ? 0.0 : total / static_cast<double>(result.latency_us.size());
-  r["first_request_us"] = result.first_request_us;
-  r["first_result_us"] = result.first_result_us;
-  r["compiles_before_first_result"] = result.compiles_before_first_result;
-  // The peer benchmarks' trace schema (bench/peers/shapeshift_bench.py):
-  // engine time = session creation + every Run; recompiles = misses.
-  r["engine_s"] = (create_us + total) / 1e6;
-  r["time_to_first_result_s"] = result.first_result_us / 1e6;
-  r["recompiles"] = result.misses;
-  r["per_request"] = {{"median_ms", Percentile(result.latency_us, 0.5) / 1e3},
-                      {"p99_ms", Percentile(result.latency_us, 0.99) / 1e3},
-                      {"max_ms", Percentile(result.latency_us, 1.0) / 1e3}};
-  r["seed"] = flags.seed;
-  r["peak_rss_mb"] = PeakRssMb();
-  return r;
-}
-
-std::string Counts(const nlohmann::ordered_json& counts) {
-  std::vector<std::string> parts;
-  for (const auto& [name, n] : counts.items()) parts.push_back(absl::StrCat(name, " ", n.get<int64_t>()));
-  return absl::StrJoin(parts, ", ");
-}
-
-void PrintReplayText(const nlohmann::ordered_json& r, int64_t check_every) {
-  auto n = [&](const char* key) { return static_cast<long long>(r[key].get<int64_t>()); };
-  std::printf("model: %s (policy %s)\n", r["model"].get<std::string>().c_str(), r["policy"].get<std::string>().c_str());
-  std::printf("trace: %s — %lld request(s), %lld distinct shape(s) in %lld power-of-two bucket(s), %lld served, "
-              "%lld refused\n",
-              r["trace"].get<std::string>().c_str(), n("requests"), n("distinct_shapes"), n("buckets_with_traffic"),
-              n("served"), n("errors"));
-  if (r.contains("first_error")) std::printf("  first refusal: %s\n", r["first_error"].get<std::string>().c_str());
-  std::printf("compiles: %lld (by tier: %s; by trigger: %s), %.1f ms compiling\n", n("compiles"),
-              Counts(r["compiles_by_tier"]).c_str(), Counts(r["compiles_by_trigger"]).c_str(),
-              r["compile_ms"].get<double>());
-  const std::string cache_dir = r["cache_dir"].get<std::string>();
-  std::printf("misses: %lld, tier-ups: %lld, limit fallbacks: %lld, cache entries at the end: %lld (%s)\n",
-              n("misses"), n("tier_ups"), n("limit_fallbacks"), n("entries"),
-              cache_dir.empty() ? "no persistent cache"
-                                : absl::StrCat(n("cache_loads"), " loaded from ", cache_dir).c_str());
-  std::printf("first result: %.0f us after start (%lld compile(s) before it; the request itself took %.0f us)\n",
-              r["first_result_us"].get<double>(), n("compiles_before_first_result"),
-              r["first_request_us"].get<double>());
-  std::printf("latency: p50 %.0f us, p99 %.0f us, mean %.0f us\n", r["p50_us"].get<double>(),
-              r["p99_us"].get<double>(), r["mean_us"].get<double>());
-  if (check_every == 0) {
-    std::printf("check: none (--check-every 0)\n");
-  } else {
-    std::printf("check: %lld request(s) vs the interpreter (every %lldth + each entry's first; rtol %g, atol %g): "
-                "%lld wrong, max abs error %.3g\n",
-                n("checked"), static_cast<long long>(check_every), kCheckRtol, kCheckAtol, n("wrong_results"),
-                r["max_abs_error"].get<double>());
-  }
-  if (r.contains("first_wrong")) std::printf("  first wrong: %s\n", r["first_wrong"].get<std::string>().c_str());
-}
-
 int RunTrace(const RunFlags& flags, ImportedModel model) {
   absl::StatusOr<std::vector<Assignment>> trace = MakeTrace(flags.trace, *model.env);
   if (!trace.ok()) return Fail(kExitUsage, std::string(trace.status().message()));
@@ -467,12 +382,21 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
   absl::StatusOr<ReplayResult> result =
       ReplayTrace(*prepared->session, *prepared->reference, prepared->recipes, *trace, options);
   if (!result.ok()) return Fail(kExitUsage, std::string(result.status().message()));
-  nlohmann::ordered_json r = ReplayJson(flags, *result, prepared->create_us);
+  ReplaySetup setup;
+  setup.model = flags.model;
+  setup.policy = runtime::SpecializationPolicyName(flags.policy);
+  setup.trace = flags.trace;
+  setup.cache_dir = flags.cache_dir;
+  setup.seed = flags.seed;
+  setup.check_every = flags.check_every;
+  setup.create_us = prepared->create_us;
+  nlohmann::ordered_json r = ReplayReportJson(setup, *result);
+  r["peak_rss_mb"] = PeakRssMb();
   if (flags.json) {
     EmitMetrics(flags, *prepared->session, r);
     std::printf("%s\n", r.dump().c_str());
   } else {
-    PrintReplayText(r, flags.check_every);
+    PrintReplayReport(r);
     EmitMetrics(flags, *prepared->session, r);
   }
   return result->wrong_results == 0 && result->errors == 0 ? kExitOk : kExitNegative;
