@@ -104,7 +104,8 @@ absl::StatusOr<std::map<std::string, DimRange>> ReadRecordedDimRanges(const onnx
     if (entry.key().rfind(prefix, 0) != 0) continue;
     std::string name = entry.key().substr(prefix.size());
     ImportOptions parsed;
-    if (absl::Status s = ParseDimRangeFlag(absl::StrCat(name, "=", entry.value()), &parsed); !s.ok()) {
+    // Sums (`past_sequence+sequence`) are the importer's business, not ranges.
+    if (absl::Status s = ParseDimFlag(absl::StrCat(name, "=", entry.value()), &parsed); !s.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("metadata '", entry.key(), "' = '", entry.value(), "': ", s.message()));
     }

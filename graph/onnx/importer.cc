@@ -284,7 +284,7 @@ class Importer {
       if (entry.key().rfind(prefix, 0) != 0) continue;
       std::string name = entry.key().substr(prefix.size());
       ImportOptions parsed;
-      if (absl::Status s = ParseDimRangeFlag(absl::StrCat(name, "=", entry.value()), &parsed); !s.ok()) {
+      if (absl::Status s = ParseDimFlag(absl::StrCat(name, "=", entry.value()), &parsed); !s.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("metadata '", entry.key(), "' = '", entry.value(), "': ", s.message()));
       }
@@ -334,12 +334,9 @@ absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path, const Impo
   return ImportParsed(model, with_dir, path, path);
 }
 
-absl::Status ParseDimRangeFlag(const std::string& flag, ImportOptions* options) {
+absl::Status ParseDimFlag(const std::string& flag, ImportOptions* options) {
   std::vector<std::string> name_range = absl::StrSplit(flag, absl::MaxSplits('=', 1));
-  if (name_range.size() != 2 || name_range[0].empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--dim '", flag, "': expected name=lo..hi"));
-  }
-  if (!absl::StrContains(name_range[1], "..")) {
+  if (name_range.size() == 2 && !name_range[0].empty() && !absl::StrContains(name_range[1], "..")) {
     std::vector<std::string> parts = absl::StrSplit(name_range[1], '+');
     for (std::string& part : parts) {
       part = std::string(absl::StripAsciiWhitespace(part));
@@ -349,6 +346,14 @@ absl::Status ParseDimRangeFlag(const std::string& flag, ImportOptions* options) 
     }
     options->dim_sums[name_range[0]] = parts;
     return absl::OkStatus();
+  }
+  return ParseDimRangeFlag(flag, options);
+}
+
+absl::Status ParseDimRangeFlag(const std::string& flag, ImportOptions* options) {
+  std::vector<std::string> name_range = absl::StrSplit(flag, absl::MaxSplits('=', 1));
+  if (name_range.size() != 2 || name_range[0].empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--dim '", flag, "': expected name=lo..hi"));
   }
   std::vector<std::string> bounds = absl::StrSplit(name_range[1], absl::MaxSplits("..", 1));
   DimRange range;

@@ -78,9 +78,11 @@ absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes,
                                               const ImportOptions& options = {},
                                               const std::string& what = "<bytes>");
 
-// Parses the CLI's --dim syntax: `name=lo..hi` into `options->dim_ranges`,
-// `name=a+b[+...]` (other dim names) into `options->dim_sums`.
+// Parses the CLI's --dim syntax `name=lo..hi` into `options->dim_ranges`.
 absl::Status ParseDimRangeFlag(const std::string& flag, ImportOptions* options);
+// Also accepts `name=a+b[+...]` (other dim names) into `options->dim_sums`;
+// the model metadata `shapeshift.dim.<name>` uses this form.
+absl::Status ParseDimFlag(const std::string& flag, ImportOptions* options);
 
 }  // namespace shapeshift
 
