@@ -1,6 +1,11 @@
 // The Dispatcher's auto-policy half: feeding served requests to the cost
 // model (tier_up.h), and the one background thread that compiles the
 // tier-ups it asks for while requests keep running on the entries ready.
+#include <omp.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "runtime/specialization/dispatcher.h"
 
 namespace shapeshift::runtime {
@@ -29,6 +34,13 @@ void Dispatcher::RecordForTierUp(absl::Span<const int64_t> values, int64_t entry
 }
 
 void Dispatcher::TierUpLoop() {
+  // A tier-up must not slow down the requests it is meant to speed up: its
+  // parallel regions (oneDNN warm-up GEMMs inside Program::Compile) get one
+  // OpenMP thread instead of a second team competing with the serving one,
+  // and the thread yields the CPU to serving threads (nice 10, this thread
+  // only on Linux). Neither changes the compiled artifact.
+  omp_set_num_threads(1);
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
   for (;;) {
     TierUpJob job;
     {
