@@ -73,6 +73,24 @@ class RealModelTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(RealModelTest, OneCompileReproducesEveryDataSet) { ExpectSessionReproducesDataSets(ModelDir(GetParam())); }
 
+// GPT-2 with past: the mask's axis is past_sequence + sequence (recorded in
+// the file's metadata), so a mask of any other length is refused, not read
+// out of bounds.
+TEST(RealModelDimsTest, MaskThatDoesNotCoverPastAndNewTokensIsRejected) {
+  const std::string dir = ModelDir("gpt2-past-torchscript");
+  CompileOptions options;
+  options.dims = {{"batch", {1, 8}}, {"sequence", {1, 512}}, {"past_sequence", {1, 512}}};
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(ModelSource::OnnxFile(dir + "model.onnx"), options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<Tensor> inputs = ReadNumbered(dir + "test_data_set_0/", "input");  // batch 1, seq 5, past 4
+  ASSERT_EQ(inputs[1].shape(), (std::vector<int64_t>{1, 9}));
+  inputs[1] = Tensor::FromVector<int64_t>(DType::kI64, {1, 8}, std::vector<int64_t>(8, 1));
+  absl::StatusOr<std::vector<Tensor>> out = (*session)->Run(inputs);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("attention_mask"), std::string::npos) << out.status();
+}
+
 // The full-size exports (hundreds of MB, never in git) against ONNX Runtime:
 // bench/peers/check_full_models.py writes ORT's outputs as data sets under a
 // directory and runs this test with SHAPESHIFT_FULL_MODELS_DIR pointing at it.
