@@ -94,27 +94,27 @@ absl::StatusOr<std::vector<Assignment>> DecodeTrace(const std::string& spec, con
                                                     const ShapeEnv& env) {
   absl::StatusOr<int64_t> n = ParseCount(spec, args);
   if (!n.ok()) return n.status();
-  const SymbolInfo* past = env.FindSymbol("past");
+  const SymbolInfo* past = FindFirst(env, {"past", "past_sequence"});
   if (past == nullptr) {
-    return SpecError(spec, absl::StrCat("the model has no KV-cache dim 'past' (its dims: ", KnownSymbols(env),
-                                        "); decode traces need a model like builtin:gpt2-kv"));
+    return SpecError(spec, absl::StrCat("the model has no KV-cache dim 'past' or 'past_sequence' (its dims: ",
+                                        KnownSymbols(env), "); decode traces need a model like builtin:gpt2-kv"));
   }
   if (*n - 1 > past->max - past->min) {
     return SpecError(spec, absl::StrCat(*n, " steps grow past from ", past->min, " to ", past->min + *n - 1,
                                         ", beyond its declared range ", past->min, "..", past->max,
-                                        " (declare a wider one with --dim past=LO..HI)"));
+                                        " (declare a wider one with --dim ", past->name, "=LO..HI)"));
   }
-  const SymbolInfo* seq = env.FindSymbol("seq");
+  const SymbolInfo* seq = FindFirst(env, {"seq", "sequence"});
   if (seq != nullptr && (seq->min > 1 || seq->max < 1)) {
-    return SpecError(spec, absl::StrCat("a decode step has seq = 1, outside the declared range ", seq->min, "..",
-                                        seq->max));
+    return SpecError(spec, absl::StrCat("a decode step has ", seq->name, " = 1, outside the declared range ",
+                                        seq->min, "..", seq->max));
   }
   Assignment dims = Minimums(env);
-  if (seq != nullptr) dims["seq"] = 1;
+  if (seq != nullptr) dims[seq->name] = 1;
   std::vector<Assignment> trace;
   trace.reserve(static_cast<size_t>(*n));
   for (int64_t step = 0; step < *n; ++step) {
-    dims["past"] = past->min + step;
+    dims[past->name] = past->min + step;
     trace.push_back(dims);
   }
   return trace;

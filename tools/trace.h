@@ -17,8 +17,9 @@
 //    examples::WeightGenerator, so a trace is the same on every machine.
 //  - `decode:N` — token-by-token decoding with a growing KV cache: `seq` = 1,
 //    `past` = its declared minimum, then +1 per step, for N steps; other
-//    symbols at their minimum. An error when the model has no `past` symbol
-//    or the N steps would run past its declared maximum.
+//    symbols at their minimum. Torch-exported models name them `sequence`
+//    and `past_sequence`, which are accepted too. An error when the model
+//    has no past symbol or the N steps would run past its declared maximum.
 //  - `file:PATH` — one request per line, written `batch=1 seq=37`; `#`
 //    starts a comment; blank lines are skipped; unnamed symbols take their
 //    declared minimum. Errors name PATH:LINE (unknown symbol, bad number,

@@ -122,6 +122,20 @@ TEST(TraceCliTest, KvCacheDecodingCompilesOnceBeforeTheFirstResult) {
   EXPECT_GE(j["first_result_us"].get<double>(), j["first_request_us"].get<double>());
 }
 
+TEST(TraceCliTest, DecodeTraceOnATorchExportedKvCacheModel) {
+  // torch's exporter names the dims sequence and past_sequence.
+  const std::string model = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/gpt2-past-torchscript/model.onnx";
+  nlohmann::json j = RunJson(model +
+                             " --dim batch=1..2 --dim sequence=1..8 --dim past_sequence=1..16 --trace decode:16"
+                             " --check-every 8");
+  EXPECT_EQ(j["requests"], 16);
+  EXPECT_EQ(j["distinct_shapes"], 16);  // past_sequence = 1, ..., 16
+  EXPECT_EQ(j["compiles_before_first_result"], 1);
+  EXPECT_EQ(j["misses"], 0);
+  EXPECT_EQ(j["wrong_results"], 0);
+  EXPECT_GE(j["checked"].get<int>(), 2);  // requests 0 and 8
+}
+
 TEST(TraceCliTest, LogNormalTraceIsDeterministicAndServedWithoutMisses) {
   nlohmann::json a = RunJson("builtin:bert --trace lognormal:60:7 --check-every 30");
   EXPECT_EQ(a["requests"], 60);
