@@ -129,6 +129,29 @@ TEST(DispatcherTest, BucketedPolicyCompilesOncePerPowerOfTwoBucket) {
   EXPECT_TRUE(found);
 }
 
+TEST(DispatcherTest, LearnedBucketsFollowTheObservedLengths) {
+  BuiltModel model = AddRelu();  // batch 1..8, seq 1..64
+  DispatcherOptions options;
+  options.policy = SpecializationPolicy::kBucketed;
+  options.buckets.kind = BucketKind::kLearned;
+  options.buckets.learned_buckets = 2;
+  options.buckets.learned_min_samples = 4;
+  absl::StatusOr<std::unique_ptr<Dispatcher>> d =
+      Dispatcher::Create(std::move(model.graph), std::move(model.env), options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (int i = 0; i < 4; ++i) RunAndCheck(**d, 1, 10);  // too few samples: power-of-two 9..16
+  RunAndCheck(**d, 1, 40);  // the median is 10: buckets 1..10 and 11..64
+  std::vector<RecompileEvent> events = (*d)->events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].new_guards.back().provenance.reason, "power-of-two bucket 9..16 of seq");
+  std::vector<std::string> atoms;
+  for (const AtomRecord& a : events[1].new_guards) atoms.push_back(a.atom);
+  EXPECT_EQ(atoms, (std::vector<std::string>{"batch <= 1", "seq >= 11"}));
+  EXPECT_EQ(events[1].new_guards.back().provenance.reason, "learned bucket 11..64 of seq");
+  RunAndCheck(**d, 1, 64);
+  EXPECT_EQ((*d)->stats().compiles, 2) << "64 is in the learned bucket 11..64";
+}
+
 TEST(DispatcherTest, StaticEntryPinsTheDimsInItsGraphAndMatchesThePolymorphicEntry) {
   std::unique_ptr<Dispatcher> poly = Make(SpecializationPolicy::kPolymorphic);
   std::unique_ptr<Dispatcher> pinned = Make(SpecializationPolicy::kStatic);
