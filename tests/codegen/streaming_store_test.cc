@@ -80,11 +80,18 @@ TEST(StreamingStoreTest, LargeSoftmaxMatchesReference) {
   ASSERT_TRUE(backend.ok()) << backend.status();
   auto kernel = (*backend)->Compile(SoftmaxKernel(0.125f));
   ASSERT_TRUE(kernel.ok()) << kernel.status();
-  std::vector<float> x = RandomFloats(kStreamedFloats + 8192, 9, 4.0f);
-  for (int64_t n : {1, 7, 512, 513, 4096, 4097}) {
+  const int64_t group = 4;
+  const int64_t lengths[] = {1, 7, 512, 513, 4096, 4097};
+  auto rows_for = [&](int64_t n) { return ((kStreamedFloats + n - 1) / n + group - 1) / group * group; };
+  // x holds the largest case's rows * n logits (rounding rows up to whole
+  // groups adds up to (group - 1) * n + n - 1 floats past kStreamedFloats).
+  int64_t x_floats = 0;
+  for (int64_t n : lengths) x_floats = std::max(x_floats, rows_for(n) * n);
+  std::vector<float> x = RandomFloats(x_floats, 9, 4.0f);
+  for (int64_t n : lengths) {
     for (int64_t offset : {0, 3}) {
       SCOPED_TRACE(::testing::Message() << "n " << n << " output offset " << offset << " floats");
-      const int64_t group = 4, rows = ((kStreamedFloats + n - 1) / n + group - 1) / group * group;
+      const int64_t rows = rows_for(n);
       std::vector<float> mask(rows / group * n, 0.0f);
       for (int64_t i = 0; i < static_cast<int64_t>(mask.size()); i += 5) mask[i] = -10000.0f;
       OffsetFloats y(rows * n, offset);
