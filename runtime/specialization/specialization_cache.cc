@@ -41,7 +41,8 @@ std::vector<int64_t> ExactShape(Tier tier, const std::vector<GuardAtom>& guards,
 
 }  // namespace
 
-SpecializationCache::SpecializationCache(std::vector<std::string> slots) : slots_(std::move(slots)) {}
+SpecializationCache::SpecializationCache(std::vector<std::string> slots)
+    : slots_(std::move(slots)), snapshot_(std::make_shared<const Snapshot>()) {}
 
 absl::StatusOr<std::shared_ptr<const CacheEntry>> SpecializationCache::Insert(
     Tier tier, std::vector<GuardAtom> guards, std::shared_ptr<const SpecializedArtifact> artifact, EntrySpec spec,
@@ -65,38 +66,43 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> SpecializationCache::Insert(
   entry->serves = std::move(serves);
   absl::MutexLock lock(&mu_);
   entry->id = next_id_++;
-  auto at = std::upper_bound(entries_.begin(), entries_.end(), entry,
+  auto next = std::make_shared<Snapshot>(*snapshot_.load());
+  auto at = std::upper_bound(next->entries.begin(), next->entries.end(), entry,
                              [](const auto& a, const auto& b) { return MoreSpecific(*a, *b); });
-  entries_.insert(at, entry);
-  if (!entry->exact_shape.empty()) exact_.try_emplace(entry->exact_shape, entry);
+  next->entries.insert(at, entry);
+  if (!entry->exact_shape.empty()) next->exact.try_emplace(entry->exact_shape, entry);
+  snapshot_.store(std::move(next));
   return std::shared_ptr<const CacheEntry>(std::move(entry));
 }
 
 bool SpecializationCache::Remove(int64_t id) {
   absl::MutexLock lock(&mu_);
-  auto it = std::find_if(entries_.begin(), entries_.end(), [id](const auto& e) { return e->id == id; });
-  if (it == entries_.end()) return false;
-  const std::vector<int64_t>& shape = (*it)->exact_shape;
-  if (auto e = exact_.find(shape); !shape.empty() && e != exact_.end() && e->second == *it) {
-    exact_.erase(e);
+  auto next = std::make_shared<Snapshot>(*snapshot_.load());
+  auto it = std::find_if(next->entries.begin(), next->entries.end(), [id](const auto& e) { return e->id == id; });
+  if (it == next->entries.end()) return false;
+  const std::shared_ptr<const CacheEntry> removed = *it;
+  next->entries.erase(it);
+  const std::vector<int64_t>& shape = removed->exact_shape;
+  if (auto e = next->exact.find(shape); !shape.empty() && e != next->exact.end() && e->second == removed) {
+    next->exact.erase(e);
     // Another entry pinning the same shape (if any) takes its place.
-    for (const std::shared_ptr<const CacheEntry>& other : entries_) {
-      if (other != *it && other->exact_shape == shape) {
-        exact_.try_emplace(shape, other);
+    for (const std::shared_ptr<const CacheEntry>& other : next->entries) {
+      if (other->exact_shape == shape) {
+        next->exact.try_emplace(shape, other);
         break;
       }
     }
   }
-  entries_.erase(it);
+  snapshot_.store(std::move(next));
   return true;
 }
 
 std::shared_ptr<const CacheEntry> SpecializationCache::Find(absl::Span<const int64_t> slot_values) const {
-  absl::ReaderMutexLock lock(&mu_);
-  if (!exact_.empty()) {
-    if (auto it = exact_.find(slot_values); it != exact_.end()) return it->second;
+  const std::shared_ptr<const Snapshot> s = snapshot_.load();
+  if (!s->exact.empty()) {
+    if (auto it = s->exact.find(slot_values); it != s->exact.end()) return it->second;
   }
-  for (const std::shared_ptr<const CacheEntry>& e : entries_) {
+  for (const std::shared_ptr<const CacheEntry>& e : s->entries) {
     if (!e->exact_shape.empty()) continue;  // the probe above covers them
     if (e->guard_program.Evaluate(slot_values).pass) return e;
   }
@@ -119,13 +125,11 @@ std::vector<EntryMiss> SpecializationCache::ExplainMiss(absl::Span<const int64_t
 }
 
 std::vector<std::shared_ptr<const CacheEntry>> SpecializationCache::entries() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return entries_;
+  return snapshot_.load()->entries;
 }
 
 size_t SpecializationCache::size() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return entries_.size();
+  return snapshot_.load()->entries.size();
 }
 
 }  // namespace shapeshift::runtime

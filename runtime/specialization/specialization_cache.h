@@ -19,12 +19,16 @@
 // evaluated in order. The slow path (ExplainMiss) re-evaluates the atoms one
 // by one to list every failing atom with its provenance.
 //
-// Thread-safety: all methods may be called concurrently (a reader/writer
-// mutex; Find takes it shared). Entries are immutable and reference
-// counted, so a request keeps running on an entry that was since removed.
+// Thread-safety: all methods may be called concurrently. Readers take no
+// lock: the entries live in an immutable snapshot that writers (Insert,
+// Remove: rare, serialized by a mutex) copy, change and publish atomically,
+// so Find costs an atomic shared_ptr load instead of a reader lock. Entries
+// are immutable and reference counted, so a request keeps running on an
+// entry that was since removed.
 #ifndef SHAPESHIFT_RUNTIME_SPECIALIZATION_SPECIALIZATION_CACHE_H_
 #define SHAPESHIFT_RUNTIME_SPECIALIZATION_SPECIALIZATION_CACHE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -100,11 +104,16 @@ class SpecializationCache {
   size_t size() const;
 
  private:
+  // What Find reads, published whole.
+  struct Snapshot {
+    std::vector<std::shared_ptr<const CacheEntry>> entries;  // most specific first
+    // Exact-shape entries by their values (the oldest per shape).
+    ShapeKeyMap<std::shared_ptr<const CacheEntry>> exact;
+  };
+
   const std::vector<std::string> slots_;
-  mutable absl::Mutex mu_;
-  std::vector<std::shared_ptr<const CacheEntry>> entries_ ABSL_GUARDED_BY(mu_);  // most specific first
-  // Exact-shape entries by their values (the oldest per shape).
-  ShapeKeyMap<std::shared_ptr<const CacheEntry>> exact_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex mu_;  // serializes writers
+  std::atomic<std::shared_ptr<const Snapshot>> snapshot_;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
