@@ -10,9 +10,9 @@ The CLI contract this relies on (issue 7):
     peak_rss_mb, compile_s);
   shapeshift run MODEL.onnx --dim ... --trace file:PATH --json
     replays PATH ('batch=1 sequence=37' per line: the model's dim names) and
-    prints one JSON object with served, compiles, mean_us, p50_us, p99_us,
-    first_result_us and compile_ms (see trace_figures for how they map onto
-    peer_bench's engine_s, time_to_first_result_s, recompiles, per_request).
+    prints one JSON object with engine_s (session creation + every run),
+    time_to_first_result_s, compiles, recompiles, per_request {median_ms,
+    p99_ms, max_ms} and compile_ms.
 
 Anything else (a failed command, output that is not JSON, a missing key) is
 recorded as {"error": ...} with the command and its output saved next to the
@@ -61,21 +61,6 @@ def dim_flags(spec: pi.ModelSpec, max_batch: int) -> list[str]:
     return flags + ["--dim", f"{pi.SEQUENCE}=1..512"]
 
 
-def trace_figures(cli: dict) -> dict:
-    """The CLI's trace summary in peer_bench's terms. engine_s is the sum of
-    the per-request engine times (mean x served); every compile after the
-    first is a recompile."""
-    return {
-        "engine_s": cli["mean_us"] * cli["served"] / 1e6,
-        "time_to_first_result_s": cli["first_result_us"] / 1e6,
-        "per_request": {"median_ms": cli["p50_us"] / 1e3, "p99_ms": cli["p99_us"] / 1e3},
-        "compiles": cli["compiles"],
-        "recompiles": max(0, cli["compiles"] - 1),
-        "compile_s": cli["compile_ms"] / 1e3,
-        "peak_rss_mb": cli.get("peak_rss_mb"),
-    }
-
-
 def input_flags(spec: pi.ModelSpec, size: pi.Sizes, batch: int, length: int) -> list[str]:
     inputs = pi.make_inputs(spec, size, batch, **pi.request_shape(spec, length))
     flags = []
@@ -107,10 +92,10 @@ def main() -> int:
     result = {"engine": "shapeshift", "model": args.model, "tiny": args.tiny,
               "model_file": args.model_file, "latency": [], "trace_file": str(args.trace)}
     try:
-        trace = trace_figures(run_cli([args.bin, "run", args.model_file, *dims,
-                                       "--trace", f"file:{args.trace}", "--json"], log,
-                                      ("served", "compiles", "mean_us", "p50_us", "p99_us",
-                                       "first_result_us", "compile_ms")))
+        trace = run_cli([args.bin, "run", args.model_file, *dims,
+                         "--trace", f"file:{args.trace}", "--json"], log,
+                        ("engine_s", "time_to_first_result_s", "compiles", "recompiles", "per_request",
+                         "compile_ms"))
         result["trace"] = {
             "requests": sum(1 for line in args.trace.read_text().splitlines() if line.strip()),
             "engine_s": trace["engine_s"],
@@ -118,7 +103,7 @@ def main() -> int:
             "per_request": trace["per_request"],
             "compile": {"compiles": trace["compiles"], "recompiles": trace["recompiles"],
                         "recompile_limit_hits": 0}}
-        result["cold"] = {"first_result_s": trace["time_to_first_result_s"], "compile_s": trace["compile_s"]}
+        result["cold"] = {"first_result_s": trace["time_to_first_result_s"], "compile_s": trace["compile_ms"] / 1e3}
         peak = trace.get("peak_rss_mb")
         for batch in batches:
             for length in seqs:
