@@ -13,6 +13,7 @@
 #include "passes/gelu_recognition.h"
 #include "passes/layer_norm_recognition.h"
 #include "passes/matmul_layout.h"
+#include "passes/matmul_operand_scale.h"
 #include "passes/pass_manager.h"
 #include "passes/shape_value_folding.h"
 #include "passes/simplify.h"
@@ -48,6 +49,7 @@ PassManager Recognition(const PassManagerOptions& options) {
   pm.Add("layer-norm-recognition", RecognizeLayerNorm);
   pm.Add("softmax-recognition", RecognizeSoftmax);
   pm.Add("gelu-recognition", RecognizeGelu);
+  pm.Add("matmul-operand-scale", HoistMatmulOperandScales);
   pm.Add("matmul-layout", SplitMatmulOperandTransposes);
   pm.Add("dce", [](Graph& g, ShapeEnv&) { return EliminateDeadCode(g); });
   return pm;
@@ -57,7 +59,7 @@ PassManager Recognition(const PassManagerOptions& options) {
 
 std::vector<std::string> PipelinePassNames() {
   return {"shape-value-folding",    "gather-as-view", "split-to-slices", "uniform-gather", "constant-folding", "simplify",      "cse",    "dce",
-          "cumsum-as-matmul", "layer-norm-recognition", "softmax-recognition", "gelu-recognition", "matmul-layout", "fusion",
+          "cumsum-as-matmul", "layer-norm-recognition", "softmax-recognition", "gelu-recognition", "matmul-operand-scale", "matmul-layout", "fusion",
           "memory-plan"};
 }
 
