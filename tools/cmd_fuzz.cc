@@ -6,8 +6,9 @@
 // teeth (fuzz_mutation.h). Every failure comes with a minimized shape and a
 // command that replays it.
 //
-// Exit codes: 0 no failure; 1 a soundness failure, a spurious recompile, an
-// evaluator disagreement, or (with --mutate-guards) a kill rate below
+// Exit codes: 0 no failure; 1 a soundness failure, a bad request refused
+// without naming what is wrong, a spurious recompile, an evaluator
+// disagreement, or (with --mutate-guards) a kill rate below
 // --min-kill-rate; 2 bad usage, or a model that cannot be loaded or compiled.
 #include <cstdio>
 #include <string>
@@ -38,7 +39,8 @@ constexpr char kUsage[] =
     "  specializing session and checks:\n"
     "    soundness: an accepted request's outputs match the reference interpreter within\n"
     "      |actual - expected| <= 1e-3 + 1e-3 * |expected| (rtol = atol = 1e-3); an out-of-domain\n"
-    "      request gets an error naming the dim, a malformed one an error naming the input;\n"
+    "      request gets an error naming the dim, a malformed one an error naming the input\n"
+    "      (else counted as unclear_errors);\n"
     "      a refusal at the recompile limit is expected and counted apart;\n"
     "    tightness: no compile happens while an existing entry's guards all hold (Z3);\n"
     "    evaluator agreement: each entry's GuardProgram verdict equals Z3's at every shape.\n"
@@ -140,6 +142,7 @@ nlohmann::ordered_json ReportJson(const FuzzFlags& flags, FuzzRunner& runner, co
   }
   j["cases"] = r.cases;
   j["sound_failures"] = r.sound_failures;
+  j["unclear_errors"] = r.unclear_errors;
   j["spurious_recompiles"] = r.spurious_recompiles;
   j["evaluator_disagreements"] = r.evaluator_disagreements;
   j["compiles"] = runner.compiles();
@@ -210,6 +213,7 @@ void PrintText(const nlohmann::ordered_json& j) {
   std::printf("  sound failures: %lld; spurious recompiles: %lld; evaluator disagreements: %lld\n",
               j["sound_failures"].get<long long>(), j["spurious_recompiles"].get<long long>(),
               j["evaluator_disagreements"].get<long long>());
+  std::printf("  bad requests refused without naming the dim or input: %lld\n", j["unclear_errors"].get<long long>());
   for (const auto& f : j["failures"]) {
     std::printf("FAILURE (%s) case %lld [%s]: %s\n  shape %s%s\n  %s\n  replay: %s\n",
                 f["property"].get<std::string>().c_str(), f["case"].get<long long>(),
@@ -283,7 +287,8 @@ int Fuzz(const std::vector<std::string>& raw_args) {
     PrintText(report);
   }
   const FuzzResults& r = (*runner)->results();
-  const bool failed = r.sound_failures > 0 || r.spurious_recompiles > 0 || r.evaluator_disagreements > 0 ||
+  const bool failed = r.sound_failures > 0 || r.unclear_errors > 0 || r.spurious_recompiles > 0 ||
+                      r.evaluator_disagreements > 0 ||
                       (mutation && mutation->kill_rate < flags->min_kill_rate);
   return failed ? kExitNegative : kExitOk;
 }

@@ -137,7 +137,7 @@ absl::StatusOr<FuzzRunner::Checked> FuzzRunner::CheckRequest(const FuzzCase& c) 
     return checked;
   }
   if (!absl::StrContains(outputs.status().message(), must_name)) {
-    checked.outcome = Outcome::kFailed;
+    checked.outcome = Outcome::kUnclearError;
     checked.what = absl::StrCat("the error for a ", CaseKindName(c.kind), " request does not name '", must_name, "'");
     checked.detail = std::string(outputs.status().message());
     return checked;
@@ -164,11 +164,14 @@ absl::Status FuzzRunner::RunCases(const std::vector<FuzzCase>& cases) {
       case Outcome::kLimitRefused:
         ++results_.limit_refusals;
         break;
-      case Outcome::kFailed:
-        ++results_.sound_failures;
-        results_.failures.push_back({"soundness", checked->what, index, c.kind, c.values, {}, checked->detail,
-                                     compiles_before, c.bad_slot});
+      case Outcome::kUnclearError:
+      case Outcome::kFailed: {
+        const bool unclear = checked->outcome == Outcome::kUnclearError;
+        ++(unclear ? results_.unclear_errors : results_.sound_failures);
+        results_.failures.push_back({unclear ? "clarity" : "soundness", checked->what, index, c.kind, c.values, {},
+                                     checked->detail, compiles_before, c.bad_slot});
         break;
+      }
     }
     if (absl::Status s = CheckNewCompiles(index, c); !s.ok()) return s;
     if (absl::Status s = CheckEvaluatorAgreement(index, c); !s.ok()) return s;
@@ -237,13 +240,13 @@ absl::Status FuzzRunner::CheckEvaluatorAgreement(int64_t case_index, const FuzzC
 void FuzzRunner::MinimizeFailures() {
   int minimized = 0;
   for (FuzzFailure& failure : results_.failures) {
-    if (failure.property != "soundness") continue;
+    if (failure.property != "soundness" && failure.property != "clarity") continue;
     if (minimized++ >= options_.max_minimized) break;
     FuzzCase probe{failure.case_kind, failure.values, failure.bad_slot};
     auto still_fails = [&](const std::vector<int64_t>& values) {
       probe.values = values;
       absl::StatusOr<Checked> checked = CheckRequest(probe);
-      return checked.ok() && checked->outcome == Outcome::kFailed && checked->what == failure.what;
+      return checked.ok() && checked->what == failure.what;
     };
     std::vector<int64_t> values = failure.values;
     for (size_t s = 0; s < values.size(); ++s) {

@@ -6,6 +6,9 @@
 //    an error naming the dim; a wrong-rank/dtype request an error naming
 //    the input. A refusal at the recompile limit (RESOURCE_EXHAUSTED) is the
 //    dispatcher's documented explicit answer: counted apart, not a failure.
+//    A bad request refused by an error that does not name what is wrong is
+//    sound (no result) but unclear: counted apart as `unclear_errors`, and
+//    a failure too (DESIGN.md: every bad input gets a clear error).
 //  - tightness: after every compile, an entry that existed then and whose
 //    atoms all held at the trigger (Z3) makes the compile spurious.
 //  - evaluator agreement: every entry's GuardProgram verdict at every
@@ -50,7 +53,7 @@ struct FuzzOptions {
 };
 
 struct FuzzFailure {
-  std::string property;  // "soundness" | "tightness" | "evaluator"
+  std::string property;  // "soundness" | "clarity" | "tightness" | "evaluator"
   std::string what;      // e.g. "output mismatch", "spurious recompile"
   int64_t case_index = -1;
   CaseKind case_kind = CaseKind::kInDomain;
@@ -67,6 +70,7 @@ struct FuzzResults {
   int64_t rejected_as_expected = 0; // out-of-domain / malformed requests refused with a clear error
   int64_t limit_refusals = 0;       // refused at the recompile limit (explicit, expected)
   int64_t sound_failures = 0;
+  int64_t unclear_errors = 0;       // bad requests refused without naming the dim or input
   int64_t spurious_recompiles = 0;
   int64_t evaluator_checks = 0;
   int64_t evaluator_disagreements = 0;
@@ -81,7 +85,7 @@ class FuzzRunner {
   // Runs and checks each case in order; results accumulate. An error only
   // when the tool itself cannot go on (Z3 undecided, the oracle's inputs).
   absl::Status RunCases(const std::vector<FuzzCase>& cases);
-  // Shrinks the first options.max_minimized soundness failures.
+  // Shrinks the first options.max_minimized soundness and clarity failures.
   void MinimizeFailures();
 
   const FuzzResults& results() const { return results_; }
@@ -100,7 +104,7 @@ class FuzzRunner {
              std::unique_ptr<runtime::SpecializingSession> session, std::unique_ptr<ReferenceOracle> oracle);
 
   // One request and its soundness check.
-  enum class Outcome { kServed, kRejected, kLimitRefused, kFailed };
+  enum class Outcome { kServed, kRejected, kLimitRefused, kUnclearError, kFailed };
   struct Checked {
     Outcome outcome = Outcome::kServed;
     std::string what;
