@@ -20,6 +20,11 @@ have_libfuzzer() {
     [ -e "$(clang++-14 --print-runtime-dir 2>/dev/null)/libclang_rt.fuzzer-x86_64.a" ]
 }
 
+# clang links every listed library (g++ on Debian passes --as-needed): without
+# it, binaries that link the optional CUDA backend need libcuda.so.1 even
+# on machines without a GPU driver.
+CLANG_LINK=(-DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed -DCMAKE_SHARED_LINKER_FLAGS=-Wl,--as-needed)
+
 if [ "${1:-}" = "--sanitize" ]; then
   # ASan+UBSan (UBSan findings abort: -fno-sanitize-recover, see CMakeLists.txt).
   # The unit tests of the layers with hand-written memory handling, plus
@@ -32,7 +37,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   for s in "${SUITES[@]}"; do targets+=("${s}_test"); done
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/shapeshift-ccache}
   CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DSHAPESHIFT_SANITIZE=address,undefined -DSHAPESHIFT_BUILD_BENCH=OFF >/dev/null
+    -DSHAPESHIFT_SANITIZE=address,undefined -DSHAPESHIFT_BUILD_BENCH=OFF "${CLANG_LINK[@]}" >/dev/null
   cmake --build "$BUILD_DIR" --target "${targets[@]}" -j "${JOBS:-$(nproc)}"
   failed=()
   for s in "${SUITES[@]}"; do
@@ -51,7 +56,7 @@ CTEST_FILTER=()
 if [ "${1:-}" = "--sanitize=thread" ]; then
   # TSan, for the tests that run from several threads (names say so).
   export BUILD_DIR=${BUILD_DIR:-build-tsan} BUILD_TYPE=RelWithDebInfo
-  CC=clang-14 CXX=clang++-14 scripts/build.sh -DSHAPESHIFT_SANITIZE=thread -DSHAPESHIFT_BUILD_BENCH=OFF
+  CC=clang-14 CXX=clang++-14 scripts/build.sh -DSHAPESHIFT_SANITIZE=thread -DSHAPESHIFT_BUILD_BENCH=OFF "${CLANG_LINK[@]}"
   CTEST_FILTER=(-R 'Thread|Concurrent')
 else
   export BUILD_DIR=${BUILD_DIR:-build}
