@@ -1,5 +1,6 @@
 #include "codegen/cpu/llvm_lowering.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -108,6 +109,7 @@ class KernelLowering {
     llvm::BasicBlock* streaming = llvm::BasicBlock::Create(ctx_, "streaming", fn);
     llvm::BasicBlock* cached = llvm::BasicBlock::Create(ctx_, "cached", fn);
     llvm::Value* stream = b_.CreateICmpSGE(StreamedBytes(), b_.getInt64(options_.streaming_store_min_bytes));
+    stream = b_.CreateAnd(stream, AllStreamedRowsAtLeast(kMinStreamedRowFloats));
     for (const auto& [buffer, row] : plan_.staged) {
       llvm::Value* length = b_.CreateSub(EmitSym(row.end, 1), EmitSym(row.begin, 1));
       stream = b_.CreateAnd(stream, b_.CreateICmpSLE(length, b_.getInt64(kStagedRowFloats)));
@@ -154,6 +156,20 @@ class KernelLowering {
       }
     }
     return total;
+  }
+
+  // Whether every loop holding a streamable store runs at least `floats`
+  // iterations (the row each non-temporal store writes).
+  llvm::Value* AllStreamedRowsAtLeast(int64_t floats) {
+    llvm::Value* all = b_.getTrue();
+    for (const Stmt& loop : kernel_.body) {
+      const bool streams = std::any_of(loop.body.begin(), loop.body.end(),
+                                       [&](const Stmt& store) { return plan_.streamable.contains(&store); });
+      if (!streams) continue;
+      llvm::Value* trips = b_.CreateSub(EmitSym(loop.end, 1), EmitSym(loop.begin, 1));
+      all = b_.CreateAnd(all, b_.CreateICmpSGE(trips, b_.getInt64(floats)));
+    }
+    return all;
   }
 
   // The store a streaming vector loop aligns its rows for (the first
