@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <type_traits>
 
 #include "graph/reference/kernel_util.h"
 
@@ -73,6 +74,19 @@ double Finish(ReduceKind kind, double acc, int64_t count) {
     case ReduceKind::kL2: return std::sqrt(acc);
     default: return std::log(acc);  // kLogSum, kLogSumExp
   }
+}
+
+// `v` as T. For integer T a non-finite or out-of-range value (log of an
+// empty or zero sum is -inf; the mean of an empty set is NaN) has no C++
+// conversion: it saturates to T's limits, NaN becomes 0.
+template <typename T>
+T ToElement(double v) {
+  if constexpr (std::is_integral_v<T>) {
+    if (std::isnan(v)) return T{0};
+    if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(v);
 }
 
 // The axes to reduce, or nullopt for "no reduction" (noop_with_empty_axes).
@@ -155,7 +169,7 @@ KernelResult Reduce(const KernelArgs& args) {
       if (IsExact(op->kind)) {
         o[i] = static_cast<T>(acc[i]);
       } else {
-        o[i] = static_cast<T>(Finish(op->kind, static_cast<double>(acc[i]), count) + shift[i]);
+        o[i] = ToElement<T>(Finish(op->kind, static_cast<double>(acc[i]), count) + shift[i]);
       }
     }
     return absl::OkStatus();

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/dtype.h"
 #include "runtime/specialization/entry_compiler.h"
 #include "runtime/specialization/generalize.h"
 #include "shapes/z3_bridge.h"
@@ -130,11 +132,26 @@ absl::Status Dispatcher::Bind(absl::Span<const TensorView> inputs, absl::Span<in
     return absl::InvalidArgumentError(
         absl::StrCat("expected ", declared.size(), " inputs, got ", inputs.size()));
   }
+  // Everything a request can get wrong without any artifact's help is
+  // refused here, before a policy could spend a compile (or, at the
+  // recompile limit, answer with the limit instead of the real problem).
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].shape.size() != declared[i]->type().shape.size()) {
+    const TensorType& type = declared[i]->type();
+    if (inputs[i].dtype != type.dtype) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", declared[i]->name(), "' has dtype ",
+                                                     DTypeName(inputs[i].dtype), ", expected ",
+                                                     DTypeName(type.dtype)));
+    }
+    if (inputs[i].shape.size() != type.shape.size()) {
       return absl::InvalidArgumentError(absl::StrCat("input '", declared[i]->name(), "': expected rank ",
-                                                     declared[i]->type().shape.size(), ", got ",
-                                                     inputs[i].shape.size()));
+                                                     type.shape.size(), ", got ", inputs[i].shape.size()));
+    }
+    for (size_t k = 0; k < type.shape.size(); ++k) {
+      std::optional<int64_t> fixed = type.shape[k].AsConst();
+      if (fixed.has_value() && inputs[i].shape[k] != *fixed) {
+        return absl::InvalidArgumentError(absl::StrCat("input '", declared[i]->name(), "' dim ", k, " is ",
+                                                       inputs[i].shape[k], ", expected ", *fixed));
+      }
     }
   }
   for (size_t s = 0; s < bindings_.size(); ++s) {
@@ -146,6 +163,20 @@ absl::Status Dispatcher::Bind(absl::Span<const TensorView> inputs, absl::Span<in
                                                 b.min, "..", b.max));
     }
     values[s] = v;
+  }
+  // Every other occurrence of a bound symbol must agree with its binding.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorType& type = declared[i]->type();
+    for (size_t k = 0; k < type.shape.size(); ++k) {
+      if (!type.shape[k].IsSymbol()) continue;
+      for (size_t s = 0; s < bindings_.size(); ++s) {
+        if (cache_.slots()[s] != type.shape[k].symbol_name() || values[s] == inputs[i].shape[k]) continue;
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", declared[i]->name(), "' dim ", k, " (", cache_.slots()[s], ") is ", inputs[i].shape[k],
+            " but input '", declared[bindings_[s].input]->name(), "' dim ", bindings_[s].dim, " says ",
+            cache_.slots()[s], " = ", values[s]));
+      }
+    }
   }
   return absl::OkStatus();
 }
