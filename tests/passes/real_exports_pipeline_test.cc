@@ -12,6 +12,7 @@
 #include "graph/onnx/importer.h"
 #include "graph/tensor_proto.h"
 #include "passes/pipeline.h"
+#include "tests/real_exports.h"
 
 namespace shapeshift::passes {
 namespace {
@@ -82,16 +83,7 @@ TEST_P(RealExportsPipelineTest, OptimizedGraphReproducesTorchEager) {
 
 INSTANTIATE_TEST_SUITE_P(
     Exports, RealExportsPipelineTest,
-    ::testing::Values("bert-base-torchscript", "bert-base-dynamo", "distilbert-torchscript", "distilbert-dynamo",
-                      "roberta-base-torchscript", "roberta-base-dynamo", "gpt2-torchscript", "gpt2-dynamo",
-                      "gpt2-past-torchscript", "gpt2-past-dynamo"),
-    [](const ::testing::TestParamInfo<const char*>& info) {
-      std::string name = info.param;
-      for (char& c : name) {
-        if (c == '-') c = '_';
-      }
-      return name;
-    });
+    ::testing::ValuesIn(shapeshift::testing::kRealExports), shapeshift::testing::RealExportTestName);
 
 }  // namespace
 }  // namespace shapeshift::passes

@@ -13,6 +13,7 @@
 
 #include "graph/tensor_proto.h"
 #include "runtime/session.h"
+#include "tests/real_exports.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace shapeshift::runtime {
@@ -122,16 +123,7 @@ INSTANTIATE_TEST_SUITE_P(OnnxRuntimeReference, FullSizeModelTest, ::testing::Val
 
 INSTANTIATE_TEST_SUITE_P(
     Exports, RealModelTest,
-    ::testing::Values("bert-base-torchscript", "bert-base-dynamo", "distilbert-torchscript", "distilbert-dynamo",
-                      "roberta-base-torchscript", "roberta-base-dynamo", "gpt2-torchscript", "gpt2-dynamo",
-                      "gpt2-past-torchscript", "gpt2-past-dynamo"),
-    [](const ::testing::TestParamInfo<const char*>& info) {
-      std::string name = info.param;
-      for (char& c : name) {
-        if (c == '-') c = '_';
-      }
-      return name;
-    });
+    ::testing::ValuesIn(shapeshift::testing::kRealExports), shapeshift::testing::RealExportTestName);
 
 }  // namespace
 }  // namespace shapeshift::runtime
