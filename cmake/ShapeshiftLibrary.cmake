@@ -28,6 +28,11 @@ function(shapeshift_test name)
   endif()
   add_executable(${name} ${srcs})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  if(SHAPESHIFT_SANITIZE MATCHES "thread")
+    # Debian's abseil is uninstrumented: tell TSan what its locks mean.
+    target_sources(${name} PRIVATE ${SHAPESHIFT_ROOT}/tests/support/tsan_absl_sync.cc)
+    target_link_libraries(${name} PRIVATE ${CMAKE_DL_LIBS})
+  endif()
   target_compile_definitions(${name} PRIVATE
     SHAPESHIFT_SOURCE_DIR="${SHAPESHIFT_ROOT}"
     SHAPESHIFT_BINARY_DIR="${CMAKE_BINARY_DIR}")
