@@ -34,8 +34,8 @@ FuzzRun RunFuzz(const std::string& args) {
   // One OpenMP thread: several engineers' builds share the cores, and a
   // spinning team on a loaded machine only slows every request down.
   setenv("OMP_NUM_THREADS", "1", /*overwrite=*/0);
-  std::filesystem::path err_path = std::filesystem::path(::testing::TempDir()) / "fuzz_cli_stderr.txt";
-  testing::CliResult r = testing::RunShapeshift("fuzz " + args, "2>" + err_path.string());
+  const std::string err_path = shapeshift::testing::ProcessTempPath("fuzz_cli_stderr.txt");
+  testing::CliResult r = testing::RunShapeshift("fuzz " + args, "2>" + err_path);
   FuzzRun run{r.exit_code, std::move(r.output), ""};
   std::ifstream err(err_path);
   run.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());

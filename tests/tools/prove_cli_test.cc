@@ -112,7 +112,7 @@ TEST(ProveCliTest, ErrorsExitTwoWithAClearMessage) {
 
 // A trace file for --warm (one request per line).
 std::string WarmTrace(const std::string& name, const std::string& lines) {
-  std::string path = (std::filesystem::path(::testing::TempDir()) / name).string();
+  std::string path = shapeshift::testing::ProcessTempPath(name);
   std::ofstream(path) << lines;
   return "file:" + path;
 }
@@ -162,7 +162,7 @@ TEST(ProveModelCliTest, AWarmedStaticCacheIsMissingExactlyTheUnservedShape) {
 }
 
 TEST(ProveModelCliTest, EntriesAnEarlierProcessCachedCount) {
-  const std::string cache = (std::filesystem::path(::testing::TempDir()) / "prove_cache").string();
+  const std::string cache = shapeshift::testing::ProcessTempPath("prove_cache");
   std::filesystem::remove_all(cache);
   const std::string domain = "builtin:bert --policy static --dim batch=1..1 --dim seq=1..2 --cache-dir " + cache;
   CliResult r = Prove(domain + " --warm " + WarmTrace("one.trace", "seq=1\n"));

@@ -30,9 +30,9 @@ struct RunResult {
 // Runs `shapeshift run ARGS --no-cache` (compile counts must not depend on
 // what an earlier run left in a persistent cache).
 RunResult RunCli(const std::string& args) {
-  std::filesystem::path err_path = std::filesystem::path(::testing::TempDir()) / "run_cli_stderr.txt";
+  const std::string err_path = shapeshift::testing::ProcessTempPath("run_cli_stderr.txt");
   shapeshift::testing::CliResult r =
-      shapeshift::testing::RunShapeshift("run " + args + " --no-cache", "2>" + err_path.string());
+      shapeshift::testing::RunShapeshift("run " + args + " --no-cache", "2>" + err_path);
   RunResult result{r.exit_code, std::move(r.output), ""};
   std::ifstream err(err_path);
   result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
@@ -81,7 +81,7 @@ TEST(RunCliTest, ExporterMadeOnnxFileWithDimFlags) {
 }
 
 TEST(RunCliTest, StaticPolicyCompilesTheRequestShapeAndLogsIt) {
-  const std::string log = (std::filesystem::path(::testing::TempDir()) / "run_static.jsonl").string();
+  const std::string log = shapeshift::testing::ProcessTempPath("run_static.jsonl");
   std::filesystem::remove(log);
   RunResult r = RunCli("builtin:bert --policy static --input input_ids=1x7 --check --json --repeats 2 --recompile-log " +
                        log);

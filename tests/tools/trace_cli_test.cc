@@ -20,7 +20,7 @@ using shapeshift::testing::RunShapeshift;
 using ::testing::HasSubstr;
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / name).string();
+  return shapeshift::testing::ProcessTempPath(name);
 }
 
 std::string WriteFile(const std::string& name, const std::string& text) {
