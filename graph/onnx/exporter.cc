@@ -97,21 +97,24 @@ absl::Status ExportOnnxModel(const Graph& graph, const ShapeEnv& env, const Expo
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::map<std::string, DimRange>> ReadRecordedDimRanges(const onnx::ModelProto& model) {
-  std::map<std::string, DimRange> ranges;
+absl::StatusOr<ImportOptions> ReadRecordedDims(const onnx::ModelProto& model) {
+  ImportOptions parsed;
   const std::string prefix = kDimRangeMetadataPrefix;
   for (const onnx::StringStringEntryProto& entry : model.metadata_props()) {
     if (entry.key().rfind(prefix, 0) != 0) continue;
     std::string name = entry.key().substr(prefix.size());
-    ImportOptions parsed;
-    // Sums (`past_sequence+sequence`) are the importer's business, not ranges.
     if (absl::Status s = ParseDimFlag(absl::StrCat(name, "=", entry.value()), &parsed); !s.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("metadata '", entry.key(), "' = '", entry.value(), "': ", s.message()));
     }
-    ranges.insert(parsed.dim_ranges.begin(), parsed.dim_ranges.end());
   }
-  return ranges;
+  return parsed;
+}
+
+absl::StatusOr<std::map<std::string, DimRange>> ReadRecordedDimRanges(const onnx::ModelProto& model) {
+  absl::StatusOr<ImportOptions> recorded = ReadRecordedDims(model);
+  if (!recorded.ok()) return recorded.status();
+  return recorded->dim_ranges;
 }
 
 absl::StatusOr<std::string> ExportOnnxBytes(const Graph& graph, const ShapeEnv& env, const ExportOptions& options) {

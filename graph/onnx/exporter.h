@@ -48,9 +48,13 @@ absl::StatusOr<std::string> ExportOnnxBytes(const Graph& graph, const ShapeEnv& 
 absl::Status ExportOnnxFile(const Graph& graph, const ShapeEnv& env, const std::string& path,
                             const ExportOptions& options = {});
 
-// The dim ranges an exported model recorded in its metadata (empty for a
-// model from another exporter), ready for ImportOptions::dim_ranges; an
-// error names a malformed entry.
+// The dims a model recorded in its `shapeshift.dim.<name>` metadata, parsed
+// like --dim flags: ranges (written by this exporter) and sums (written by
+// bench/peers/export_models.py, e.g. total_sequence = past_sequence+sequence);
+// empty for other models. An error names a malformed entry.
+absl::StatusOr<ImportOptions> ReadRecordedDims(const onnx::ModelProto& model);
+// Its ranges only, ready for ImportOptions::dim_ranges (the importer reads
+// the sums itself).
 absl::StatusOr<std::map<std::string, DimRange>> ReadRecordedDimRanges(const onnx::ModelProto& model);
 
 }  // namespace shapeshift

@@ -279,17 +279,11 @@ class Importer {
   // overridden by the caller's --dim flags.
   absl::Status CollectDimSums() {
     dim_sums_ = options_.dim_sums;
-    const std::string prefix = kDimRangeMetadataPrefix;
-    for (const onnx::StringStringEntryProto& entry : model_.metadata_props()) {
-      if (entry.key().rfind(prefix, 0) != 0) continue;
-      std::string name = entry.key().substr(prefix.size());
-      ImportOptions parsed;
-      if (absl::Status s = ParseDimFlag(absl::StrCat(name, "=", entry.value()), &parsed); !s.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("metadata '", entry.key(), "' = '", entry.value(), "': ", s.message()));
-      }
+    absl::StatusOr<ImportOptions> recorded = ReadRecordedDims(model_);
+    if (!recorded.ok()) return recorded.status();
+    for (const auto& [name, terms] : recorded->dim_sums) {
       if (options_.dim_ranges.contains(name) || options_.dim_sums.contains(name)) continue;
-      dim_sums_.insert(parsed.dim_sums.begin(), parsed.dim_sums.end());
+      dim_sums_.emplace(name, terms);
     }
     return absl::OkStatus();
   }
