@@ -51,7 +51,7 @@ OutputComparison CompareOutputs(const std::vector<Tensor>& actual, const std::ve
       } else {
         const double error = std::abs(av - ev);
         result.max_abs_error = std::max(result.max_abs_error, error);
-        if (error <= kFuzzAtol + kFuzzRtol * std::abs(ev)) continue;
+        if (WithinTolerance(av, ev)) continue;
         result.within = false;
       }
       if (result.detail.empty()) {

@@ -23,13 +23,13 @@
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "tools/model_loader.h"
+#include "tools/run_check.h"
 
 namespace shapeshift::tools {
 
-// Compiled output vs reference: |actual - expected| <= kFuzzAtol + kFuzzRtol * |expected|
-// elementwise (NaN matches only NaN), same count, dtype and shapes.
-inline constexpr double kFuzzRtol = 1e-3;
-inline constexpr double kFuzzAtol = 1e-3;
+// Compiled output vs reference: WithinTolerance (tools/run_check.h, the
+// tolerance every command reports against) elementwise, NaN matching only
+// NaN; same count, dtype and shapes.
 
 struct OutputComparison {
   bool within = true;

@@ -15,7 +15,7 @@ ReferenceCheck CheckAgainstReference(const std::vector<Tensor>& actual, const st
       const double a = actual[o].GetAsDouble(i), e = expected[o].GetAsDouble(i);
       const double error = std::abs(a - e);
       // NaN compares false both ways: a NaN where a number was expected is wrong.
-      if (!(error <= kCheckAtol + kCheckRtol * std::abs(e))) result.within_tolerance = false;
+      if (!WithinTolerance(a, e)) result.within_tolerance = false;
       result.max_abs_error = std::max(result.max_abs_error, std::isnan(error) ? std::numeric_limits<double>::infinity() : error);
     }
   }

@@ -9,6 +9,7 @@
 #ifndef SHAPESHIFT_TOOLS_RUN_CHECK_H_
 #define SHAPESHIFT_TOOLS_RUN_CHECK_H_
 
+#include <cmath>
 #include <vector>
 
 #include "graph/tensor.h"
@@ -17,6 +18,12 @@ namespace shapeshift::tools {
 
 constexpr double kCheckRtol = 1e-3;
 constexpr double kCheckAtol = 1e-3;
+
+// One element within the tolerance; a NaN on either side is not (callers
+// that accept NaN for NaN say so before asking).
+inline bool WithinTolerance(double actual, double expected) {
+  return std::abs(actual - expected) <= kCheckAtol + kCheckRtol * std::abs(expected);
+}
 
 struct ReferenceCheck {
   double max_abs_error = 0;  // infinity when a shape or the output count differs
