@@ -1,4 +1,4 @@
-// `shapeshift inspect MODEL.onnx [--dim name=lo..hi]... [--print-ir]`
+// `shapeshift inspect MODEL.onnx [--dim name=lo..hi | name=a+b]... [--print-ir]`
 //
 // Shows what the importer sees: symbols and their ranges, inputs/outputs
 // with symbolic shapes, the op histogram and every unsupported op; with
@@ -11,6 +11,7 @@
 #include "graph/onnx/importer.h"
 #include "graph/onnx/model_summary.h"
 #include "graph/printer.h"
+#include "onnx/onnx_pb.h"
 #include "tools/args.h"
 #include "tools/command.h"
 
@@ -57,26 +58,28 @@ int RunInspect(const std::vector<std::string>& raw_args) {
     return kExitUsage;
   }
   if (args->positional.size() != 1) {
-    std::fprintf(stderr, "usage: shapeshift inspect MODEL.onnx [--dim name=lo..hi]... [--print-ir]\n");
+    std::fprintf(stderr, "usage: shapeshift inspect MODEL.onnx [--dim name=lo..hi | name=a+b]... [--print-ir]\n");
     return kExitUsage;
   }
   const std::string& path = args->positional[0];
   ImportOptions options;
   for (const std::string& dim : args->All("dim")) {
-    if (absl::Status s = ParseDimRangeFlag(dim, &options); !s.ok()) {
+    if (absl::Status s = ParseDimFlag(dim, &options); !s.ok()) {
       std::fprintf(stderr, "shapeshift inspect: %s\n", std::string(s.message()).c_str());
       return kExitUsage;
     }
   }
-  absl::StatusOr<ModelSummary> summary = SummarizeOnnxFile(path);
-  if (!summary.ok()) {
-    std::fprintf(stderr, "shapeshift inspect: %s\n", std::string(summary.status().message()).c_str());
+  absl::StatusOr<onnx::ModelProto> proto = ParseOnnxFile(path);
+  if (!proto.ok()) {
+    std::fprintf(stderr, "shapeshift inspect: %s\n", std::string(proto.status().message()).c_str());
     return kExitUsage;
   }
+  // Summarized before the import releases the message's weights.
+  ModelSummary summary = SummarizeOnnxModel(*proto);
   std::printf("model: %s\n", path.c_str());
-  absl::StatusOr<ImportedModel> model = ImportOnnxFile(path, options);
+  absl::StatusOr<ImportedModel> model = ImportParsedOnnxFile(*proto, path, options);
   if (model.ok()) PrintModel(*model);
-  PrintSummary(*summary);
+  PrintSummary(summary);
   if (!model.ok()) {
     std::fprintf(stderr, "shapeshift inspect: %s\n", std::string(model.status().message()).c_str());
     return kExitNegative;

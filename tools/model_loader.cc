@@ -1,8 +1,5 @@
 #include "tools/model_loader.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -13,8 +10,6 @@
 #include "examples/models/bert.h"
 #include "examples/models/gpt2.h"
 #include "examples/models/model_builder.h"
-#include "graph/onnx/exporter.h"
-#include "onnx/onnx_pb.h"
 
 namespace shapeshift::tools {
 namespace {
@@ -60,22 +55,9 @@ absl::StatusOr<ImportedModel> LoadBuiltin(const std::string& arg, const std::str
 }
 
 absl::StatusOr<ImportedModel> LoadOnnx(const std::string& path, const std::map<std::string, DimRange>& dims) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the model file"));
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
-  std::string bytes = buffer.str();
-  ImportOptions options;
-  onnx::ModelProto proto;
-  if (proto.ParseFromString(bytes)) {
-    absl::StatusOr<std::map<std::string, DimRange>> recorded = ReadRecordedDimRanges(proto);
-    if (!recorded.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", recorded.status().message()));
-    options.dim_ranges = *recorded;
-  }  // else: the importer reports the parse failure with the file name
-  for (const auto& [name, range] : dims) options.dim_ranges[name] = range;
-  size_t slash = path.find_last_of('/');
-  options.base_dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  return ImportOnnxBytes(bytes, options, path);
+  ImportOptions options;  // the importer adds the dims recorded in the model's metadata
+  options.dim_ranges = dims;
+  return ImportOnnxFile(path, options);
 }
 
 bool LooksLikeMask(const std::string& name) {

@@ -55,7 +55,7 @@ class Importer {
     result_.env = std::make_unique<ShapeEnv>();
     result_.graph = std::make_unique<Graph>(*opset);
     using Step = absl::Status (Importer::*)();
-    for (Step step : {&Importer::CollectDimSums, &Importer::CheckSupportedOps, &Importer::AddInitializers, &Importer::AddInputs,
+    for (Step step : {&Importer::CollectRecordedDims, &Importer::CheckSupportedOps, &Importer::AddInitializers, &Importer::AddInputs,
                       &Importer::CheckDimFlags, &Importer::AddNodes, &Importer::AddOutputs}) {
       if (absl::Status s = (this->*step)(); !s.ok()) return Error(s);
     }
@@ -97,7 +97,7 @@ class Importer {
   }
 
   absl::Status AddInitializers() {
-    for (const onnx::TensorProto& init : model_.graph().initializer()) {
+    for (onnx::TensorProto& init : *model_.mutable_graph()->mutable_initializer()) {
       absl::StatusOr<Tensor> t = TensorFromProto(init, options_.base_dir,
                                                  absl::StrCat("initializer '", init.name(), "'"));
       if (!t.ok()) return t.status();
@@ -105,6 +105,13 @@ class Importer {
         return absl::InvalidArgumentError(absl::StrCat("initializer '", init.name(), "' is defined twice"));
       }
       result_.graph->AddConstant(init.name(), *std::move(t));
+      // The tensor now holds the data: the message's copy is released as we
+      // go, so a model's weights are never held twice during import.
+      std::string().swap(*init.mutable_raw_data());
+      init.clear_float_data();
+      init.clear_int64_data();
+      init.clear_int32_data();
+      init.clear_double_data();
     }
     return absl::OkStatus();
   }
@@ -142,9 +149,9 @@ class Importer {
     if (env.HasSymbol(name)) return SymExpr::Symbol(name);
     SymbolInfo info;
     info.name = name;
-    auto it = options_.dim_ranges.find(name);
-    info.min = it != options_.dim_ranges.end() ? it->second.min : kDefaultDimMin;
-    info.max = it != options_.dim_ranges.end() ? it->second.max : kDefaultDimMax;
+    auto it = dim_ranges_.find(name);
+    info.min = it != dim_ranges_.end() ? it->second.min : kDefaultDimMin;
+    info.max = it != dim_ranges_.end() ? it->second.max : kDefaultDimMax;
     absl::StatusOr<SymExpr> s = env.DeclareSymbol(info);
     if (!s.ok()) return Prefixed(absl::StrCat("dim '", name, "' of input '", input, "'"), s.status());
     return *s;
@@ -274,13 +281,19 @@ class Importer {
   const ImportOptions& options_;
   std::string what_;
   std::string path_;
-  // The recorded relations (metadata `shapeshift.dim.<name>` = `a+b`, e.g.
-  // written by bench/peers/export_models.py for GPT-2's total_sequence),
-  // overridden by the caller's --dim flags.
-  absl::Status CollectDimSums() {
+  // The dims recorded in the model's metadata (`shapeshift.dim.<name>` =
+  // `lo..hi` written by our exporter, or `a+b` written by
+  // bench/peers/export_models.py for GPT-2's total_sequence), each overridden
+  // by the caller's own declaration of that dim.
+  absl::Status CollectRecordedDims() {
+    dim_ranges_ = options_.dim_ranges;
     dim_sums_ = options_.dim_sums;
     absl::StatusOr<ImportOptions> recorded = ReadRecordedDims(model_);
     if (!recorded.ok()) return recorded.status();
+    for (const auto& [name, range] : recorded->dim_ranges) {
+      if (options_.dim_ranges.contains(name) || options_.dim_sums.contains(name)) continue;
+      dim_ranges_.emplace(name, range);
+    }
     for (const auto& [name, terms] : recorded->dim_sums) {
       if (options_.dim_ranges.contains(name) || options_.dim_sums.contains(name)) continue;
       dim_sums_.emplace(name, terms);
@@ -289,6 +302,7 @@ class Importer {
   }
 
   ImportedModel result_;
+  std::map<std::string, DimRange> dim_ranges_;
   std::map<std::string, std::vector<std::string>> dim_sums_;
   absl::flat_hash_set<std::string> sum_dims_used_;  // dim_sums_ names some input has
 };
@@ -313,13 +327,24 @@ absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes, const Im
   return ImportParsed(model, options, what, "");
 }
 
-absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
+absl::StatusOr<onnx::ModelProto> ParseOnnxFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the model file"));
   // Parsed straight from the stream: a 400 MB model is not held twice (file
   // bytes and message) while its initializers become tensors.
   onnx::ModelProto model;
   if (file.peek() == std::ifstream::traits_type::eof() || !model.ParseFromIstream(&file)) return NotAModel(path);
+  return model;
+}
+
+absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
+  absl::StatusOr<onnx::ModelProto> model = ParseOnnxFile(path);
+  if (!model.ok()) return model.status();
+  return ImportParsedOnnxFile(*model, path, options);
+}
+
+absl::StatusOr<ImportedModel> ImportParsedOnnxFile(onnx::ModelProto& model, const std::string& path,
+                                                   const ImportOptions& options) {
   ImportOptions with_dir = options;
   if (with_dir.base_dir.empty()) {
     size_t slash = path.find_last_of('/');

@@ -8,7 +8,9 @@
 // Dynamic dims without a name get fresh symbols (`unk0`, `unk1`, ...).
 //
 // Ranges: ImportOptions::dim_ranges declares [min, max] per dim_param name;
-// an undeclared dynamic dim defaults to [kDefaultDimMin, kDefaultDimMax] =
+// a dim the caller does not declare takes the range recorded in the model's
+// metadata (`shapeshift.dim.<name>` = `lo..hi`, exporter.h), and otherwise
+// defaults to [kDefaultDimMin, kDefaultDimMax] =
 // [1, 65536] (dims of size 0 are rare in serving and a positive lower bound
 // lets broadcasting and Reshape questions be proven).
 //
@@ -29,6 +31,10 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "shapes/shape_env.h"
+
+namespace onnx {
+class ModelProto;
+}  // namespace onnx
 
 namespace shapeshift {
 
@@ -70,6 +76,14 @@ struct ImportedModel {
 
 absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path,
                                              const ImportOptions& options = {});
+
+// The two halves of ImportOnnxFile, for callers that read the message before
+// importing it (the CLI reads the dim ranges recorded in its metadata).
+// ImportParsedOnnxFile releases each initializer's data from `model` once it
+// has become a tensor, so the weights are held once, not twice.
+absl::StatusOr<onnx::ModelProto> ParseOnnxFile(const std::string& path);
+absl::StatusOr<ImportedModel> ImportParsedOnnxFile(onnx::ModelProto& model, const std::string& path,
+                                                   const ImportOptions& options = {});
 // `what` names the source in error messages (e.g. a file name). The ONNX
 // checker only sees bytes here, so it looks for external data relative to
 // the working directory: for models with external data prefer

@@ -83,6 +83,13 @@ std::string FirstNewerFeature(const pb::Message& message) {
   return "";
 }
 
+bool UsesExternalData(const onnx::ModelProto& model) {
+  for (const onnx::TensorProto& init : model.graph().initializer()) {
+    if (init.data_location() == onnx::TensorProto::EXTERNAL) return true;
+  }
+  return false;
+}
+
 int DefaultOpset(const onnx::ModelProto& model) {
   for (const onnx::OperatorSetIdProto& id : model.opset_import()) {
     if (IsDefaultDomain(id.domain())) return static_cast<int>(id.version());
@@ -132,7 +139,11 @@ absl::Status CheckOnnxModel(onnx::ModelProto& model, const std::string& path, co
     if (declared_ir <= checker_ir && DefaultOpset(model) <= checker_opset) {
       // The library's own entry points for models it fully knows (the file
       // form resolves external data next to the file).
-      if (path.empty()) {
+      // The file form re-reads the file, so it is used only where the
+      // message holds no weights: when some initializer lives in external data
+      // (that form resolves it next to the file). Otherwise a 400 MB model
+      // would be parsed a second time just to be checked.
+      if (path.empty() || !UsesExternalData(model)) {
         onnx::checker::check_model(model);
       } else {
         onnx::checker::check_model(path);

@@ -1,24 +1,19 @@
 #include "graph/onnx/model_summary.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/str_cat.h"
+#include "graph/onnx/importer.h"
 #include "graph/op_registry.h"
 #include "onnx/onnx_pb.h"
 
 namespace shapeshift {
 
 absl::StatusOr<ModelSummary> SummarizeOnnxFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the model file"));
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
-  onnx::ModelProto model;
-  if (!model.ParseFromString(buffer.str())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a valid ONNX model (protobuf parsing failed; truncated or not a model file)"));
-  }
+  absl::StatusOr<onnx::ModelProto> model = ParseOnnxFile(path);
+  if (!model.ok()) return model.status();
+  return SummarizeOnnxModel(*model);
+}
+
+ModelSummary SummarizeOnnxModel(const onnx::ModelProto& model) {
   ModelSummary summary;
   for (const onnx::OperatorSetIdProto& id : model.opset_import()) {
     if (id.domain().empty() || id.domain() == "ai.onnx") summary.opset = static_cast<int>(id.version());

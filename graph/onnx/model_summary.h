@@ -11,6 +11,10 @@
 
 #include "absl/status/statusor.h"
 
+namespace onnx {
+class ModelProto;
+}  // namespace onnx
+
 namespace shapeshift {
 
 struct UnsupportedOp {
@@ -27,6 +31,9 @@ struct ModelSummary {
 };
 
 absl::StatusOr<ModelSummary> SummarizeOnnxFile(const std::string& path);
+// The same for a message already parsed (by ParseOnnxFile), before it is
+// imported: the file is then read once.
+ModelSummary SummarizeOnnxModel(const onnx::ModelProto& model);
 
 }  // namespace shapeshift
 

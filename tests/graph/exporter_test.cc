@@ -5,6 +5,7 @@
 #include "graph/onnx/exporter.h"
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,58 @@ TEST(ExporterTest, WritesEveryAttributeKind) {
   EXPECT_EQ(types["floats"], onnx::AttributeProto::FLOATS);
   EXPECT_EQ(types["strings"], onnx::AttributeProto::STRINGS);
   EXPECT_EQ(types["t"], onnx::AttributeProto::TENSOR);
+}
+
+// The file carries its domain: an import with no declared ranges takes the
+// recorded ones, and a caller's declaration of a dim overrides its record.
+TEST(ExporterTest, ImporterTakesRecordedRangesUnlessTheCallerDeclaresThem) {
+  SmallModel m = BuildSmallModel();
+  absl::StatusOr<std::string> bytes = ExportOnnxBytes(*m.graph, *m.env);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<ImportedModel> plain = ImportOnnxBytes(*bytes, {}, "exported");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_NE(plain->env->FindSymbol("seq"), nullptr);
+  EXPECT_EQ(plain->env->FindSymbol("seq")->max, 16);
+  EXPECT_EQ(plain->env->FindSymbol("batch")->max, 4);
+  ImportOptions options;
+  options.dim_ranges = {{"seq", {2, 8}}};
+  absl::StatusOr<ImportedModel> declared = ImportOnnxBytes(*bytes, options, "exported");
+  ASSERT_TRUE(declared.ok()) << declared.status();
+  EXPECT_EQ(declared->env->FindSymbol("seq")->min, 2);
+  EXPECT_EQ(declared->env->FindSymbol("seq")->max, 8);
+  EXPECT_EQ(declared->env->FindSymbol("batch")->max, 4);
+}
+
+// Import moves the weights out of the message: a model's weights are never
+// held twice (issue 7's peak-RSS finding), and the tensors keep the values.
+TEST(ExporterTest, ImportReleasesInitializerDataFromTheMessage) {
+  SmallModel m = BuildSmallModel();
+  onnx::ModelProto proto;
+  ASSERT_TRUE(ExportOnnxModel(*m.graph, *m.env, {}, &proto).ok());
+  ASSERT_GT(proto.graph().initializer_size(), 0);
+  size_t bytes_before = 0;
+  for (const onnx::TensorProto& init : proto.graph().initializer()) bytes_before += init.raw_data().size();
+  ASSERT_GT(bytes_before, 0u);
+  const std::string path = ::testing::TempDir() + "/release_model.onnx";
+  absl::StatusOr<ImportedModel> imported = ImportParsedOnnxFile(proto, path, {});
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  for (const onnx::TensorProto& init : proto.graph().initializer()) {
+    EXPECT_TRUE(init.raw_data().empty()) << init.name();
+    EXPECT_EQ(init.float_data_size(), 0) << init.name();
+    const Value* value = imported->graph->FindValue(init.name());
+    ASSERT_NE(value, nullptr) << init.name();
+    const Tensor* constant = value->constant();
+    ASSERT_NE(constant, nullptr) << init.name();
+    EXPECT_GT(constant->byte_size(), 0u) << init.name();
+  }
+  for (const Value* original : m.graph->constants()) {
+    const Value* value = imported->graph->FindValue(original->name());
+    ASSERT_NE(value, nullptr) << original->name();
+    const Tensor* copy = value->constant();
+    ASSERT_NE(copy, nullptr) << original->name();
+    ASSERT_EQ(copy->byte_size(), original->constant()->byte_size()) << original->name();
+    EXPECT_EQ(std::memcmp(copy->raw(), original->constant()->raw(), copy->byte_size()), 0) << original->name();
+  }
 }
 
 TEST(ExporterTest, MalformedRecordedRangeIsNamed) {
