@@ -2,10 +2,39 @@
 
 #include <limits>
 
+#include "absl/container/btree_set.h"
 #include "absl/strings/str_cat.h"
 #include "graph/op_registry.h"
 
 namespace shapeshift {
+namespace {
+
+// The largest `hi` in [min, max) such that `question` is proven when
+// `symbol <= hi` is assumed, by binary search on hi (about log2(max - min)
+// questions, each range analysis then Z3); nullopt when even `hi = min`
+// fails. Provability only grows as the range shrinks, so the search finds
+// the widest range the prover can vouch for.
+std::optional<int64_t> WidestProvableMax(ShapeEnv& env, const std::string& symbol, int64_t min, int64_t max,
+                                         const Predicate& question) {
+  SymExpr sym = SymExpr::Symbol(symbol);
+  auto proven_up_to = [&](int64_t hi) {
+    ShapeEnv::Scope scope = env.Assume(Predicate::Le(sym, hi));
+    return env.CanProve(question);
+  };
+  if (min >= max || !proven_up_to(min)) return std::nullopt;
+  int64_t good = min, bad = max;  // the question is unknown over the whole range
+  while (bad - good > 1) {
+    int64_t mid = good + (bad - good) / 2;
+    if (proven_up_to(mid)) {
+      good = mid;
+    } else {
+      bad = mid;
+    }
+  }
+  return good;
+}
+
+}  // namespace
 
 const std::optional<std::vector<SymExpr>>& InferenceContext::input_elements(int i) const {
   return node_.input(i)->elements();
@@ -77,9 +106,40 @@ SymExpr InferenceContext::DataDependentDim() {
   return env_.FreshSymbol("dyn", 0, std::numeric_limits<int32_t>::max());
 }
 
-absl::Status InferNode(Node& node, ShapeEnv& env, int opset) {
+absl::Status InferenceContext::NarrowToProve(const Predicate& question, absl::Status error) {
+  if (narrowing_ == nullptr) return error;
+  absl::btree_set<std::string> symbols;
+  question.CollectSymbols(&symbols);
+  if (symbols.size() != 1) return error;
+  const std::string& name = *symbols.begin();
+  bool undeclared = narrowing_->undeclared.contains(name);
+  if (!undeclared && !narrowing_->declared.contains(name)) return error;  // not an input dim
+  const SymbolInfo* info = env_.FindSymbol(name);
+  if (info == nullptr) return error;
+  const int64_t min = info->min;
+  std::optional<int64_t> max = WidestProvableMax(env_, name, min, info->max, question);
+  if (!max) return error;
+  if (!undeclared) {
+    // Refuted just past the range (not only unproven): the model's own limit.
+    SymExpr sym = SymExpr::Symbol(name);
+    ShapeEnv::Scope past = env_.Assume(Predicate::Eq(sym, *max + 1));
+    const char* verb = env_.CanProve(Predicate::Not(question)) ? "holds only" : "can be proven only";
+    return absl::Status(error.code(), absl::StrCat(error.message(), "; ", question.ToString(), " ", verb, " for ",
+                                                   name, " <= ", *max, "; declare --dim ", name, "=", min, "..",
+                                                   *max));
+  }
+  if (absl::Status s = env_.NarrowRange(name, min, *max); !s.ok()) return Error(s.message());
+  // The narrowed domain must now answer the rule's question by itself.
+  if (!IsTrue(Ask(question, "model-implied dim range"))) return error;
+  narrowing_->notes.push_back(absl::StrCat("dim '", name, "' limited to ", min, "..", *max, ": node '",
+                                           node_.name(), "' (", node_.op_type(), ") needs ", question.ToString(),
+                                           "; declare --dim ", name, "=lo..hi to choose a range"));
+  return absl::OkStatus();
+}
+
+absl::Status InferNode(Node& node, ShapeEnv& env, int opset, DomainNarrowing* narrowing) {
   const OpSchema* schema = FindOpSchema(node.op_type());
-  InferenceContext ctx(node, env, opset);
+  InferenceContext ctx(node, env, opset, narrowing);
   if (schema == nullptr) return ctx.Error(absl::StrCat("unsupported op at opset ", opset));
   int present = node.num_inputs();
   while (present > 0 && node.input(present - 1) == nullptr) --present;

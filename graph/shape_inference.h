@@ -9,6 +9,14 @@
 // recorded as a guard by the env; kUnknown is an error naming the node and
 // the two dims (the model is not valid over the whole declared domain).
 //
+// Model-implied dim ranges (import only): when such an equality is unknown
+// only because an input dim the caller left undeclared has the default
+// range, and the model itself works on part of it (BERT's 512 positions), the
+// dim's range is narrowed to the widest part where the equality is proven
+// and a note says which node needed it. A declared dim is never narrowed: the
+// error says the range that would work. See graph/README.md for why this is
+// sound.
+//
 // Dims that depend on tensor *data* rather than shapes (Range over runtime
 // values, a Reshape whose target is not computable, NonZero-like sizes) get
 // fresh symbols `dyn<n>` in [0, 2^31-1]: the interpreter binds them from the
@@ -17,6 +25,7 @@
 #define SHAPESHIFT_GRAPH_SHAPE_INFERENCE_H_
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,10 +37,19 @@
 
 namespace shapeshift {
 
+// What the importer tells shape inference about the model's input dims, so
+// it may narrow the ones nobody declared (see top of file).
+struct DomainNarrowing {
+  std::set<std::string> declared;    // ranges from the caller or the model's metadata
+  std::set<std::string> undeclared;  // at the default range: may be narrowed
+  std::vector<std::string> notes;    // one sentence per narrowing, for ImportedModel::notes
+};
+
 // What a shape rule sees of one node, and how it reports its results.
 class InferenceContext {
  public:
-  InferenceContext(Node& node, ShapeEnv& env, int opset) : node_(node), env_(env), opset_(opset) {}
+  InferenceContext(Node& node, ShapeEnv& env, int opset, DomainNarrowing* narrowing = nullptr)
+      : node_(node), env_(env), opset_(opset), narrowing_(narrowing) {}
 
   const Node& node() const { return node_; }
   const std::string& op_type() const { return node_.op_type(); }
@@ -67,15 +85,25 @@ class InferenceContext {
   SymExpr SimplifiedMax(SymExpr a, SymExpr b);
   // A fresh symbol for a data-dependent dim (see top of file).
   SymExpr DataDependentDim();
+  // For a dim equality the env answered kUnknown, before the rule fails with
+  // `error`: when the question mentions exactly one input dim and keeping its
+  // lower bound some smaller maximum makes the question provable, an
+  // undeclared dim is narrowed to the widest such range (with a note) and the
+  // result is OK; for a declared dim `error` is returned extended by the
+  // range that works. Otherwise (no import, other symbols, no such range)
+  // `error` unchanged.
+  absl::Status NarrowToProve(const Predicate& question, absl::Status error);
 
  private:
   Node& node_;
   ShapeEnv& env_;
   int opset_;
+  DomainNarrowing* narrowing_;
 };
 
-// Infers the outputs of one node; an error names the node.
-absl::Status InferNode(Node& node, ShapeEnv& env, int opset);
+// Infers the outputs of one node; an error names the node. `narrowing` is
+// given by the importer only (see top of file).
+absl::Status InferNode(Node& node, ShapeEnv& env, int opset, DomainNarrowing* narrowing = nullptr);
 // Infers every node in topological order.
 absl::Status InferShapes(Graph& graph, ShapeEnv& env);
 

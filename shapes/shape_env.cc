@@ -168,6 +168,25 @@ absl::Status ShapeEnv::SetHint(absl::string_view name, int64_t hint) {
   return absl::OkStatus();
 }
 
+absl::Status ShapeEnv::NarrowRange(absl::string_view name, int64_t min, int64_t max) {
+  auto it = impl_->index.find(name);
+  if (it == impl_->index.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown symbol '", name, "'"));
+  }
+  SymbolInfo& s = impl_->symbols[it->second];
+  if (min > max || min < s.min || max > s.max) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot narrow '", name, "' from ", s.min, "..", s.max,
+                                                   " to ", min, "..", max, ": not a non-empty sub-range"));
+  }
+  if (s.hint && (*s.hint < min || *s.hint > max)) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot narrow '", name, "' to ", min, "..", max,
+                                                   ": its hint ", *s.hint, " would fall outside"));
+  }
+  s.min = min;
+  s.max = max;
+  return absl::OkStatus();
+}
+
 absl::Status ShapeEnv::SetPolicy(absl::string_view name, SymbolPolicy policy) {
   auto it = impl_->index.find(name);
   if (it == impl_->index.end()) {

@@ -98,6 +98,13 @@ class ShapeEnv {
   const SymbolInfo* FindSymbol(absl::string_view name) const;
   const std::vector<SymbolInfo>& symbols() const;
   absl::Status SetHint(absl::string_view name, int64_t hint);
+  // Shrinks a declared symbol's range to [min, max], which must lie inside
+  // the current range (and keep its hint). Only shrinking is allowed because
+  // that is what keeps it sound: every answer proven so far holds over the
+  // wider range, so it holds over the narrower one; an error otherwise. The
+  // importer uses it when the model itself only works on part of a dim's
+  // default range (graph/README.md, "Model-implied dim ranges").
+  absl::Status NarrowRange(absl::string_view name, int64_t min, int64_t max);
   absl::Status SetPolicy(absl::string_view name, SymbolPolicy policy);
 
   // The question interface (see top of file).

@@ -1,7 +1,8 @@
 // `shapeshift inspect MODEL.onnx [--dim name=lo..hi | name=a+b]... [--print-ir]`
 //
 // Shows what the importer sees: symbols and their ranges, inputs/outputs
-// with symbolic shapes, the op histogram and every unsupported op; with
+// with symbolic shapes, the importer's notes (e.g. a dim narrowed to the
+// range the model implies), the op histogram and every unsupported op; with
 // --print-ir the whole graph with each value's symbolic type. Exit 0 when
 // the model imports, 1 when it parses but cannot be imported (unsupported
 // ops, undecidable shapes), 2 for bad usage or an unreadable file.
@@ -46,6 +47,10 @@ void PrintModel(const ImportedModel& model) {
   std::printf("outputs:\n");
   for (const Value* v : model.graph->outputs()) std::printf("  %s\n", PrintValueDecl(*v).c_str());
   std::printf("constants: %zu\n", model.graph->constants().size());
+  // What the importer decided on the user's behalf (a dim narrowed to the
+  // range the model implies, a relaxed check), each with its reason.
+  std::printf("notes:%s\n", model.notes.empty() ? " none" : "");
+  for (const std::string& note : model.notes) std::printf("  %s\n", note.c_str());
 }
 
 int RunInspect(const std::vector<std::string>& raw_args) {

@@ -154,6 +154,7 @@ class Importer {
     info.max = it != dim_ranges_.end() ? it->second.max : kDefaultDimMax;
     absl::StatusOr<SymExpr> s = env.DeclareSymbol(info);
     if (!s.ok()) return Prefixed(absl::StrCat("dim '", name, "' of input '", input, "'"), s.status());
+    (it != dim_ranges_.end() ? narrowing_.declared : narrowing_.undeclared).insert(name);
     return *s;
   }
 
@@ -235,8 +236,9 @@ class Importer {
       std::vector<std::string> outputs(proto.output().begin(), proto.output().end());
       Node* node = g.AddNode(proto.op_type(), std::move(inputs), static_cast<int>(outputs.size()),
                              *std::move(attrs), proto.name(), outputs);
-      if (absl::Status s = InferNode(*node, *result_.env, g.opset()); !s.ok()) return s;
+      if (absl::Status s = InferNode(*node, *result_.env, g.opset(), &narrowing_); !s.ok()) return s;
     }
+    for (std::string& note : narrowing_.notes) result_.notes.push_back(std::move(note));
     return absl::OkStatus();
   }
 
@@ -305,6 +307,9 @@ class Importer {
   std::map<std::string, DimRange> dim_ranges_;
   std::map<std::string, std::vector<std::string>> dim_sums_;
   absl::flat_hash_set<std::string> sum_dims_used_;  // dim_sums_ names some input has
+  // Which named input dims have declared ranges; shape inference narrows
+  // the others where the model implies a limit (shape_inference.h).
+  DomainNarrowing narrowing_;
 };
 
 absl::Status NotAModel(const std::string& what) {

@@ -12,7 +12,12 @@
 // metadata (`shapeshift.dim.<name>` = `lo..hi`, exporter.h), and otherwise
 // defaults to [kDefaultDimMin, kDefaultDimMax] =
 // [1, 65536] (dims of size 0 are rare in serving and a positive lower bound
-// lets broadcasting and Reshape questions be proven).
+// lets broadcasting and Reshape questions be proven). Where the model itself
+// only works on part of that default (a position table of 512 rows), shape
+// inference narrows the undeclared dim to the widest range it can prove the
+// model valid on, and says so in ImportedModel::notes; a declared range is
+// never narrowed (the error names the range that works). Why that is sound:
+// graph/README.md.
 //
 // The importer runs the ONNX checker, converts initializers (inline and
 // external data, relative to the model's directory), runs symbolic shape
@@ -70,7 +75,8 @@ struct ImportedModel {
   int opset = 0;                // default-domain opset
   std::string producer;         // producer_name + version, e.g. "pytorch 2.1"
   // What the importer did that a user may want to know (e.g. an IR-10 model
-  // checked as IR 8: model_checker.h); one sentence each.
+  // checked as IR 8: model_checker.h; an undeclared dim narrowed to the range
+  // the model implies, naming the node that needed it); one sentence each.
   std::vector<std::string> notes;
 };
 

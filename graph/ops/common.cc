@@ -39,9 +39,13 @@ absl::StatusOr<std::vector<SymExpr>> BroadcastShapes(InferenceContext& ctx,
       continue;
     }
     if (equal == Answer::kUnknown) {
-      return ctx.Error(absl::StrCat("cannot broadcast ", ShapeToString(a), " with ", ShapeToString(b),
-                                    ": dims ", da.ToString(), " and ", db.ToString(),
-                                    " are not provably equal and neither is provably 1"));
+      absl::Status unknown =
+          ctx.Error(absl::StrCat("cannot broadcast ", ShapeToString(a), " with ", ShapeToString(b), ": dims ",
+                                 da.ToString(), " and ", db.ToString(),
+                                 " are not provably equal and neither is provably 1"));
+      if (absl::Status s = ctx.NarrowToProve(Predicate::Eq(da, db), unknown); !s.ok()) return s;
+      out[i] = da;
+      continue;
     }
     return ctx.Error(absl::StrCat("cannot broadcast ", ShapeToString(a), " with ", ShapeToString(b),
                                   ": dims ", da.ToString(), " and ", db.ToString(), " differ"));
@@ -55,8 +59,9 @@ absl::Status RequireEqualDims(InferenceContext& ctx, SymExpr a, SymExpr b, absl:
   Answer equal = ctx.Ask(Predicate::Eq(a, b), why);
   if (IsTrue(equal)) return absl::OkStatus();
   if (equal == Answer::kUnknown) {
-    return ctx.Error(absl::StrCat(reason, ": cannot prove ", a.ToString(), " == ", b.ToString(),
-                                  " over the declared ranges"));
+    return ctx.NarrowToProve(Predicate::Eq(a, b), ctx.Error(absl::StrCat(reason, ": cannot prove ", a.ToString(),
+                                                                         " == ", b.ToString(),
+                                                                         " over the declared ranges")));
   }
   return ctx.Error(absl::StrCat(reason, ": ", a.ToString(), " != ", b.ToString()));
 }

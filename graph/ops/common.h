@@ -16,13 +16,16 @@ namespace shapeshift {
 
 // Multidirectional (numpy) broadcast of two shapes. A dim pair broadcasts
 // when the dims are identical or one is provably 1; otherwise the env is
-// asked whether they are equal (maybe recording a guard); kUnknown and
-// "provably different and neither is 1" are errors naming both dims.
+// asked whether they are equal (maybe recording a guard); kUnknown (after
+// InferenceContext::NarrowToProve: an undeclared input dim may be narrowed
+// to where the dims are equal) and "provably different and neither is 1"
+// are errors naming both dims.
 absl::StatusOr<std::vector<SymExpr>> BroadcastShapes(InferenceContext& ctx,
                                                      const std::vector<SymExpr>& a,
                                                      const std::vector<SymExpr>& b);
 
-// Requires dims `a` and `b` to be equal: proven, or guarded by the env.
+// Requires dims `a` and `b` to be equal: proven, guarded by the env, or
+// proven after InferenceContext::NarrowToProve narrowed an undeclared dim.
 absl::Status RequireEqualDims(InferenceContext& ctx, SymExpr a, SymExpr b, absl::string_view reason);
 
 // `axis` in [-rank, rank) → [0, rank); an error names the attribute.
