@@ -1,5 +1,6 @@
 // `shapeshift run MODEL [--dim name=lo..hi]... [--policy P] [--recompile-log PATH] [--recompile-limit N]
 //                  (one request shape:)  [--input NAME=SHAPE]... [--bind SYMBOL=N]... [--repeats N] [--check]
+//                                        [--inputs-from DIR] [--save-outputs DIR]
 //                  (a request trace:)    [--trace lognormal:N[:SEED]|decode:N|file:PATH] [--check-every K]
 //                  [--metrics] [--metrics-format text|prometheus] [--cache-dir DIR | --no-cache]
 //                  [--seed S] [--json] [--print-after=PASS]...`
@@ -19,7 +20,12 @@
 // inside the vocabulary, masks of ones, floats N(0, 1). It prints the output
 // shapes and checksums, the compile time and kernel counts, and first-run /
 // median / p99 latency over `--repeats` runs; `--check` also runs the
-// reference interpreter and reports the largest absolute error. `--json`
+// reference interpreter and reports the largest absolute error.
+// `--inputs-from DIR` takes the request's tensors from DIR/input_K.pb instead
+// (ONNX backend test-data layout; their shapes bind the dims), and
+// `--save-outputs DIR` writes the first run's outputs as DIR/output_K.pb
+// (tools/run_io.h): how the peer benchmark compares shapeshift's outputs with
+// ONNX Runtime's and torch's on the same tensors. `--json`
 // prints one JSON object (the contract bench/peers/shapeshift_bench.py reads:
 // median_ms, p99_ms, peak_rss_mb, compile_s).
 //
@@ -65,6 +71,7 @@
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
 #include "tools/run_check.h"
+#include "tools/run_io.h"
 #include "tools/run_replay.h"
 #include "tools/run_replay_report.h"
 #include "tools/trace.h"
@@ -78,6 +85,7 @@ constexpr char kUsage[] =
     "usage: shapeshift run MODEL [--dim name=lo..hi]... [--policy polymorphic|bucketed|static|auto]\n"
     "                      [--recompile-log PATH] [--recompile-limit N] [--seed S] [--json] [--print-after=PASS]...\n"
     "         one shape:   [--input NAME=SHAPE]... [--bind SYMBOL=N]... [--repeats N] [--check]\n"
+    "                      [--inputs-from DIR] [--save-outputs DIR]   (DIR/input_K.pb, DIR/output_K.pb)\n"
     "         a trace:     --trace lognormal:N[:SEED]|decode:N|file:PATH [--check-every K]\n"
     "         metrics:     [--metrics] [--metrics-format text|prometheus]\n"
     "         cache:       [--cache-dir DIR | --no-cache]   (default $XDG_CACHE_HOME/shapeshift)\n"
@@ -92,6 +100,8 @@ struct RunFlags {
   std::string cache_dir;  // empty: no persistent cache
   std::vector<std::string> input_shapes;
   std::vector<std::string> bindings;
+  std::string inputs_from;   // empty: deterministic inputs of the --input shapes
+  std::string save_outputs;  // empty: outputs are only summarized
   std::vector<std::string> print_after;
   std::string trace;  // empty: one request shape
   int64_t check_every = 50;
@@ -111,20 +121,24 @@ int Fail(int code, const std::string& message) {
 // Flags of one mode given in the other are errors, not silently ignored.
 absl::Status CheckModeFlags(const ParsedArgs& args) {
   const bool trace = args.Has("trace");
-  for (const char* flag : {"input", "bind", "repeats", "check"}) {
+  for (const char* flag : {"input", "bind", "repeats", "check", "inputs-from", "save-outputs"}) {
     if (trace && args.Has(flag)) {
       return absl::InvalidArgumentError(absl::StrCat("--", flag, " is for one request shape; a --trace sets the shapes",
                                                      std::string(flag) == "check" ? " (and checks with --check-every)" : ""));
     }
   }
   if (!trace && args.Has("check-every")) return absl::InvalidArgumentError("--check-every needs --trace");
+  if (args.Has("inputs-from") && (args.Has("input") || args.Has("bind"))) {
+    return absl::InvalidArgumentError("--inputs-from sets the request's shapes; drop --input and --bind");
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
   spec.valued = {"dim",   "input", "bind",        "repeats",       "seed",           "print-after",
-                 "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag};
+                 "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag,
+                 "inputs-from", "save-outputs"};
   spec.switches = {"check", "json", "metrics", kNoCacheFlag};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return args.status();
@@ -153,6 +167,11 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   }
   flags.input_shapes = args->All("input");
   flags.bindings = args->All("bind");
+  flags.inputs_from = args->Get("inputs-from");
+  flags.save_outputs = args->Get("save-outputs");
+  for (const char* flag : {"inputs-from", "save-outputs"}) {
+    if (args->Has(flag) && args->Get(flag).empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": empty DIR"));
+  }
   flags.print_after = args->All("print-after");
   std::vector<std::string> passes = passes::PipelinePassNames();
   for (const std::string& pass : flags.print_after) {
@@ -294,9 +313,16 @@ void PrintShapeText(const nlohmann::ordered_json& r) {
 // One request shape, run 1 + --repeats times.
 int RunOneShape(const RunFlags& flags, ImportedModel model) {
   std::vector<InputRecipe> recipes = InputRecipes(*model.graph);
-  absl::StatusOr<Assignment> dims = BindRequestDims(recipes, *model.env, flags.input_shapes, flags.bindings);
+  std::optional<std::vector<Tensor>> given;
+  if (!flags.inputs_from.empty()) {
+    absl::StatusOr<std::vector<Tensor>> read = ReadInputsFromDir(flags.inputs_from, recipes);
+    if (!read.ok()) return Fail(kExitUsage, std::string(read.status().message()));
+    given = *std::move(read);
+  }
+  absl::StatusOr<Assignment> dims =
+      BindRequestDims(recipes, *model.env, given ? InputShapeFlags(recipes, *given) : flags.input_shapes, flags.bindings);
   if (!dims.ok()) return Fail(kExitUsage, std::string(dims.status().message()));
-  absl::StatusOr<std::vector<Tensor>> inputs = MakeInputs(recipes, *dims, flags.seed);
+  absl::StatusOr<std::vector<Tensor>> inputs = given ? *std::move(given) : MakeInputs(recipes, *dims, flags.seed);
   if (!inputs.ok()) return Fail(kExitUsage, std::string(inputs.status().message()));
   absl::StatusOr<PreparedModel> prepared = Prepare(flags, std::move(model));
   if (!prepared.ok()) return Fail(kExitUsage, absl::StrCat("compile: ", prepared.status().message()));
@@ -318,6 +344,11 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
     if (!result.ok()) return Fail(kExitUsage, std::string(result.status().message()));
     latencies_ms.push_back(ms);
     if (i == 0) outputs = *std::move(result);
+  }
+  if (!flags.save_outputs.empty()) {
+    if (absl::Status s = WriteOutputsToDir(flags.save_outputs, prepared->output_names, outputs); !s.ok()) {
+      return Fail(kExitUsage, std::string(s.message()));
+    }
   }
   const runtime::SpecializingSessionStats stats = session.stats();
   std::vector<int64_t> slot_values;

@@ -40,7 +40,6 @@ import peer_inputs as pi
 LATENCY_SEQS = (8, 16, 32, 64, 128, 256, 384, 512)
 LATENCY_BATCHES = (1, 8)
 # (batch, length, padded tail tokens in rows after the first)
-AGREEMENT_CASES = ((1, 8, 0), (2, 37, 9), (1, 128, 0))
 # Sentence lengths in tokens: median 24, p99 about 140; clipped to the model's range.
 TRACE_MEDIAN, TRACE_SIGMA, TRACE_MAX = 24, 0.75, 512
 TRACE_SEED_BASE = 1000  # request i of a trace uses input seed TRACE_SEED_BASE + i
@@ -146,12 +145,12 @@ def run_latency(engine, spec, size, batches, seqs, warmup: int, repeats: int) ->
 
 def save_outputs(engine, spec, size, path: pathlib.Path) -> list[str]:
     arrays = {}
-    for batch, length, pad_tail in AGREEMENT_CASES:
+    for batch, length, pad_tail in pi.AGREEMENT_CASES:
         if spec.with_past:
             pad_tail = 0  # a one-token decode step has no tail to pad
         outputs = engine.run(request_inputs(spec, size, batch, length, pad_tail))
         for name, value in outputs.items():
-            arrays[f"batch{batch}_length{length}_pad{pad_tail}/{name}"] = value
+            arrays[pi.agreement_key(batch, length, pad_tail, name)] = value
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, **arrays)
     return sorted(arrays)

@@ -142,6 +142,16 @@ def make_inputs(spec: ModelSpec, size: Sizes, batch: int, seq: int, past: int = 
     return inputs
 
 
+# (batch, length, padded tail tokens) at which every engine's outputs are saved
+# and compared (report.py's agreement table); one key per case and output:
+# agreement_key(...).
+AGREEMENT_CASES = ((1, 8, 0), (2, 37, 9), (1, 128, 0))
+
+
+def agreement_key(batch: int, length: int, pad_tail: int, output: str) -> str:
+    return f"batch{batch}_length{length}_pad{pad_tail}/{output}"
+
+
 def request_shape(spec: ModelSpec, length: int) -> dict[str, int]:
     """What a benchmark "length" means for a model: the sequence of an encoder or
     a prefill, or, with past, the cache length of a one-token decode step."""

@@ -173,31 +173,35 @@ class ModelResults:
         return [f"### {title}", ""] + table(header, rows) if rows else []
 
     def agreement_table(self) -> list[str]:
-        """Max abs difference of each engine's outputs from torch eager's."""
-        reference_file = self.dir / "torch-eager.npz"
-        if not reference_file.exists():
+        """Max abs difference of each engine's outputs from torch eager's and
+        from ONNX Runtime's, over the saved agreement cases (same tensors)."""
+        references = [e for e in ("torch-eager", "ort") if (self.dir / f"{e}.npz").exists()]
+        if not references:
             return []
-        reference = np.load(reference_file)
+        loaded = {e: np.load(self.dir / f"{e}.npz") for e in references}
         rows = []
-        for engine in [e for e in self.engines if e != "torch-eager"] + [SHAPESHIFT]:
+        for engine in list(self.engines) + [SHAPESHIFT]:
             path = self.dir / f"{engine}.npz"
             if not path.exists():
-                if engine != SHAPESHIFT:
-                    rows.append([engine, "no outputs"])
-                elif self.shapeshift is not None:  # the CLI prints output sums, not tensors
-                    rows.append([engine, "not in this run: check_full_models.py compares with ORT"])
-                else:
-                    rows.append([engine, self.shapeshift_note])
+                rows.append([engine] + ["no outputs" if engine != SHAPESHIFT or self.shapeshift is not None
+                                        else self.shapeshift_note] * len(references))
                 continue
             other = np.load(path)
-            missing = [k for k in reference.files if k not in other.files]
-            if missing:
-                rows.append([engine, f"missing outputs: {', '.join(missing[:3])}"])
-                continue
-            diff = max(float(np.max(np.abs(reference[k] - other[k]))) for k in reference.files)
-            rows.append([engine, f"{diff:.3g}"])
-        return ["### Agreement with torch eager (max abs diff over saved outputs)", ""] + table(
-            ["engine", "max abs diff"], rows)
+            cells = []
+            for reference in references:
+                if reference == engine:
+                    cells.append("—")
+                    continue
+                keys = loaded[reference].files
+                missing = [k for k in keys if k not in other.files]
+                if missing:
+                    cells.append(f"missing outputs: {', '.join(missing[:3])}")
+                    continue
+                diff = max(float(np.max(np.abs(loaded[reference][k] - other[k]))) for k in keys)
+                cells.append(f"{diff:.3g}")
+            rows.append([engine] + cells)
+        return ["### Agreement (max abs diff over the saved outputs, same inputs)", ""] + table(
+            ["engine"] + [f"vs {r}" for r in references], rows)
 
 
 def main() -> int:

@@ -118,7 +118,7 @@ for model in "${model_list[@]}"; do
     "${python}" "${here}/shapeshift_bench.py" --bin "${shapeshift_bin}" --model "${model}" \
       ${tiny} --model-file "${model_file}" --trace "${out}/trace.txt" --repeats "${repeats}" \
       --seqs "${seqs}" --batches "${batches}" \
-      --out "${out}/shapeshift.json" \
+      --out "${out}/shapeshift.json" --outputs "${out}/shapeshift.npz" \
       || echo "run.sh: shapeshift failed on ${model}; see ${out}/shapeshift.log" >&2
   fi
 done

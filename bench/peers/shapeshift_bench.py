@@ -27,6 +27,8 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
+
 import peer_inputs as pi
 
 
@@ -69,6 +71,35 @@ def input_flags(spec: pi.ModelSpec, size: pi.Sizes, batch: int, length: int) -> 
     return flags
 
 
+def save_outputs(binary: str, model_file: str, dims: list[str], spec: pi.ModelSpec, size: pi.Sizes,
+                 work: pathlib.Path, path: pathlib.Path, log: pathlib.Path) -> list[str]:
+    """Runs the peers' agreement cases through the CLI on the very tensors the
+    peers got (`--inputs-from`, ONNX test-data layout) and saves the outputs
+    (`--save-outputs`) under the peers' npz keys, for report.py."""
+    import onnx
+    from onnx import numpy_helper
+
+    arrays = {}
+    for batch, length, pad_tail in pi.AGREEMENT_CASES:
+        if spec.with_past:
+            pad_tail = 0  # as peer_bench.save_outputs: a decode step has no tail to pad
+        shape = pi.request_shape(spec, length)
+        inputs = pi.make_inputs(spec, size, batch, shape["seq"], shape["past"], pad_tail, 0)
+        case = work / pi.agreement_key(batch, length, pad_tail, "").rstrip("/")
+        in_dir, out_dir = case / "inputs", case / "outputs"
+        in_dir.mkdir(parents=True, exist_ok=True)
+        for k, name in enumerate(pi.input_names(spec, size)):
+            onnx.save_tensor(numpy_helper.from_array(inputs[name], name), str(in_dir / f"input_{k}.pb"))
+        run_cli([binary, "run", model_file, *dims, "--inputs-from", str(in_dir), "--save-outputs", str(out_dir),
+                 "--repeats", "1", "--json"], log, ("outputs",))
+        for file in sorted(out_dir.glob("output_*.pb")):
+            tensor = onnx.load_tensor(str(file))
+            arrays[pi.agreement_key(batch, length, pad_tail, tensor.name)] = numpy_helper.to_array(tensor)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **arrays)
+    return sorted(arrays)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", required=True, help="the shapeshift binary")
@@ -80,6 +111,7 @@ def main() -> int:
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--out", required=True, type=pathlib.Path)
+    parser.add_argument("--outputs", type=pathlib.Path, help="npz of outputs for agreement checks")
     args = parser.parse_args()
 
     spec = pi.MODELS[args.model]
@@ -120,6 +152,11 @@ def main() -> int:
                     peak = max(peak or 0, row["peak_rss_mb"])
         if peak is not None:
             result["memory"] = {"peak_rss_mb": peak}
+        if args.outputs:
+            result["outputs_file"] = str(args.outputs)
+            widest = max(max(batches), *(batch for batch, _, _ in pi.AGREEMENT_CASES))
+            result["outputs"] = save_outputs(args.bin, args.model_file, dim_flags(spec, widest), spec, size,
+                                             args.out.parent / "shapeshift-agreement", args.outputs, log)
     except (CliError, subprocess.TimeoutExpired, OSError) as error:
         result = {"engine": "shapeshift", "model": args.model, "error": str(error)}
     args.out.write_text(json.dumps(result, indent=1) + "\n")
