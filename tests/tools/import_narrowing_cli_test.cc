@@ -1,0 +1,88 @@
+// Model-implied dim ranges through the CLI: a torch export runs without any
+// --dim (its undeclared `sequence` is narrowed to the 512 rows of its
+// position table at import), `inspect` shows the narrowed range and the note
+// saying which node implied it, and a request past the limit exits non-zero
+// with a message naming the dim — nothing is compiled for it, nothing crashes.
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/tools/cli_test_util.h"
+
+namespace shapeshift {
+namespace {
+
+using ::testing::HasSubstr;
+using shapeshift::testing::CliResult;
+
+const std::string& BertExport() {
+  static const std::string path =
+      std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/bert-base-torchscript/model.onnx";
+  return path;
+}
+
+std::string BertInputs(int sequence) {
+  const std::string shape = "1x" + std::to_string(sequence);
+  return " --input input_ids=" + shape + " --input attention_mask=" + shape + " --input token_type_ids=" + shape;
+}
+
+struct Outputs {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// `shapeshift ARGS` with stdout and stderr kept apart.
+Outputs RunCli(const std::string& args) {
+  const std::string err_path = shapeshift::testing::ProcessTempPath("import_narrowing_stderr.txt");
+  CliResult r = shapeshift::testing::RunShapeshift(args, "2>" + err_path);
+  Outputs o{r.exit_code, std::move(r.output), ""};
+  std::ifstream err(err_path);
+  o.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  return o;
+}
+
+TEST(ImportNarrowingCliTest, RunWithoutDimFlagsWorksAndMatchesTheInterpreter) {
+  Outputs r = RunCli("run " + BertExport() + BertInputs(16) + " --check --json --no-cache");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["dims"]["sequence"], 16);
+  EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json({1, 16, 64}));
+  EXPECT_TRUE(j["check_passed"].get<bool>());
+  EXPECT_EQ(j["compiles"], 1);
+}
+
+TEST(ImportNarrowingCliTest, InspectShowsTheNarrowedRangeAndTheNote) {
+  Outputs r = RunCli("inspect " + BertExport());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("  sequence in [1, 512]\n"));
+  EXPECT_THAT(r.out, HasSubstr("  batch in [1, 65536]\n"));
+  EXPECT_THAT(r.out, HasSubstr("notes:\n  dim 'sequence' limited to 1..512: node '/model/embeddings/Add_1' (Add) needs "));
+  EXPECT_THAT(r.out, HasSubstr("declare --dim sequence=lo..hi to choose a range"));
+}
+
+TEST(ImportNarrowingCliTest, InspectWithDeclaredRangesHasNoNotes) {
+  Outputs r = RunCli("inspect " + BertExport() + " --dim sequence=1..128");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("  sequence in [1, 128]\n"));
+  EXPECT_THAT(r.out, HasSubstr("notes: none\n"));
+}
+
+TEST(ImportNarrowingCliTest, DeclaredRangeTooWideFailsNamingTheRangeThatWorks) {
+  Outputs r = RunCli("inspect " + BertExport() + " --dim sequence=1..1024");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("holds only for sequence <= 512; declare --dim sequence=1..512"));
+}
+
+TEST(ImportNarrowingCliTest, RequestPastTheModelsLimitIsRefusedNamingTheDim) {
+  Outputs r = RunCli("run " + BertExport() + BertInputs(600) + " --no-cache");
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.exit_code, -1) << "killed by a signal: " << r.err;
+  EXPECT_THAT(r.err, HasSubstr("sequence = 600 is outside the declared range 1..512"));
+}
+
+}  // namespace
+}  // namespace shapeshift
