@@ -30,6 +30,10 @@ struct CompileOptions {
   // after (e.g. persist::ArtifactObjectStore for a cache directory); not
   // owned, may be null. ProgramStats say how many kernels came from it.
   codegen::cpu::ObjectStore* object_store = nullptr;
+  // GEMMs with constant weights also get static-M primitives over a packed
+  // copy of the weights for short requests (codegen/cpu/small_rows_matmul.h):
+  // faster for 4..32 rows, at the memory of a second copy of those weights.
+  bool pack_small_row_gemms = true;
 };
 
 }  // namespace shapeshift::runtime

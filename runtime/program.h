@@ -41,6 +41,8 @@ struct ProgramStats {
   int64_t kernel_calls = 0;   // kernel steps (one per fused group, or more)
   int64_t gemms = 0;          // distinct oneDNN matmul primitives
   int64_t gemm_calls = 0;     // matmul steps
+  int64_t small_row_gemms = 0;       // of gemm_calls, with a packed short-request path
+  int64_t packed_weight_bytes = 0;   // the packed weight copies those hold
   int64_t steps = 0;          // all steps, views excluded
   int64_t groups = 0;         // fusion groups in the plan
   // Each GEMM primitive is run once inside Compile on a small valid shape:

@@ -34,6 +34,7 @@ class ProgramBuilder {
     cpu::CpuBackendOptions backend_options;
     backend_options.vector_width = options.vector_width;
     backend_options.object_store = options.object_store;
+    pack_small_row_gemms_ = options.pack_small_row_gemms;
     SS_ASSIGN_OR_RETURN(backend, cpu::CpuBackend::Create(backend_options));
     impl_.backend = std::move(backend);
     impl_.kernel_cache = std::make_unique<cpu::KernelCache>(impl_.backend.get());
@@ -217,8 +218,30 @@ class ProgramBuilder {
     SS_ASSIGN_OR_RETURN(c, Buffer(call.c));
     step.batch = batch, step.m = m, step.k = k, step.n = n;
     step.a = a, step.b = b, step.bias = bias, step.residual = residual, step.c = c;
+    if (absl::Status s = AddSmallRowsPath(call.config, step); !s.ok()) return s;
     impl_.steps.push_back(step);
     ++stats_.gemm_calls;
+    return absl::OkStatus();
+  }
+
+  // A GEMM whose B is a constant gets the packed short-request path
+  // (codegen/cpu/small_rows_matmul.h); its primitives are shared by every
+  // step with the same configuration, the packed copy is this step's own.
+  absl::Status AddSmallRowsPath(const cpu::MatmulConfig& config, MatmulStep& step) {
+    if (!pack_small_row_gemms_ || !cpu::SmallRowsMatmul::Applies(config)) return absl::OkStatus();
+    const BufferSource& b = impl_.buffers[step.b];
+    if (b.kind != BufferSource::Kind::kConstant) return absl::OkStatus();
+    const cpu::SmallRowsMatmul*& small = small_rows_by_config_[cpu::DescribeConfig(config)];
+    if (small == nullptr) {
+      SS_ASSIGN_OR_RETURN(created, cpu::SmallRowsMatmul::Create(config));
+      small = created.get();
+      impl_.small_rows.push_back(std::move(created));
+    }
+    SS_ASSIGN_OR_RETURN(packed, small->PackB(static_cast<const float*>(b.constant)));
+    step.small_rows = small;
+    step.packed_b = std::move(packed);
+    ++stats_.small_row_gemms;
+    stats_.packed_weight_bytes += step.packed_b.bytes();
     return absl::OkStatus();
   }
 
@@ -317,6 +340,8 @@ class ProgramBuilder {
   ProgramStats& stats_;
   absl::flat_hash_map<const GraphValue*, int> buffer_of_;
   absl::flat_hash_map<std::string, const cpu::OnednnMatmul*> matmul_by_config_;
+  absl::flat_hash_map<std::string, const cpu::SmallRowsMatmul*> small_rows_by_config_;
+  bool pack_small_row_gemms_ = true;
 };
 
 }  // namespace

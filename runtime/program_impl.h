@@ -13,6 +13,7 @@
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/cpu/kernel_cache.h"
 #include "codegen/cpu/onednn_matmul.h"
+#include "codegen/cpu/small_rows_matmul.h"
 #include "graph/dtype.h"
 #include "runtime/program.h"
 #include "runtime/sym_tape.h"
@@ -43,6 +44,10 @@ inline constexpr int64_t kSerialKernelElements = 16384;
 
 struct MatmulStep {
   const codegen::cpu::OnednnMatmul* matmul = nullptr;
+  // Short requests' path (codegen/cpu/small_rows_matmul.h) when B is a
+  // constant: m in its range runs there on packed_b instead.
+  const codegen::cpu::SmallRowsMatmul* small_rows = nullptr;
+  codegen::cpu::PackedWeights packed_b;
   int batch = -1, m = -1, k = -1, n = -1;  // tape slots
   int a = -1, b = -1, bias = -1, residual = -1, c = -1;  // buffers; -1 absent
 };
@@ -91,6 +96,7 @@ struct Program::Impl {
   std::unique_ptr<codegen::cpu::CpuBackend> backend;
   std::unique_ptr<codegen::cpu::KernelCache> kernel_cache;
   std::vector<std::unique_ptr<codegen::cpu::OnednnMatmul>> matmuls;
+  std::vector<std::unique_ptr<codegen::cpu::SmallRowsMatmul>> small_rows;
   std::vector<BufferSource> buffers;
   std::vector<Step> steps;
   std::unique_ptr<SymTape> tape;

@@ -3,7 +3,7 @@
 //                                        [--inputs-from DIR] [--save-outputs DIR]
 //                  (a request trace:)    [--trace lognormal:N[:SEED]|decode:N|file:PATH] [--check-every K]
 //                  [--metrics] [--metrics-format text|prometheus] [--cache-dir DIR | --no-cache]
-//                  [--seed S] [--json] [--print-after=PASS]...`
+//                  [--seed S] [--json] [--print-after=PASS]... [--no-small-row-packing]`
 //
 // Compiles MODEL (`path.onnx` or `builtin:bert|gpt2|gpt2-kv`, see
 // tools/model_loader.h) through a SpecializingSession for the declared
@@ -42,6 +42,10 @@
 // report; `--metrics-format prometheus` (implies --metrics) writes them in
 // the Prometheus text exposition format instead. With `--json` they are the
 // report's `metrics` object (text) or `metrics_prometheus` string.
+//
+// `--no-small-row-packing` compiles without the packed short-request GEMM
+// path (codegen/cpu/small_rows_matmul.h): one copy of the weights instead of
+// two, at the cost of slower requests of 4..32 rows.
 //
 // Exit codes: 0 ok; 1 a check found a mismatch, or a trace request was
 // refused; 2 bad usage, a model that cannot be loaded or compiled, or a
@@ -89,6 +93,7 @@ constexpr char kUsage[] =
     "         a trace:     --trace lognormal:N[:SEED]|decode:N|file:PATH [--check-every K]\n"
     "         metrics:     [--metrics] [--metrics-format text|prometheus]\n"
     "         cache:       [--cache-dir DIR | --no-cache]   (default $XDG_CACHE_HOME/shapeshift)\n"
+    "         memory:      [--no-small-row-packing]   (no packed weight copy: less memory, slower 4..32-row GEMMs)\n"
     "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv\n";
 
 struct RunFlags {
@@ -108,6 +113,7 @@ struct RunFlags {
   int64_t repeats = 10;
   uint64_t seed = 1;
   bool check = false;
+  bool pack_small_row_gemms = true;  // --no-small-row-packing: one copy of the weights, slower short requests
   bool json = false;
   bool metrics = false;
   bool prometheus = false;  // --metrics-format prometheus
@@ -139,7 +145,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   spec.valued = {"dim",   "input", "bind",        "repeats",       "seed",           "print-after",
                  "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag,
                  "inputs-from", "save-outputs"};
-  spec.switches = {"check", "json", "metrics", kNoCacheFlag};
+  spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return args.status();
   if (args->positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL argument");
@@ -192,6 +198,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
     return absl::InvalidArgumentError("--seed: expected a non-negative integer");
   }
   flags.check = args->Has("check");
+  flags.pack_small_row_gemms = !args->Has("no-small-row-packing");
   flags.json = args->Has("json");
   const std::string metrics_format = args->Get("metrics-format", "text");
   if (metrics_format != "text" && metrics_format != "prometheus") {
@@ -227,6 +234,7 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   runtime::SpecializingSessionOptions options;
   options.compile.print_after = flags.print_after;
   options.compile.print_stream = &std::cerr;
+  options.compile.pack_small_row_gemms = flags.pack_small_row_gemms;
   options.policy = flags.policy;
   if (flags.recompile_limit) options.recompile_limit = *flags.recompile_limit;
   options.recompile_log = flags.recompile_log;

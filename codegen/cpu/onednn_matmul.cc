@@ -272,6 +272,10 @@ absl::Status OnednnMatmul::Execute(const MatmulShape& shape, const MatmulOperand
   return absl::OkStatus();
 }
 
+bool OnednnMatmul::SamePackedLayout(const OnednnMatmul& other) const {
+  return config_.pack_b && other.config_.pack_b && primitive_->packed_b == other.primitive_->packed_b;
+}
+
 absl::StatusOr<PackedWeights> OnednnMatmul::PackB(const float* b) const {
   const MatmulConfig& cfg = config_;
   if (!cfg.pack_b) return absl::FailedPreconditionError(absl::StrCat(DescribeConfig(cfg), ": B is not packed"));

@@ -103,6 +103,10 @@ class OnednnMatmul {
   // pack_b configuration.
   absl::StatusOr<PackedWeights> PackB(const float* b) const;
 
+  // Whether `other` (also pack_b) wants B in exactly this one's packed
+  // layout, so one PackB() result serves both.
+  bool SamePackedLayout(const OnednnMatmul& other) const;
+
   const MatmulConfig& config() const { return config_; }
   // oneDNN's implementation name, e.g. "gemm:jit" or "brg:avx512_core".
   const std::string& implementation() const { return implementation_; }

@@ -7,41 +7,16 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/codegen/matmul_reference.h"
 #include "tests/codegen/test_util.h"
 
 namespace shapeshift::codegen::cpu {
 namespace {
 
 using ::shapeshift::codegen::testing::Close;
+using ::shapeshift::codegen::testing::MatmulReference;
 using ::shapeshift::codegen::testing::RandomFloats;
 using ::testing::HasSubstr;
-
-double Gelu(double v, MatmulActivation act) {
-  if (act == MatmulActivation::kGeluErf) return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
-  return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-}
-
-// The documented contract, in double: C = act(scale * (A·op(B) + bias)) + R.
-std::vector<double> Reference(const MatmulConfig& cfg, const MatmulShape& s, const std::vector<float>& a,
-                              const std::vector<float>& b, const std::vector<float>& bias,
-                              const std::vector<float>& residual) {
-  int64_t batch = cfg.batch == 0 ? 1 : s.batch;
-  std::vector<double> c(batch * s.m * s.n);
-  for (int64_t p = 0; p < batch; ++p)
-    for (int64_t i = 0; i < s.m; ++i)
-      for (int64_t j = 0; j < s.n; ++j) {
-        double acc = 0;
-        for (int64_t q = 0; q < s.k; ++q) {
-          double bv = cfg.transpose_b ? b[(p * s.n + j) * s.k + q] : b[(p * s.k + q) * s.n + j];
-          acc += double(a[(p * s.m + i) * s.k + q]) * bv;
-        }
-        double v = cfg.scale * (acc + (cfg.bias ? bias[j] : 0.0));
-        if (cfg.activation != MatmulActivation::kNone) v = Gelu(v, cfg.activation);
-        int64_t at = (p * s.m + i) * s.n + j;
-        c[at] = v + (cfg.residual ? residual[at] : 0.0);
-      }
-  return c;
-}
 
 // One Execute() of `mm` on fresh operands (from `seed`), against Reference.
 void RunAndCheck(const OnednnMatmul& mm, const MatmulShape& s, uint32_t seed = 21, bool residual_in_place = false) {
@@ -51,7 +26,7 @@ void RunAndCheck(const OnednnMatmul& mm, const MatmulShape& s, uint32_t seed = 2
   int64_t batch = cfg.batch == 0 ? 1 : s.batch;
   std::vector<float> a = RandomFloats(batch * s.m * s.k, seed), b = RandomFloats(batch * s.k * s.n, seed + 1);
   std::vector<float> bias = RandomFloats(s.n, seed + 2), residual = RandomFloats(batch * s.m * s.n, seed + 3);
-  std::vector<double> want = Reference(cfg, s, a, b, bias, residual);
+  std::vector<double> want = MatmulReference(cfg, s, a, b, bias, residual);
   std::vector<float> c = residual_in_place ? residual : std::vector<float>(batch * s.m * s.n, NAN);
   MatmulOperands ops{a.data(), b.data(), bias.data(), residual_in_place ? c.data() : residual.data(), c.data()};
   PackedWeights packed;
