@@ -319,7 +319,19 @@ void PrintShapeText(const nlohmann::ordered_json& r) {
 }
 
 // One request shape, run 1 + --repeats times.
+// What the importer did that the user should know (a dim limited by the
+// model, an IR version checked as an older one): the report's `notes`, and
+// one `note:` line each in text mode.
+void AddNotes(const std::vector<std::string>& notes, nlohmann::ordered_json& r) {
+  r["notes"] = notes;
+}
+
+void PrintNotes(const nlohmann::ordered_json& r) {
+  for (const auto& note : r["notes"]) std::printf("note: %s\n", note.get<std::string>().c_str());
+}
+
 int RunOneShape(const RunFlags& flags, ImportedModel model) {
+  const std::vector<std::string> notes = model.notes;
   std::vector<InputRecipe> recipes = InputRecipes(*model.graph);
   std::optional<std::vector<Tensor>> given;
   if (!flags.inputs_from.empty()) {
@@ -367,6 +379,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
 
   nlohmann::ordered_json r;
   r["model"] = flags.model;
+  AddNotes(notes, r);
   r["policy"] = runtime::SpecializationPolicyName(flags.policy);
   r["dims"] = nlohmann::ordered_json::object();
   for (const SymbolInfo& s : session.dispatcher().env().symbols()) {
@@ -403,6 +416,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
     EmitMetrics(flags, session, r);
     std::printf("%s\n", r.dump().c_str());
   } else {
+    PrintNotes(r);
     PrintShapeText(r);
     EmitMetrics(flags, session, r);
   }
@@ -410,6 +424,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
 }
 
 int RunTrace(const RunFlags& flags, ImportedModel model) {
+  const std::vector<std::string> notes = model.notes;
   absl::StatusOr<std::vector<Assignment>> trace = MakeTrace(flags.trace, *model.env);
   if (!trace.ok()) return Fail(kExitUsage, std::string(trace.status().message()));
   absl::StatusOr<PreparedModel> prepared = Prepare(flags, std::move(model));
@@ -430,11 +445,13 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
   setup.check_every = flags.check_every;
   setup.create_us = prepared->create_us;
   nlohmann::ordered_json r = ReplayReportJson(setup, *result);
+  AddNotes(notes, r);
   r["peak_rss_mb"] = PeakRssMb();
   if (flags.json) {
     EmitMetrics(flags, *prepared->session, r);
     std::printf("%s\n", r.dump().c_str());
   } else {
+    PrintNotes(r);
     PrintReplayReport(r);
     EmitMetrics(flags, *prepared->session, r);
   }

@@ -53,6 +53,19 @@ TEST(ImportNarrowingCliTest, RunWithoutDimFlagsWorksAndMatchesTheInterpreter) {
   EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json({1, 16, 64}));
   EXPECT_TRUE(j["check_passed"].get<bool>());
   EXPECT_EQ(j["compiles"], 1);
+  ASSERT_EQ(j["notes"].size(), 1u);
+  EXPECT_THAT(j["notes"][0].get<std::string>(), HasSubstr("dim 'sequence' limited to 1..512"));
+}
+
+TEST(ImportNarrowingCliTest, RunPrintsTheNoteInTextModeAndInTraceReports) {
+  Outputs one = RunCli("run " + BertExport() + BertInputs(8) + " --repeats 1 --no-cache");
+  ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
+  EXPECT_THAT(one.out, HasSubstr("note: dim 'sequence' limited to 1..512: node '/model/embeddings/Add_1'"));
+  Outputs trace = RunCli("run " + BertExport() + " --trace lognormal:5 --check-every 0 --json --no-cache");
+  ASSERT_EQ(trace.exit_code, 0) << trace.out << trace.err;
+  nlohmann::json j = nlohmann::json::parse(trace.out);
+  ASSERT_EQ(j["notes"].size(), 1u);
+  EXPECT_THAT(j["notes"][0].get<std::string>(), HasSubstr("limited to 1..512"));
 }
 
 TEST(ImportNarrowingCliTest, InspectShowsTheNarrowedRangeAndTheNote) {
