@@ -2,6 +2,7 @@
 #include "graph/tensor.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "absl/status/status.h"
@@ -36,7 +37,7 @@ absl::StatusOr<int64_t> CountElements(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-Tensor::Tensor() : data_(std::make_shared<std::vector<std::byte>>(sizeof(float))) {}
+Tensor::Tensor() : data_(std::make_shared<std::byte[]>(sizeof(float))) {}
 
 absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
   absl::StatusOr<int64_t> count = CountElements(shape);
@@ -45,7 +46,20 @@ absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.num_elements_ = *count;
-  t.data_ = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(*count) * DTypeSize(dtype));
+  t.data_ = std::make_shared<std::byte[]>(static_cast<size_t>(*count) * DTypeSize(dtype));
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::WithStorage(DType dtype, std::vector<int64_t> shape,
+                                           std::shared_ptr<std::byte[]> storage) {
+  absl::StatusOr<int64_t> count = CountElements(shape);
+  if (!count.ok()) return count.status();
+  if (storage == nullptr) return absl::InvalidArgumentError("Tensor::WithStorage: no storage");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = *count;
+  t.data_ = std::move(storage);
   return t;
 }
 
@@ -87,7 +101,11 @@ int64_t Tensor::GetAsInt64(int64_t i) const {
 
 Tensor Tensor::Clone() const {
   Tensor copy = *this;
-  if (data_) copy.data_ = std::make_shared<std::vector<std::byte>>(*data_);
+  if (data_) {
+    const size_t bytes = byte_size();
+    copy.data_ = std::shared_ptr<std::byte[]>(new std::byte[bytes]);
+    std::memcpy(copy.data_.get(), data_.get(), bytes);
+  }
   return copy;
 }
 

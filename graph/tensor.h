@@ -25,6 +25,11 @@ class Tensor {
   // Zero-filled tensor. Fails (returns an error) if the element count
   // overflows or exceeds `kMaxElements`.
   static absl::StatusOr<Tensor> Zeros(DType dtype, std::vector<int64_t> shape);
+  // A tensor over `storage`, which must hold at least byte_size() bytes and
+  // whose contents (not zeroed) the caller is about to write: how a runtime
+  // hands out output buffers it recycles (runtime/output_pool.h).
+  static absl::StatusOr<Tensor> WithStorage(DType dtype, std::vector<int64_t> shape,
+                                            std::shared_ptr<std::byte[]> storage);
   template <typename T>
   static Tensor FromVector(DType dtype, std::vector<int64_t> shape, const std::vector<T>& values);
   static Tensor Scalar(float v);
@@ -36,8 +41,8 @@ class Tensor {
   int64_t num_elements() const { return num_elements_; }
   size_t byte_size() const { return static_cast<size_t>(num_elements_) * DTypeSize(dtype_); }
 
-  const void* raw() const { return data_ ? data_->data() : nullptr; }
-  void* mutable_raw() { return data_ ? data_->data() : nullptr; }
+  const void* raw() const { return data_.get(); }
+  void* mutable_raw() { return data_.get(); }
   template <typename T>
   const T* data() const { return static_cast<const T*>(raw()); }
   template <typename T>
@@ -60,7 +65,7 @@ class Tensor {
   DType dtype_ = DType::kF32;
   std::vector<int64_t> shape_;
   int64_t num_elements_ = 1;
-  std::shared_ptr<std::vector<std::byte>> data_;
+  std::shared_ptr<std::byte[]> data_;
 };
 
 template <typename T>

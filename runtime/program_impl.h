@@ -15,6 +15,7 @@
 #include "codegen/cpu/onednn_matmul.h"
 #include "codegen/cpu/small_rows_matmul.h"
 #include "graph/dtype.h"
+#include "runtime/output_pool.h"
 #include "runtime/program.h"
 #include "runtime/sym_tape.h"
 #include "shapes/guard_program.h"
@@ -108,6 +109,9 @@ struct Program::Impl {
   // [0, symbols.size())); absent when no guard was recorded.
   std::optional<GuardProgram> guards;
   std::vector<std::string> guard_texts;  // per atom: predicate and provenance
+  // Output storage recycled across requests (output_pool.h); shared so
+  // tensors handed out can return their blocks while the Program lives.
+  std::shared_ptr<OutputPool> output_pool = std::make_shared<OutputPool>();
   int arena_slot = -1;
   size_t max_call_buffers = 0;
   size_t max_call_dims = 0;

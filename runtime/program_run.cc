@@ -150,16 +150,29 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> in
   if (arena == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat("cannot allocate a ", arena_bytes, "-byte arena"));
   }
+  // Every byte of every output is written below (by a step in place, or
+  // copied in step 6), so recycled storage needs no zeroing.
   std::vector<Tensor> outputs;
   outputs.reserve(p.outputs.size());
   std::vector<int64_t> shape;
+  size_t output_bytes = 0;
   for (const OutputSpec& spec : p.outputs) {
     shape.clear();
-    for (int slot : spec.shape_slots) shape.push_back(slots[slot]);
-    absl::StatusOr<Tensor> t = Tensor::Zeros(spec.dtype, shape);
+    int64_t elements = 1;
+    for (int slot : spec.shape_slots) {
+      shape.push_back(slots[slot]);
+      elements *= slots[slot];
+    }
+    if (elements < 0 || elements > Tensor::kMaxElements) {
+      return absl::ResourceExhaustedError(absl::StrCat("output '", spec.name, "' would have ", elements, " elements"));
+    }
+    const size_t bytes = static_cast<size_t>(elements) * DTypeSize(spec.dtype);
+    output_bytes += bytes;
+    absl::StatusOr<Tensor> t = Tensor::WithStorage(spec.dtype, shape, p.output_pool->Get(bytes));
     if (!t.ok()) return t.status();
     outputs.push_back(*std::move(t));
   }
+  p.output_pool->NoteRequestBytes(output_bytes);
   ctx.buffers_.resize(p.buffers.size());
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const BufferSource& src = p.buffers[b];
