@@ -50,16 +50,18 @@ absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
-absl::StatusOr<Tensor> Tensor::WithStorage(DType dtype, std::vector<int64_t> shape,
-                                           std::shared_ptr<std::byte[]> storage) {
+absl::StatusOr<Tensor> Tensor::Uninitialized(DType dtype, std::vector<int64_t> shape,
+                                             absl::FunctionRef<std::shared_ptr<std::byte[]>(size_t)> allocate) {
   absl::StatusOr<int64_t> count = CountElements(shape);
   if (!count.ok()) return count.status();
-  if (storage == nullptr) return absl::InvalidArgumentError("Tensor::WithStorage: no storage");
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.num_elements_ = *count;
-  t.data_ = std::move(storage);
+  t.data_ = allocate(t.byte_size());
+  if (t.data_ == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", t.byte_size(), " bytes for a tensor"));
+  }
   return t;
 }
 

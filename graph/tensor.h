@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "graph/dtype.h"
@@ -25,11 +26,13 @@ class Tensor {
   // Zero-filled tensor. Fails (returns an error) if the element count
   // overflows or exceeds `kMaxElements`.
   static absl::StatusOr<Tensor> Zeros(DType dtype, std::vector<int64_t> shape);
-  // A tensor over `storage`, which must hold at least byte_size() bytes and
-  // whose contents (not zeroed) the caller is about to write: how a runtime
-  // hands out output buffers it recycles (runtime/output_pool.h).
-  static absl::StatusOr<Tensor> WithStorage(DType dtype, std::vector<int64_t> shape,
-                                            std::shared_ptr<std::byte[]> storage);
+  // A tensor whose storage comes from `allocate(byte_size())` (called once the
+  // shape is checked, like Zeros) and is not zeroed: the caller is about to
+  // write every byte. How a runtime hands out output buffers it recycles
+  // (runtime/output_pool.h).
+  static absl::StatusOr<Tensor> Uninitialized(
+      DType dtype, std::vector<int64_t> shape,
+      absl::FunctionRef<std::shared_ptr<std::byte[]>(size_t bytes)> allocate);
   template <typename T>
   static Tensor FromVector(DType dtype, std::vector<int64_t> shape, const std::vector<T>& values);
   static Tensor Scalar(float v);

@@ -158,18 +158,11 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> in
   size_t output_bytes = 0;
   for (const OutputSpec& spec : p.outputs) {
     shape.clear();
-    int64_t elements = 1;
-    for (int slot : spec.shape_slots) {
-      shape.push_back(slots[slot]);
-      elements *= slots[slot];
-    }
-    if (elements < 0 || elements > Tensor::kMaxElements) {
-      return absl::ResourceExhaustedError(absl::StrCat("output '", spec.name, "' would have ", elements, " elements"));
-    }
-    const size_t bytes = static_cast<size_t>(elements) * DTypeSize(spec.dtype);
-    output_bytes += bytes;
-    absl::StatusOr<Tensor> t = Tensor::WithStorage(spec.dtype, shape, p.output_pool->Get(bytes));
-    if (!t.ok()) return t.status();
+    for (int slot : spec.shape_slots) shape.push_back(slots[slot]);
+    absl::StatusOr<Tensor> t =
+        Tensor::Uninitialized(spec.dtype, shape, [&](size_t bytes) { return p.output_pool->Get(bytes); });
+    if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat("output '", spec.name, "': ", t.status().message()));
+    output_bytes += t->byte_size();
     outputs.push_back(*std::move(t));
   }
   p.output_pool->NoteRequestBytes(output_bytes);

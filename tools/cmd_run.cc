@@ -320,12 +320,8 @@ void PrintShapeText(const nlohmann::ordered_json& r) {
 
 // One request shape, run 1 + --repeats times.
 // What the importer did that the user should know (a dim limited by the
-// model, an IR version checked as an older one): the report's `notes`, and
+// model, an IR version checked as an older one) is the report's `notes`, and
 // one `note:` line each in text mode.
-void AddNotes(const std::vector<std::string>& notes, nlohmann::ordered_json& r) {
-  r["notes"] = notes;
-}
-
 void PrintNotes(const nlohmann::ordered_json& r) {
   for (const auto& note : r["notes"]) std::printf("note: %s\n", note.get<std::string>().c_str());
 }
@@ -379,7 +375,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
 
   nlohmann::ordered_json r;
   r["model"] = flags.model;
-  AddNotes(notes, r);
+  r["notes"] = notes;
   r["policy"] = runtime::SpecializationPolicyName(flags.policy);
   r["dims"] = nlohmann::ordered_json::object();
   for (const SymbolInfo& s : session.dispatcher().env().symbols()) {
@@ -445,7 +441,7 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
   setup.check_every = flags.check_every;
   setup.create_us = prepared->create_us;
   nlohmann::ordered_json r = ReplayReportJson(setup, *result);
-  AddNotes(notes, r);
+  r["notes"] = notes;
   r["peak_rss_mb"] = PeakRssMb();
   if (flags.json) {
     EmitMetrics(flags, *prepared->session, r);

@@ -111,12 +111,6 @@ absl::StatusOr<ImportOptions> ReadRecordedDims(const onnx::ModelProto& model) {
   return parsed;
 }
 
-absl::StatusOr<std::map<std::string, DimRange>> ReadRecordedDimRanges(const onnx::ModelProto& model) {
-  absl::StatusOr<ImportOptions> recorded = ReadRecordedDims(model);
-  if (!recorded.ok()) return recorded.status();
-  return recorded->dim_ranges;
-}
-
 absl::StatusOr<std::string> ExportOnnxBytes(const Graph& graph, const ShapeEnv& env, const ExportOptions& options) {
   onnx::ModelProto model;
   if (absl::Status s = ExportOnnxModel(graph, env, options, &model); !s.ok()) return s;

@@ -53,9 +53,6 @@ absl::Status ExportOnnxFile(const Graph& graph, const ShapeEnv& env, const std::
 // bench/peers/export_models.py, e.g. total_sequence = past_sequence+sequence);
 // empty for other models. An error names a malformed entry.
 absl::StatusOr<ImportOptions> ReadRecordedDims(const onnx::ModelProto& model);
-// Its ranges only, ready for ImportOptions::dim_ranges (the importer reads
-// the sums itself).
-absl::StatusOr<std::map<std::string, DimRange>> ReadRecordedDimRanges(const onnx::ModelProto& model);
 
 }  // namespace shapeshift
 

@@ -93,11 +93,12 @@ TEST(ExporterTest, WritesSymbolsAsDimParamAndRangesAsMetadata) {
   for (const auto& entry : proto.metadata_props()) metadata[entry.key()] = entry.value();
   EXPECT_EQ(metadata["shapeshift.dim.batch"], "1..4");
   EXPECT_EQ(metadata["shapeshift.dim.seq"], "1..16");
-  absl::StatusOr<std::map<std::string, DimRange>> ranges = ReadRecordedDimRanges(proto);
-  ASSERT_TRUE(ranges.ok()) << ranges.status();
-  ASSERT_EQ(ranges->size(), 2u);
-  EXPECT_EQ(ranges->at("seq").min, 1);
-  EXPECT_EQ(ranges->at("seq").max, 16);
+  absl::StatusOr<ImportOptions> recorded = ReadRecordedDims(proto);
+  ASSERT_TRUE(recorded.ok()) << recorded.status();
+  const std::map<std::string, DimRange>& ranges = recorded->dim_ranges;
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges.at("seq").min, 1);
+  EXPECT_EQ(ranges.at("seq").max, 16);
   EXPECT_EQ(proto.graph().initializer_size(), static_cast<int>(m.graph->constants().size()));
 }
 
@@ -213,9 +214,9 @@ TEST(ExporterTest, MalformedRecordedRangeIsNamed) {
   onnx::StringStringEntryProto* entry = proto.add_metadata_props();
   entry->set_key("shapeshift.dim.seq");
   entry->set_value("9..x");
-  absl::StatusOr<std::map<std::string, DimRange>> ranges = ReadRecordedDimRanges(proto);
-  ASSERT_FALSE(ranges.ok());
-  EXPECT_THAT(std::string(ranges.status().message()), HasSubstr("shapeshift.dim.seq"));
+  absl::StatusOr<ImportOptions> recorded = ReadRecordedDims(proto);
+  ASSERT_FALSE(recorded.ok());
+  EXPECT_THAT(std::string(recorded.status().message()), HasSubstr("shapeshift.dim.seq"));
 }
 
 TEST(ExporterTest, UnwritablePathIsNamed) {
