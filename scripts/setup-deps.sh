@@ -8,9 +8,12 @@ PACKAGES=(
   libz3-dev llvm-14-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
-  libdnnl-dev nlohmann-json3-dev
-  clang clang-14 libclang-rt-14-dev
+  libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev
+  clang clang-14 libclang-rt-14-dev libomp-14-dev
 )
+# ocl-icd-opencl-dev: libdnnl-dev's CMake config calls find_package(OpenCL), but
+#   the package only *recommends* it and we install without recommends.
+# libomp-14-dev: clang's OpenMP runtime, for the clang-14 fuzz/sanitizer builds.
 
 missing=()
 for p in "${PACKAGES[@]}"; do
