@@ -1,6 +1,6 @@
 // The op set shapeshift supports: for each ONNX op type (default domain), its
 // input/output arity and its symbolic shape rule. One table answers "is this
-// op supported?" for the importer, `shapeshift inspect` and `check`.
+// op supported?" for the importer and `shapeshift inspect`.
 //
 // Opset differences (attributes that became inputs: Slice starts/ends at 10,
 // Squeeze/Unsqueeze axes and ReduceSum axes and Split sizes at 13, the other
