@@ -42,6 +42,86 @@ def make_config(family: str, tiny: bool) -> transformers.PretrainedConfig:
             vocab_size=s.vocab, n_embd=s.hidden, n_layer=s.layers, n_head=s.heads,
             n_inner=s.intermediate, n_positions=s.max_positions,
             bos_token_id=s.vocab - 1, eos_token_id=s.vocab - 1)  # GPT-2's <|endoftext|>
+    return make_zoo_config(family, s)
+
+
+def make_zoo_config(family: str, s: pi.Sizes) -> transformers.PretrainedConfig:
+    """The zoo's configs (issue 13): each family's defaults except the sizes, with
+    the choices a published checkpoint of that family makes where the library
+    default differs (noted per family)."""
+    if family == "llama":
+        return transformers.LlamaConfig(
+            vocab_size=s.vocab, hidden_size=s.hidden, intermediate_size=s.intermediate,
+            num_hidden_layers=s.layers, num_attention_heads=s.heads,
+            num_key_value_heads=s.key_value_heads, max_position_embeddings=s.max_positions,
+            pad_token_id=s.pad_token_id, bos_token_id=1, eos_token_id=2,
+            tie_word_embeddings=False)
+    if family == "qwen2":
+        return transformers.Qwen2Config(
+            vocab_size=s.vocab, hidden_size=s.hidden, intermediate_size=s.intermediate,
+            num_hidden_layers=s.layers, num_attention_heads=s.heads,
+            num_key_value_heads=s.key_value_heads, max_position_embeddings=s.max_positions,
+            pad_token_id=s.pad_token_id, bos_token_id=1, eos_token_id=2,
+            tie_word_embeddings=True)  # as Qwen2-0.5B
+    if family == "gptj":
+        # Rotary embeddings on half of each 16-wide head (GPT-J-6B: 64 of 256),
+        # so the pass-through part of the head is in the graph too.
+        return transformers.GPTJConfig(
+            vocab_size=s.vocab, n_positions=s.max_positions, n_embd=s.hidden, n_layer=s.layers,
+            n_head=s.heads, n_inner=s.intermediate, rotary_dim=s.head_dim // 2,
+            bos_token_id=s.vocab - 1, eos_token_id=s.vocab - 1, tie_word_embeddings=False)
+    if family == "opt":
+        return transformers.OPTConfig(
+            vocab_size=s.vocab, hidden_size=s.hidden, num_hidden_layers=s.layers,
+            ffn_dim=s.intermediate, num_attention_heads=s.heads,
+            max_position_embeddings=s.max_positions, word_embed_proj_dim=s.hidden,
+            pad_token_id=s.pad_token_id, bos_token_id=2, eos_token_id=2)
+    if family == "gpt-neo":
+        # Alternating global and local (sliding-window) layers as GPT-Neo-125M;
+        # a window of 16 (125M: 256 of 2048 positions) so that the test lengths
+        # (37) reach past it.
+        return transformers.GPTNeoConfig(
+            vocab_size=s.vocab, max_position_embeddings=s.max_positions, hidden_size=s.hidden,
+            num_layers=s.layers, attention_types=[[["global", "local"], s.layers // 2]],
+            num_heads=s.heads, intermediate_size=s.intermediate, window_size=16,
+            bos_token_id=s.vocab - 1, eos_token_id=s.vocab - 1)
+    if family == "deberta-v2":
+        # DeBERTa-v3-base's attention: relative positions only (no absolute
+        # position embeddings), log buckets, c2p and p2c terms, shared keys.
+        return transformers.DebertaV2Config(
+            vocab_size=s.vocab, hidden_size=s.hidden, num_hidden_layers=s.layers,
+            num_attention_heads=s.heads, intermediate_size=s.intermediate,
+            max_position_embeddings=s.max_positions, type_vocab_size=0,
+            relative_attention=True, position_buckets=256, max_relative_positions=-1,
+            pos_att_type=["p2c", "c2p"], position_biased_input=False, norm_rel_ebd="layer_norm",
+            share_att_key=True, pad_token_id=s.pad_token_id)
+    if family == "t5-encoder":
+        # FLAN-T5's feed-forward (gated GELU) and T5's relative-position buckets.
+        return transformers.T5Config(
+            vocab_size=s.vocab, d_model=s.hidden, d_kv=s.head_dim, d_ff=s.intermediate,
+            num_layers=s.layers, num_heads=s.heads, relative_attention_num_buckets=32,
+            relative_attention_max_distance=128, feed_forward_proj="gated-gelu",
+            pad_token_id=s.pad_token_id, eos_token_id=1, decoder_start_token_id=0)
+    if family == "bart":
+        return transformers.BartConfig(
+            vocab_size=s.vocab, d_model=s.hidden, encoder_layers=s.layers, decoder_layers=s.layers,
+            encoder_attention_heads=s.heads, decoder_attention_heads=s.heads,
+            encoder_ffn_dim=s.intermediate, decoder_ffn_dim=s.intermediate,
+            max_position_embeddings=s.max_positions, pad_token_id=s.pad_token_id,
+            bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
+    if family == "electra":
+        return transformers.ElectraConfig(
+            vocab_size=s.vocab, embedding_size=s.embedding, hidden_size=s.hidden,
+            num_hidden_layers=s.layers, num_attention_heads=s.heads,
+            intermediate_size=s.intermediate, max_position_embeddings=s.max_positions,
+            pad_token_id=s.pad_token_id)
+    if family == "albert":
+        # One shared layer group (ALBERT's cross-layer sharing), gelu_new (tanh).
+        return transformers.AlbertConfig(
+            vocab_size=s.vocab, embedding_size=s.embedding, hidden_size=s.hidden,
+            num_hidden_layers=s.layers, num_hidden_groups=1, num_attention_heads=s.heads,
+            intermediate_size=s.intermediate, max_position_embeddings=s.max_positions,
+            pad_token_id=s.pad_token_id, bos_token_id=2, eos_token_id=3)
     raise ValueError(f"unknown model family {family!r}")
 
 
@@ -54,6 +134,16 @@ def build_hf_model(spec: pi.ModelSpec, tiny: bool) -> torch.nn.Module:
         "distilbert": transformers.DistilBertModel,
         "roberta": transformers.RobertaModel,
         "gpt2": transformers.GPT2LMHeadModel,
+        "llama": transformers.LlamaForCausalLM,
+        "qwen2": transformers.Qwen2ForCausalLM,
+        "gptj": transformers.GPTJForCausalLM,
+        "opt": transformers.OPTForCausalLM,
+        "gpt-neo": transformers.GPTNeoForCausalLM,
+        "deberta-v2": transformers.DebertaV2Model,
+        "t5-encoder": transformers.T5EncoderModel,
+        "bart": transformers.BartModel,
+        "electra": transformers.ElectraModel,
+        "albert": transformers.AlbertModel,
     }
     model = classes[spec.family](config)
     model.eval()
@@ -84,8 +174,23 @@ class Encoder(torch.nn.Module):
                           return_dict=True).last_hidden_state
 
 
+class Seq2Seq(torch.nn.Module):
+    """BART: input_ids, attention_mask (encoder), decoder_input_ids -> the decoder's
+    last_hidden_state (the whole encoder-decoder in one graph, no cache; no LM
+    head, which is one more MatMul and would take the tiny file past 2 MB)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, decoder_input_ids):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                          decoder_input_ids=decoder_input_ids, use_cache=False,
+                          return_dict=True).last_hidden_state
+
+
 class Decoder(torch.nn.Module):
-    """GPT-2 without cache: input_ids, attention_mask -> logits."""
+    """GPT-2 (and the zoo's causal LMs) without cache: input_ids, attention_mask -> logits."""
 
     def __init__(self, model):
         super().__init__()
@@ -97,8 +202,9 @@ class Decoder(torch.nn.Module):
 
 
 class DecoderWithPast(torch.nn.Module):
-    """GPT-2 with cache: input_ids, attention_mask, per-layer (key, value) of shape
-    [batch, heads, past_sequence, head_dim] -> logits, per-layer present (key, value).
+    """GPT-2 (Llama, Qwen2) with cache: input_ids, attention_mask, per-layer (key,
+    value) of shape [batch, key/value heads, past_sequence, head_dim] -> logits,
+    per-layer present (key, value).
 
     Tensors in and out, not transformers' Cache object, so that the exported
     graph's interface is plain tensors any runtime can feed."""
@@ -118,10 +224,10 @@ class DecoderWithPast(torch.nn.Module):
 def wrap(spec: pi.ModelSpec, model: torch.nn.Module) -> torch.nn.Module:
     """The wrapper in eval mode: the TorchScript exporter restores the mode of the
     module it was given, so a wrapper left in training mode turns dropout on."""
-    if spec.family == "bert":
-        wrapper = EncoderWithTokenTypes(model)
-    elif spec.family in ("distilbert", "roberta"):
-        wrapper = Encoder(model)
+    if spec.kind == "encoder":
+        wrapper = EncoderWithTokenTypes(model) if spec.has_token_types else Encoder(model)
+    elif spec.kind == "seq2seq":
+        wrapper = Seq2Seq(model)
     else:
         wrapper = DecoderWithPast(model) if spec.with_past else Decoder(model)
     return wrapper.eval()
@@ -130,8 +236,10 @@ def wrap(spec: pi.ModelSpec, model: torch.nn.Module) -> torch.nn.Module:
 def to_torch_args(spec: pi.ModelSpec, inputs: dict[str, np.ndarray]) -> tuple:
     """The wrapper's positional arguments for a peer_inputs.make_inputs() dict."""
     args = [torch.from_numpy(inputs["input_ids"]), torch.from_numpy(inputs["attention_mask"])]
-    if spec.family == "bert":
+    if spec.has_token_types:
         args.append(torch.from_numpy(inputs["token_type_ids"]))
+    if spec.kind == "seq2seq":
+        args.append(torch.from_numpy(inputs["decoder_input_ids"]))
     if spec.with_past:
         layers = sum(1 for n in inputs if n.endswith(".key"))
         args.append(tuple(
