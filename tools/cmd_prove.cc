@@ -188,9 +188,12 @@ int ProveModel(const ParsedArgs& args) {
   std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
   absl::StatusOr<std::string> cache_dir = CacheDirFromFlags(args);
   if (!cache_dir.ok()) return UsageError(cache_dir.status().message());
+  absl::StatusOr<runtime::persist::RemoteCacheOptions> remote = RemoteCacheFromFlags(args);
+  if (!remote.ok()) return UsageError(remote.status().message());
   runtime::SpecializingSessionOptions options;
   options.policy = policy;
   options.cache_dir = *cache_dir;
+  options.remote_cache = *std::move(remote);
   absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
       runtime::SpecializingSession::CreateFromBuilt(std::move(model->graph), std::move(model->env), options);
   if (!session.ok()) return UsageError(absl::StrCat("compile: ", session.status().message()));
@@ -336,12 +339,15 @@ int ProveBundle(const ParsedArgs& args) {
 int RunProve(const std::vector<std::string>& argv) {
   FlagSpec spec;
   spec.valued = {"dim", "guards", "policy", "warm", kCacheDirFlag, "bundle", kSignKeyFileFlag};
+  for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.switches = {"json", kNoCacheFlag};
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
   if (!args.ok()) return UsageError(args.status().message());
   if (args->Has("bundle")) {
-    for (const char* flag : {"dim", "guards", "policy", "warm", kCacheDirFlag, kNoCacheFlag}) {
-      if (args->Has(flag)) return UsageError(absl::StrCat("--", flag, " does not apply to --bundle (the bundle fixes it)"));
+    std::vector<std::string> not_for_bundles = {"dim", "guards", "policy", "warm", kCacheDirFlag, kNoCacheFlag};
+    for (const std::string& flag : RemoteCacheFlagNames()) not_for_bundles.push_back(flag);
+    for (const std::string& flag : not_for_bundles) {
+      if (args->Has(flag)) return UsageError(absl::StrCat("--", flag, " does not apply to --bundle"));
     }
     if (!args->positional.empty()) return UsageError("--bundle takes no MODEL argument");
     return ProveBundle(*args);
@@ -355,12 +361,16 @@ int RunProve(const std::vector<std::string>& argv) {
     if (args->Has("policy") || args->Has("warm") || args->Has(kCacheDirFlag) || args->Has(kNoCacheFlag)) {
       return UsageError("--policy, --warm, --cache-dir and --no-cache need a MODEL, not --guards");
     }
+    for (const std::string& flag : RemoteCacheFlagNames()) {
+      if (args->Has(flag)) return UsageError(absl::StrCat("--", flag, " needs a MODEL, not --guards"));
+    }
     return ProveGuardText(*args);
   }
   if (!args->positional.empty()) return ProveModel(*args);
   return UsageError(
       "usage: shapeshift prove MODEL [--dim NAME=LO..HI]... [--policy polymorphic|bucketed|static|auto]\n"
       "                        [--warm TRACE] [--cache-dir DIR | --no-cache] [--json]\n"
+      "                        [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
       "       shapeshift prove --dim NAME=LO..HI [--dim ...] --guards 'PRED' [--guards ...] [--json]\n"
       "       shapeshift prove --bundle MODEL.ssb [--sign-key-file FILE] [--json]\n"
       "  MODEL: the artifacts its policy compiles (plus those --warm's requests compiled) must serve every\n"

@@ -86,6 +86,9 @@ absl::StatusOr<BundleContents> DecodeBundle(absl::string_view bytes, absl::strin
   if (version != kBundleFormatVersion) {
     return damaged(absl::StrCat("format version ", version, ", this build reads version ", kBundleFormatVersion));
   }
+  if ((flags & ~uint64_t{kSignedFlag}) != 0) {
+    return damaged(absl::StrCat("unknown flags 0x", absl::Hex(flags), " (this build knows only 0x1, signed)"));
+  }
   if (body_length != bytes.size() - kBundlePreambleSize) {
     return damaged(absl::StrCat("the body length (", body_length, ") does not match the file's ", bytes.size(),
                                 " bytes (truncated or extended)"));

@@ -4,7 +4,7 @@
 //   offset  size  field
 //        0     8  magic "SSBUNDLE"
 //        8     4  format version (little-endian u32)
-//       12     4  flags (u32): bit 0 = signed
+//       12     4  flags (u32): bit 0 = signed; any other bit set is refused
 //       16     8  body length B (u64)
 //       24    32  SHA-256 of the body (the checksum)
 //       56    32  HMAC-SHA-256 of the body with the signing key (zeros when unsigned)
