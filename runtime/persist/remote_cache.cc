@@ -4,6 +4,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -23,6 +24,10 @@ constexpr size_t kSignedHeader = 5 + kSha256Bytes;
 // have expired and been taken by another replica meanwhile).
 constexpr char kReleaseScript[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+// Extends the lease only while it holds this process's token.
+constexpr char kRenewScript[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -292,6 +297,32 @@ RemoteCache::Lease RemoteCache::TryLease(absl::string_view model, absl::string_v
 
 void RemoteCache::ReleaseLease(absl::string_view model, absl::string_view field) {
   Command({"EVAL", kReleaseScript, "1", LeaseKey(model, field), lease_token_});
+}
+
+bool RemoteCache::RenewLease(absl::string_view model, absl::string_view field) {
+  Reply r = Command({"EVAL", kRenewScript, "1", LeaseKey(model, field), lease_token_, absl::StrCat(options_.lease_ms)});
+  return r != nullptr && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+}
+
+RemoteCache::LeaseKeeper::LeaseKeeper(RemoteCache* cache, std::string model, std::string field) {
+  const absl::Duration every = absl::Milliseconds(std::max<int64_t>(1, cache->options().lease_ms / 3));
+  thread_ = std::thread([this, cache, model = std::move(model), field = std::move(field), every] {
+    absl::MutexLock lock(&mu_);
+    while (!mu_.AwaitWithTimeout(absl::Condition(&stop_), every)) {
+      mu_.Unlock();
+      const bool held = cache->RenewLease(model, field);
+      mu_.Lock();
+      if (!held) return;  // lost (expired and taken, or the server is down): nothing left to keep
+    }
+  });
+}
+
+RemoteCache::LeaseKeeper::~LeaseKeeper() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  thread_.join();
 }
 
 }  // namespace shapeshift::runtime::persist

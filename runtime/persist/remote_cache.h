@@ -11,7 +11,8 @@
 //                              compile different entries at once never
 //                              overwrite each other's.
 //   <prefix>lease:<model>:<entry>  single flight: SET NX PX by the replica
-//                              compiling that entry; the others wait for the
+//                              compiling that entry (renewed every lease_ms/3
+//                              while it compiles); the others wait for the
 //                              entry's field to appear (bounded), then
 //                              re-create it from the objects without LLVM.
 //
@@ -40,6 +41,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -63,7 +65,7 @@ struct RemoteCacheOptions {
   uint64_t max_entry_bytes = uint64_t{64} << 20;    // larger values are not written
   int timeout_ms = 1000;        // connect and each command; slower counts as down
   int retry_after_ms = 5000;    // after a connection failure, skip the server this long
-  int64_t lease_ms = 120000;    // a compile lease expires (its holder died) after this
+  int64_t lease_ms = 30000;     // a lease its holder stopped renewing (it died) expires after this
   int64_t wait_ms = 300000;     // the longest a replica waits for another's compile
   int poll_ms = 25;             // how often a waiting replica looks for the entry
   std::ostream* warnings = &std::cerr;  // null: only counted
@@ -115,6 +117,25 @@ class RemoteCache : public EntryStore {
   Lease TryLease(absl::string_view model, absl::string_view field);
   // Deletes the lease if this process still holds it.
   void ReleaseLease(absl::string_view model, absl::string_view field);
+  // Extends a held lease by lease_ms; false when it is not (or no longer)
+  // this process's, or the server is down.
+  bool RenewLease(absl::string_view model, absl::string_view field);
+
+  // Renews a held lease every lease_ms / 3 on a thread of its own until
+  // destroyed, so a compile longer than lease_ms keeps it while a holder
+  // that died loses it within lease_ms.
+  class LeaseKeeper {
+   public:
+    LeaseKeeper(RemoteCache* cache, std::string model, std::string field);
+    ~LeaseKeeper();
+    LeaseKeeper(const LeaseKeeper&) = delete;
+    LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+   private:
+    absl::Mutex mu_;
+    bool stop_ ABSL_GUARDED_BY(mu_) = false;
+    std::thread thread_;
+  };
 
   const RemoteCacheOptions& options() const { return options_; }
   RemoteCacheStats stats() const;

@@ -358,7 +358,7 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(const
   Z3Bridge z3(options_.z3_timeout_ms);
   // With a remote cache, another replica may be compiling (or have compiled)
   // this entry: wait for it, or take the lease (dispatcher_remote.cc).
-  const RemoteClaim claim = ClaimRemote(spec);
+  RemoteClaim claim = ClaimRemote(spec);
   const int64_t start = NowNs();
   absl::StatusOr<CompiledEntry> compiled =
       CompileSpecializedEntry(*graph_, *env_, slots, spec, options_.compile, z3);

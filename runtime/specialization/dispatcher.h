@@ -223,9 +223,10 @@ class Dispatcher {
     bool leased = false;     // this process compiles and publishes
     bool published = false;  // another replica's record exists: objects are remote
     bool waited = false;
+    std::unique_ptr<persist::RemoteCache::LeaseKeeper> keeper;  // renews the lease while compiling
   };
   RemoteClaim ClaimRemote(const EntrySpec& spec);
-  void FinishRemote(const RemoteClaim& claim, const EntrySpec& spec, const std::shared_ptr<const CacheEntry>& entry);
+  void FinishRemote(RemoteClaim& claim, const EntrySpec& spec, const std::shared_ptr<const CacheEntry>& entry);
 
   // The persistent cache (null when cache_dir is empty), the remote cache
   // (null when off) and a bundle's entries (null when none); declared before

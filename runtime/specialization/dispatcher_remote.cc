@@ -20,12 +20,12 @@ Dispatcher::RemoteClaim Dispatcher::ClaimRemote(const EntrySpec& spec) {
   if (remote_ == nullptr) return claim;
   const std::string field = CompileKey(spec);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(remote_->options().wait_ms);
-  auto done = [&](RemoteClaim c) {
+  auto done = [&](RemoteClaim& c) -> RemoteClaim {
     if (c.waited) {
       absl::MutexLock lock(&mu_);
       ++stats_.remote_waits;
     }
-    return c;
+    return std::move(c);
   };
   for (;;) {
     if (remote_->GetRecord(manifest_key_, field).has_value()) {
@@ -40,6 +40,7 @@ Dispatcher::RemoteClaim Dispatcher::ClaimRemote(const EntrySpec& spec) {
           claim.published = true;
         } else {
           claim.leased = true;
+          claim.keeper = std::make_unique<persist::RemoteCache::LeaseKeeper>(remote_.get(), manifest_key_, field);
         }
         return done(claim);
       case persist::RemoteCache::Lease::kUnavailable:
@@ -60,7 +61,7 @@ Dispatcher::RemoteClaim Dispatcher::ClaimRemote(const EntrySpec& spec) {
   }
 }
 
-void Dispatcher::FinishRemote(const RemoteClaim& claim, const EntrySpec& spec,
+void Dispatcher::FinishRemote(RemoteClaim& claim, const EntrySpec& spec,
                               const std::shared_ptr<const CacheEntry>& entry) {
   if (remote_ == nullptr) return;
   const std::string field = CompileKey(spec);
@@ -70,6 +71,7 @@ void Dispatcher::FinishRemote(const RemoteClaim& claim, const EntrySpec& spec,
     // every object. A failed write was reported; others compile it again.
     remote_->PutRecord(manifest_key_, field, EncodeManifest(manifest_key_, {entry})).IgnoreError();
   }
+  claim.keeper.reset();  // stops renewing before the lease goes
   if (claim.leased) remote_->ReleaseLease(manifest_key_, field);
 }
 

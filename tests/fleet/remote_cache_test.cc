@@ -8,7 +8,9 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <sstream>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "tests/fleet/redis_test_util.h"
@@ -155,6 +157,37 @@ TEST(RedisRemoteCacheTest, RecordsAndLeases) {
   EXPECT_GT(pttl, 0) << "a lease expires if its holder dies";
   a->ReleaseLease("m1", "static:33");
   EXPECT_EQ(b->TryLease("m1", "static:33"), RemoteCache::Lease::kAcquired);
+}
+
+TEST(RedisRemoteCacheTest, ALeaseIsRenewedWhileHeldAndExpiresOnceItsHolderStops) {
+  Shared s = SharedDb(5);
+  ASSERT_FALSE(s.url.empty());
+  std::ostringstream warnings;
+  RemoteCacheOptions options;
+  options.url = s.url;
+  options.signing_key = kKey;
+  options.warnings = &warnings;
+  // Renewed every second; a renewal would have to be 2 s late for the
+  // lease to lapse, which even a loaded machine does not do to a thread
+  // that sleeps and sends one command.
+  options.lease_ms = 3000;
+  std::unique_ptr<RemoteCache> holder = RemoteCache::Open(options).value();
+  std::unique_ptr<RemoteCache> other = RemoteCache::Open(options).value();
+  ASSERT_EQ(holder->TryLease("m", "static:1,5"), RemoteCache::Lease::kAcquired);
+  {
+    RemoteCache::LeaseKeeper keeper(holder.get(), "m", "static:1,5");
+    // Over two lease lifetimes: without renewal it would have expired.
+    std::this_thread::sleep_for(std::chrono::milliseconds(7000));
+    EXPECT_EQ(other->TryLease("m", "static:1,5"), RemoteCache::Lease::kHeldByAnother);
+  }
+  // The holder stops renewing (as if it died): the lease expires by itself.
+  RemoteCache::Lease taken = RemoteCache::Lease::kHeldByAnother;
+  for (int i = 0; i < 300 && taken != RemoteCache::Lease::kAcquired; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    taken = other->TryLease("m", "static:1,5");
+  }
+  EXPECT_EQ(taken, RemoteCache::Lease::kAcquired) << "the lease never expired";
+  EXPECT_FALSE(holder->RenewLease("m", "static:1,5")) << "a lease taken over is not renewed by its old holder";
 }
 
 TEST(RedisRemoteCacheTest, ADownServerIsOneWarningAndMisses) {
