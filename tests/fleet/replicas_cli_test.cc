@@ -3,9 +3,11 @@
 // per distinct entry between them, a fifth makes none (and no LLVM work);
 // poisoned entries (a record with a bad signature, a truncated object, an
 // object copied under another key) are refused, rebuilt, and gone for the
-// next replica.
+// next replica; killing the server mid-trace loses no request.
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -133,6 +135,44 @@ TEST(RedisReplicasCliTest, PoisonedEntriesAreRefusedRebuiltAndGone) {
   EXPECT_EQ(clean[0].value("compiles", -1), 0) << clean[0].dump();
   EXPECT_EQ(clean[0].value("llvm_compiles", -1), 0) << "every refused object was rewritten: " << clean[0].dump();
   EXPECT_EQ(clean[0]["remote"].value("refused", -1), 0) << clean[0].dump();
+}
+
+TEST(RedisReplicasCliTest, KillingRedisMidTraceLosesNoRequest) {
+  OwnRedisServer server;
+  const std::string key_file = TempFile("kill_key", "replica-test-signing-key-0123456789\n");
+  std::string trace;
+  for (int seq : {3, 5, 7, 9, 11, 13, 15, 17}) trace += "batch=1 sequence=" + std::to_string(seq) + "\n";
+  const std::string trace_file = TempFile("kill_trace", trace);
+  const std::string command = std::string(SHAPESHIFT_CLI) + " run " + kModel +
+                              " --dim sequence=1..64 --dim batch=1..2 --policy static --trace file:" + trace_file +
+                              " --no-cache --json --remote-cache " + server.url() + " --remote-cache-key-file " +
+                              key_file + " --remote-cache-timeout-ms 500 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  // Kill the server once the first entry is published: the trace's other
+  // seven shapes are still to compile.
+  {
+    RedisClient watcher("127.0.0.1", server.port(), 0);
+    bool published = false;
+    for (int i = 0; i < 2400 && !published; ++i) {
+      published = !watcher.Keys("shapeshift:entries:*").empty();
+      if (!published) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    EXPECT_TRUE(published) << "no entry was ever published";
+  }
+  server.Kill();
+  std::string out;
+  char buffer[4096];
+  size_t got;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, got);
+  EXPECT_EQ(pclose(pipe), 0) << out;
+  nlohmann::json r = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(r.is_discarded()) << out;
+  EXPECT_EQ(r.value("served", -1), 8) << r.dump();
+  EXPECT_EQ(r.value("errors", -1), 0) << r.dump();
+  EXPECT_EQ(r.value("wrong_results", -1), 0) << r.dump();
+  EXPECT_EQ(r.value("compiles", -1), 8) << "every shape compiled, the later ones locally: " << r.dump();
+  EXPECT_GE(r["remote"].value("errors", 0), 1) << r.dump();
 }
 
 }  // namespace
