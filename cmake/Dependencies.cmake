@@ -5,6 +5,11 @@ find_package(ONNX REQUIRED CONFIG)
 find_package(nlohmann_json REQUIRED CONFIG)
 find_package(OpenMP REQUIRED)
 find_package(dnnl REQUIRED CONFIG)
+# OpenSSL's libcrypto: SHA-256 and HMAC-SHA-256 (runtime/persist/signing.h).
+find_package(OpenSSL REQUIRED)
+# hiredis ships no usable CMake target on Debian 12; pkg-config has it.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 find_package(LLVM 14 REQUIRED CONFIG HINTS /usr/lib/llvm-14/lib/cmake/llvm)
 
 # Z3 ships no CMake config on Debian: locate header and library directly.

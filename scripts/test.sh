@@ -9,6 +9,8 @@
 #                                ASan+UBSan (clang, ./build-asan); the last line says how many
 #                                suites passed
 #   scripts/test.sh --sanitize=thread   the multi-threaded tests under TSan (clang, ./build-tsan)
+# The full suite starts a redis-server on a loopback port of its own for the fleet tests
+# (scripts/redis-test-server.sh; SHAPESHIFT_TEST_REDIS) and stops it at exit, pass or fail.
 # Property tests take their seed from SHAPESHIFT_TEST_SEED (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,6 +76,17 @@ else
     FUZZ_ARGS=(-DSHAPESHIFT_FUZZ_HARNESS_DIR="$PWD/$FUZZ_BUILD_DIR/tests/fuzz")
   fi
   scripts/build.sh "${FUZZ_ARGS[@]}"
+fi
+if [ ${#CTEST_FILTER[@]} -eq 0 ]; then
+  # The fleet tests (tests/fleet: remote cache, replicas) need a Redis server:
+  # one of our own on a loopback port, its data in a temp dir, stopped on exit
+  # whether the tests pass or not. Without it they fail rather than skip.
+  REDIS_DIR=$(mktemp -d -t shapeshift-redis.XXXXXX)
+  ROOT=$PWD  # the trap runs after the cd into the build directory
+  trap '"$ROOT/scripts/redis-test-server.sh" stop "$REDIS_DIR"; rm -rf "$REDIS_DIR"' EXIT
+  REDIS_PORT=$(scripts/redis-test-server.sh start "$REDIS_DIR")
+  export SHAPESHIFT_TEST_REDIS=127.0.0.1:$REDIS_PORT
+  echo "== redis-server on 127.0.0.1:$REDIS_PORT for the fleet tests (fleet_test: Redis*), stopped at exit"
 fi
 cd "$BUILD_DIR"
 ctest --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900 "${CTEST_FILTER[@]}"

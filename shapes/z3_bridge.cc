@@ -254,6 +254,12 @@ UnsatCoreResult Z3Bridge::UnsatCore(absl::Span<const Predicate> atoms, const Ass
   return result;
 }
 
+std::string Z3VersionString() {
+  unsigned major = 0, minor = 0, build = 0, revision = 0;
+  Z3_get_version(&major, &minor, &build, &revision);
+  return absl::StrCat("Z3 ", major, ".", minor, ".", build, ".", revision);
+}
+
 CoverageResult Z3Bridge::Coverage(const Predicate& domain,
                                   absl::Span<const std::vector<Predicate>> guard_sets) {
   CoverageResult result;
@@ -270,6 +276,7 @@ CoverageResult Z3Bridge::Coverage(const Predicate& domain,
       s.add(!tr.Translate(conj));
       sets.push_back(std::move(conj));
     }
+    result.query = s.to_smt2();
     switch (Check(s, impl_->ctx, timeout_ms_)) {
       case z3::unsat:
         result.verdict = Verdict::kProven;

@@ -74,7 +74,14 @@ struct CoverageResult {
   Verdict verdict = Verdict::kUnknown;
   Assignment witness;
   std::string detail;
+  // The exact query asked, as SMT-LIB 2 (domain and the negation of every
+  // guard set; unsat = covered): what a coverage certificate records so that
+  // anyone can re-ask it (runtime/bundle/certificate.h).
+  std::string query;
 };
+
+// "Z3 4.8.12.0": the solver a certificate's answer came from.
+std::string Z3VersionString();
 
 struct IntervalResult {
   // kProven: [lo, hi] is the widest interval (see WidestInterval);

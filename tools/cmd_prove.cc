@@ -18,6 +18,9 @@
 // ProveCacheCoverage decides whether those entries serve every shape in the
 // declared domain. The verdict line is followed by the domain and each
 // entry's guard set, so an `uncovered` answer shows what is missing.
+//
+// The bundle form (`--bundle MODEL.ssb [--sign-key-file K]`) re-checks the
+// coverage certificate a `shapeshift compile` recorded (ProveBundle below).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -32,14 +35,18 @@
 #include "shapes/predicate.h"
 #include "shapes/symbol_facts.h"
 #include "shapes/z3_bridge.h"
+#include "codegen/cpu/host_target.h"
+#include "runtime/bundle/bundle.h"
 #include "runtime/specialization/coverage.h"
+#include "runtime/specialization/manifest.h"
 #include "runtime/specialization/policy.h"
 #include "runtime/specialization/specializing_session.h"
 #include "tools/args.h"
 #include "tools/command.h"
+#include "tools/fleet_flags.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
-#include "tools/trace.h"
+#include "tools/warm.h"
 
 namespace shapeshift::tools {
 namespace {
@@ -164,24 +171,6 @@ Predicate DeclaredDomain(const ShapeEnv& env) {
   return Predicate::And(parts);
 }
 
-// Serves the requests of `trace_spec` so their entries exist before the proof.
-absl::Status Warm(runtime::SpecializingSession& session, const std::vector<InputRecipe>& recipes,
-                  const std::string& trace_spec) {
-  absl::StatusOr<std::vector<Assignment>> trace = MakeTrace(trace_spec, session.dispatcher().env());
-  if (!trace.ok()) return trace.status();
-  for (size_t i = 0; i < trace->size(); ++i) {
-    absl::StatusOr<std::vector<Tensor>> inputs = MakeInputs(recipes, (*trace)[i], /*seed=*/i + 1);
-    if (!inputs.ok()) return inputs.status();
-    absl::StatusOr<std::vector<Tensor>> outputs = session.Run(*inputs);
-    if (!outputs.ok()) {
-      return absl::Status(outputs.status().code(),
-                          absl::StrCat("--warm request ", i, " (", FormatRequest((*trace)[i], session.dispatcher().env()),
-                                       "): ", outputs.status().message()));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // The model form: `MODEL [--dim ...] [--policy P] [--warm TRACE] [--json]`.
 int ProveModel(const ParsedArgs& args) {
   if (args.positional.size() != 1) return UsageError("expected exactly one MODEL argument");
@@ -199,14 +188,17 @@ int ProveModel(const ParsedArgs& args) {
   std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
   absl::StatusOr<std::string> cache_dir = CacheDirFromFlags(args);
   if (!cache_dir.ok()) return UsageError(cache_dir.status().message());
+  absl::StatusOr<runtime::persist::RemoteCacheOptions> remote = RemoteCacheFromFlags(args);
+  if (!remote.ok()) return UsageError(remote.status().message());
   runtime::SpecializingSessionOptions options;
   options.policy = policy;
   options.cache_dir = *cache_dir;
+  options.remote_cache = *std::move(remote);
   absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
       runtime::SpecializingSession::CreateFromBuilt(std::move(model->graph), std::move(model->env), options);
   if (!session.ok()) return UsageError(absl::StrCat("compile: ", session.status().message()));
   if (args.Has("warm")) {
-    if (absl::Status s = Warm(**session, recipes, args.Get("warm")); !s.ok()) return UsageError(s.message());
+    if (absl::Status s = WarmSession(**session, recipes, args.Get("warm")); !s.ok()) return UsageError(s.message());
   }
 
   const ShapeEnv& env = (*session)->dispatcher().env();
@@ -267,12 +259,100 @@ int ProveModel(const ParsedArgs& args) {
   return covered ? kExitOk : kExitNegative;
 }
 
+// The bundle form: `--bundle MODEL.ssb [--sign-key-file K] [--json]`. Checks,
+// in order: the file's checksum and signature; that the certificate is about
+// the bundle's domain and recorded guard sets, and Z3 gives the same answer
+// to the same query; and, when the bundle's code is for this machine, that
+// the entries re-created from its machine code check exactly those guards.
+int ProveBundle(const ParsedArgs& args) {
+  const std::string path = args.Get("bundle");
+  const bool json = args.Has("json");
+  nlohmann::ordered_json out;
+  out["bundle"] = path;
+  auto finish = [&](bool verified, const std::string& problem) {
+    out["verified"] = verified;
+    if (!problem.empty()) out["problem"] = problem;
+    if (json) {
+      std::printf("%s\n", out.dump().c_str());
+    } else if (!verified) {
+      std::printf("refused: %s\n", problem.c_str());
+    } else {
+      const std::string verdict = out["certificate"].get<std::string>();
+      std::printf("%s%s\n", verdict.c_str(), verdict == "uncovered" ? absl::StrCat(": ", out["witness"].dump()).c_str() : "");
+      std::printf("  certificate re-checked with %s over %lld entr%s; %s\n", out["solver"].get<std::string>().c_str(),
+                  out["entries"].get<long long>(), out["entries"].get<long long>() == 1 ? "y" : "ies",
+                  out["recreated"].get<bool>()
+                      ? "the entries re-created from the bundle's machine code check exactly the certified guards"
+                      : absl::StrCat("entries not re-created here (", out["not_recreated"].get<std::string>(), ")").c_str());
+    }
+    return verified && out.value("certificate", "") == "covered" ? kExitOk : kExitNegative;
+  };
+  absl::StatusOr<std::string> key = SigningKeyFromFlags(args);
+  if (!key.ok()) return UsageError(key.status().message());
+  absl::StatusOr<runtime::bundle::Bundle> bundle = runtime::bundle::ReadBundle(path, *key);
+  if (!bundle.ok()) {
+    if (absl::IsNotFound(bundle.status())) return UsageError(bundle.status().message());
+    return finish(false, std::string(bundle.status().message()));
+  }
+  const runtime::bundle::CoverageCertificate& certificate = bundle->header.certificate;
+  out["certificate"] = certificate.verdict;
+  out["witness"] = certificate.witness;
+  out["solver"] = certificate.solver;
+  absl::StatusOr<std::vector<runtime::ManifestEntry>> recorded =
+      runtime::DecodeManifest(bundle->manifest, bundle->header.manifest_key);
+  if (!recorded.ok()) return finish(false, absl::StrCat("the bundle's manifest: ", recorded.status().message()));
+  out["entries"] = recorded->size();
+  std::vector<std::vector<std::string>> texts;
+  for (const runtime::ManifestEntry& m : *recorded) {
+    std::vector<std::string> atoms;
+    for (const runtime::AtomRecord& a : m.guards) atoms.push_back(a.atom);
+    texts.push_back(std::move(atoms));
+  }
+  absl::StatusOr<std::vector<std::vector<Predicate>>> sets = runtime::bundle::ParseGuardSets(texts);
+  if (!sets.ok()) return finish(false, absl::StrCat("the bundle's guards: ", sets.status().message()));
+  absl::StatusOr<ImportedModel> model = runtime::bundle::ImportBundleModel(*bundle);
+  if (!model.ok()) return finish(false, absl::StrCat("the bundle's model: ", model.status().message()));
+  const Predicate domain = model->env->DomainPredicate();
+  if (absl::Status s = runtime::bundle::RecheckCertificate(certificate, domain, *sets); !s.ok()) {
+    return finish(false, absl::StrCat("recorded guards: ", s.message()));
+  }
+  out["recreated"] = false;
+  if (absl::Status target = runtime::bundle::CheckBundleTarget(bundle->header, codegen::cpu::DetectHostTarget());
+      !target.ok()) {
+    out["not_recreated"] = std::string(target.message());
+    return finish(true, "");
+  }
+  runtime::bundle::BundleSessionOptions options;  // no cache: every entry from the bundle
+  absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
+      runtime::bundle::OpenBundleSession(*bundle, *std::move(model), options);
+  if (!session.ok()) return finish(false, std::string(session.status().message()));
+  const runtime::SpecializationCache& cache = (*session)->dispatcher().cache();
+  if (absl::Status s = runtime::bundle::RecheckCertificate(certificate, (*session)->dispatcher().env().DomainPredicate(),
+                                                           runtime::bundle::EntryGuardSets(cache));
+      !s.ok()) {
+    return finish(false, absl::StrCat("re-created entries: ", s.message()));
+  }
+  out["recreated"] = true;
+  return finish(true, "");
+}
+
 int RunProve(const std::vector<std::string>& argv) {
   FlagSpec spec;
-  spec.valued = {"dim", "guards", "policy", "warm", kCacheDirFlag};
+  spec.valued = {"dim", "guards", "policy", "warm", kCacheDirFlag, "bundle", kSignKeyFileFlag};
+  for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.switches = {"json", kNoCacheFlag};
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
   if (!args.ok()) return UsageError(args.status().message());
+  if (args->Has("bundle")) {
+    std::vector<std::string> not_for_bundles = {"dim", "guards", "policy", "warm", kCacheDirFlag, kNoCacheFlag};
+    for (const std::string& flag : RemoteCacheFlagNames()) not_for_bundles.push_back(flag);
+    for (const std::string& flag : not_for_bundles) {
+      if (args->Has(flag)) return UsageError(absl::StrCat("--", flag, " does not apply to --bundle"));
+    }
+    if (!args->positional.empty()) return UsageError("--bundle takes no MODEL argument");
+    return ProveBundle(*args);
+  }
+  if (args->Has(kSignKeyFileFlag)) return UsageError("--sign-key-file needs --bundle");
   if (args->Has("guards")) {
     if (!args->positional.empty()) {
       return UsageError(absl::StrCat("unexpected argument '", args->positional[0],
@@ -281,16 +361,22 @@ int RunProve(const std::vector<std::string>& argv) {
     if (args->Has("policy") || args->Has("warm") || args->Has(kCacheDirFlag) || args->Has(kNoCacheFlag)) {
       return UsageError("--policy, --warm, --cache-dir and --no-cache need a MODEL, not --guards");
     }
+    for (const std::string& flag : RemoteCacheFlagNames()) {
+      if (args->Has(flag)) return UsageError(absl::StrCat("--", flag, " needs a MODEL, not --guards"));
+    }
     return ProveGuardText(*args);
   }
   if (!args->positional.empty()) return ProveModel(*args);
   return UsageError(
       "usage: shapeshift prove MODEL [--dim NAME=LO..HI]... [--policy polymorphic|bucketed|static|auto]\n"
       "                        [--warm TRACE] [--cache-dir DIR | --no-cache] [--json]\n"
+      "                        [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
       "       shapeshift prove --dim NAME=LO..HI [--dim ...] --guards 'PRED' [--guards ...] [--json]\n"
+      "       shapeshift prove --bundle MODEL.ssb [--sign-key-file FILE] [--json]\n"
       "  MODEL: the artifacts its policy compiles (plus those --warm's requests compiled) must serve every\n"
       "  shape of the declared domain; each --guards is one guard set. Prints `covered` (exit 0) or an\n"
-      "  uncovered shape (exit 1)");
+      "  uncovered shape (exit 1). --bundle re-checks a bundle's coverage certificate (exit 1 when it\n"
+      "  does not hold or the file was tampered with)");
 }
 
 }  // namespace

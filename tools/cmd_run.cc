@@ -3,7 +3,15 @@
 //                                        [--inputs-from DIR] [--save-outputs DIR]
 //                  (a request trace:)    [--trace lognormal:N[:SEED]|decode:N|file:PATH] [--check-every K]
 //                  [--metrics] [--metrics-format text|prometheus] [--cache-dir DIR | --no-cache]
-//                  [--seed S] [--json] [--print-after=PASS]... [--no-small-row-packing]`
+//                  [--seed S] [--json] [--print-after=PASS]... [--no-small-row-packing]
+//                  [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE] [--sign-key-file FILE]`
+//
+// MODEL may be a bundle (`MODEL.ssb`, from `shapeshift compile`): its entries
+// are re-created from its machine code with 0 compiles, after its checksum,
+// signature (`--sign-key-file`) and target (CPU features, LLVM, shapeshift
+// build) are checked; `--dim` and `--policy` are the bundle's own then.
+// `--remote-cache` shares compiled entries with other replicas through Redis
+// (tools/fleet_flags.h, runtime/persist/remote_cache.h).
 //
 // Compiles MODEL (`path.onnx` or `builtin:bert|gpt2|gpt2-kv`, see
 // tools/model_loader.h) through a SpecializingSession for the declared
@@ -67,11 +75,13 @@
 #include "graph/interpreter.h"
 #include "nlohmann/json.hpp"
 #include "passes/pipeline.h"
+#include "runtime/bundle/bundle.h"
 #include "runtime/specialization/metrics.h"
 #include "runtime/specialization/policy.h"
 #include "runtime/specialization/specializing_session.h"
 #include "tools/args.h"
 #include "tools/command.h"
+#include "tools/fleet_flags.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
 #include "tools/run_check.h"
@@ -94,7 +104,10 @@ constexpr char kUsage[] =
     "         metrics:     [--metrics] [--metrics-format text|prometheus]\n"
     "         cache:       [--cache-dir DIR | --no-cache]   (default $XDG_CACHE_HOME/shapeshift)\n"
     "         memory:      [--no-small-row-packing]   (no packed weight copy: less memory, slower 4..32-row GEMMs)\n"
-    "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv\n";
+    "         fleet:       [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
+    "                      [--remote-cache-ttl-s S] [--remote-cache-max-entry-mb N] [--remote-cache-timeout-ms N]\n"
+    "                      [--remote-cache-wait-s S] [--sign-key-file FILE]   (a signed MODEL.ssb)\n"
+    "  MODEL: path/to/model.onnx, builtin:bert, builtin:gpt2, builtin:gpt2-kv, or a bundle MODEL.ssb\n";
 
 struct RunFlags {
   std::string model;
@@ -117,6 +130,10 @@ struct RunFlags {
   bool json = false;
   bool metrics = false;
   bool prometheus = false;  // --metrics-format prometheus
+  runtime::persist::RemoteCacheOptions remote_cache;  // url empty: off
+  std::string sign_key;                               // a bundle's HMAC key (--sign-key-file)
+  std::shared_ptr<runtime::bundle::Bundle> bundle;    // MODEL.ssb, read and verified
+  Clock::time_point started;  // before the model is loaded: time to first result counts from here
 };
 
 int Fail(int code, const std::string& message) {
@@ -146,6 +163,8 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
                  "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag,
                  "inputs-from", "save-outputs"};
   spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing"};
+  for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
+  spec.valued.insert(kSignKeyFileFlag);
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return args.status();
   if (args->positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL argument");
@@ -207,6 +226,22 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   }
   flags.metrics = args->Has("metrics") || args->Has("metrics-format");
   flags.prometheus = metrics_format == "prometheus";
+  absl::StatusOr<runtime::persist::RemoteCacheOptions> remote = RemoteCacheFromFlags(*args);
+  if (!remote.ok()) return remote.status();
+  flags.remote_cache = *std::move(remote);
+  absl::StatusOr<std::string> key = SigningKeyFromFlags(*args);
+  if (!key.ok()) return key.status();
+  flags.sign_key = *std::move(key);
+  if (IsBundlePath(flags.model)) {
+    for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing"}) {
+      if (args->Has(flag)) {
+        return absl::InvalidArgumentError(absl::StrCat("--", flag, " cannot change a bundle (", flags.model,
+                                                       " fixes its domain, policy and code)"));
+      }
+    }
+  } else if (!flags.sign_key.empty()) {
+    return absl::InvalidArgumentError("--sign-key-file verifies a bundle: MODEL must be a .ssb file");
+  }
   return flags;
 }
 
@@ -239,9 +274,19 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   if (flags.recompile_limit) options.recompile_limit = *flags.recompile_limit;
   options.recompile_log = flags.recompile_log;
   options.cache_dir = flags.cache_dir;
+  options.remote_cache = flags.remote_cache;
   Clock::time_point start = Clock::now();
-  absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
-      runtime::SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
+  absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session;
+  if (flags.bundle != nullptr) {
+    runtime::bundle::BundleSessionOptions bundle_options;
+    bundle_options.cache_dir = flags.cache_dir;
+    bundle_options.remote_cache = flags.remote_cache;
+    bundle_options.recompile_log = flags.recompile_log;
+    if (flags.recompile_limit) bundle_options.recompile_limit = *flags.recompile_limit;
+    session = runtime::bundle::OpenBundleSession(*flags.bundle, std::move(model), bundle_options);
+  } else {
+    session = runtime::SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
+  }
   if (!session.ok()) return session.status();
   prepared.create_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   prepared.session = *std::move(session);
@@ -353,13 +398,17 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
 
   std::vector<double> latencies_ms;
   std::vector<Tensor> outputs;
+  double first_result_ms = 0;
   for (int64_t i = 0; i <= flags.repeats; ++i) {
     Clock::time_point start = Clock::now();
     absl::StatusOr<std::vector<Tensor>> result = session.Run(*inputs);
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     if (!result.ok()) return Fail(kExitUsage, std::string(result.status().message()));
     latencies_ms.push_back(ms);
-    if (i == 0) outputs = *std::move(result);
+    if (i == 0) {
+      first_result_ms = std::chrono::duration<double, std::milli>(Clock::now() - flags.started).count();
+      outputs = *std::move(result);
+    }
   }
   if (!flags.save_outputs.empty()) {
     if (absl::Status s = WriteOutputsToDir(flags.save_outputs, prepared->output_names, outputs); !s.ok()) {
@@ -408,6 +457,10 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
     r["max_abs_error"] = comparison.max_abs_error;
     r["check_passed"] = passed = comparison.within_tolerance;
   }
+  r["create_ms"] = prepared->create_us / 1000.0;
+  // Model (or bundle) loading, session creation and the first request.
+  r["time_to_first_result_ms"] = first_result_ms;
+  AddFleetReport(session, !flags.remote_cache.url.empty(), r);
   if (flags.json) {
     EmitMetrics(flags, session, r);
     std::printf("%s\n", r.dump().c_str());
@@ -443,6 +496,7 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
   nlohmann::ordered_json r = ReplayReportJson(setup, *result);
   r["notes"] = notes;
   r["peak_rss_mb"] = PeakRssMb();
+  AddFleetReport(*prepared->session, !flags.remote_cache.url.empty(), r);
   if (flags.json) {
     EmitMetrics(flags, *prepared->session, r);
     std::printf("%s\n", r.dump().c_str());
@@ -460,7 +514,18 @@ int Run(const std::vector<std::string>& raw_args) {
     std::fprintf(stderr, "shapeshift run: %s\n%s", std::string(flags.status().message()).c_str(), kUsage);
     return kExitUsage;
   }
-  absl::StatusOr<ImportedModel> model = LoadModel(flags->model, flags->dims);
+  flags->started = Clock::now();
+  absl::StatusOr<ImportedModel> model;
+  if (IsBundlePath(flags->model)) {
+    absl::StatusOr<runtime::bundle::Bundle> bundle = runtime::bundle::ReadBundle(flags->model, flags->sign_key);
+    if (!bundle.ok()) return Fail(kExitUsage, std::string(bundle.status().message()));
+    flags->bundle = std::make_shared<runtime::bundle::Bundle>(*std::move(bundle));
+    flags->policy = flags->bundle->header.policy;
+    model = runtime::bundle::ImportBundleModel(*flags->bundle);
+    std::string().swap(flags->bundle->model_onnx);  // the weights are held once, by the imported graph
+  } else {
+    model = LoadModel(flags->model, flags->dims);
+  }
   if (!model.ok()) return Fail(kExitUsage, std::string(model.status().message()));
   return flags->trace.empty() ? RunOneShape(*flags, *std::move(model)) : RunTrace(*flags, *std::move(model));
 }

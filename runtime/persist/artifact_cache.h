@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "runtime/persist/entry_store.h"
 
 namespace shapeshift::runtime::persist {
 
@@ -53,7 +54,8 @@ struct ArtifactCacheStats {
 // XDG spec ignores relative ones), else $HOME/.cache/shapeshift.
 absl::StatusOr<std::string> DefaultCacheDir();
 
-class ArtifactCache {
+// The local layer of a persistent cache (entry_store.h).
+class ArtifactCache : public EntryStore {
  public:
   // Creates `dir` (and parents) if needed; an error if it cannot be created
   // or is not a writable directory.
@@ -66,14 +68,16 @@ class ArtifactCache {
   // The bytes last Put, or nullopt when there is no entry or it was
   // rejected. An error for a bad name or a file that exists but cannot be
   // read.
-  absl::StatusOr<std::optional<std::string>> Get(absl::string_view ns, absl::string_view key);
+  absl::StatusOr<std::optional<std::string>> Get(absl::string_view ns, absl::string_view key) override;
   // Atomically replaces the entry. Refuses payloads over max_payload_bytes.
-  absl::Status Put(absl::string_view ns, absl::string_view key, absl::string_view payload);
+  absl::Status Put(absl::string_view ns, absl::string_view key, absl::string_view payload) override;
 
   const std::string& dir() const { return dir_; }
   // The file an entry lives in (whether or not it exists).
   std::string PathOf(absl::string_view ns, absl::string_view key) const;
   ArtifactCacheStats stats() const;
+  std::string Describe(absl::string_view ns, absl::string_view key) const override { return PathOf(ns, key); }
+  int64_t Rejected() const override { return stats().rejected; }
 
  private:
   ArtifactCache(std::string dir, const ArtifactCacheOptions& options) : dir_(std::move(dir)), options_(options) {}

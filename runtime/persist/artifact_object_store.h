@@ -1,6 +1,6 @@
-// ArtifactObjectStore: CpuBackend's ObjectStore on top of the persistent
-// ArtifactCache (namespace "objects"), so compiled kernels survive the
-// process. The backend's record already carries the full key material; the
+// ArtifactObjectStore: CpuBackend's ObjectStore on top of an EntryStore
+// (namespace "objects": the persistent ArtifactCache, a bundle, a remote
+// cache or a chain of them), so compiled kernels survive the process. The backend's record already carries the full key material; the
 // cache adds the checksum and atomic replacement.
 //
 // A cache read error is reported by the cache (its stats and warning
@@ -22,13 +22,13 @@ inline constexpr absl::string_view kObjectNamespace = "objects";
 class ArtifactObjectStore : public codegen::cpu::ObjectStore {
  public:
   // `cache` is not owned and must outlive this store.
-  explicit ArtifactObjectStore(ArtifactCache* cache) : cache_(cache) {}
+  explicit ArtifactObjectStore(EntryStore* cache) : cache_(cache) {}
 
   std::optional<std::string> Get(const std::string& key) override;
   absl::Status Put(const std::string& key, absl::string_view bytes) override;
 
  private:
-  ArtifactCache* cache_;
+  EntryStore* cache_;
 };
 
 }  // namespace shapeshift::runtime::persist

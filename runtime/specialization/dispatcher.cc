@@ -32,11 +32,27 @@ std::string ValuesText(absl::Span<const std::string> slots, absl::Span<const int
 
 }  // namespace
 
-Dispatcher::Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique_ptr<Graph> graph,
-                       std::unique_ptr<ShapeEnv> env, DispatcherOptions options, std::vector<std::string> slots,
-                       std::vector<Binding> bindings, std::vector<SymbolInfo> slot_symbols)
+namespace {
+
+// The chain of `layers` that exist; null when none does.
+std::unique_ptr<persist::TieredEntryStore> Chain(std::vector<persist::TieredEntryStore::Layer> layers) {
+  std::erase_if(layers, [](const persist::TieredEntryStore::Layer& l) { return l.store == nullptr; });
+  if (layers.empty()) return nullptr;
+  return std::make_unique<persist::TieredEntryStore>(std::move(layers));
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique_ptr<persist::RemoteCache> remote,
+                       std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, DispatcherOptions options,
+                       std::vector<std::string> slots, std::vector<Binding> bindings,
+                       std::vector<SymbolInfo> slot_symbols)
     : disk_(std::move(disk)),
-      object_store_(disk_ != nullptr ? std::make_unique<persist::ArtifactObjectStore>(disk_.get()) : nullptr),
+      remote_(std::move(remote)),
+      front_(options.front_store),
+      objects_(Chain({{front_.get(), options.front_store_writable}, {disk_.get(), true}, {remote_.get(), true}})),
+      manifests_(Chain({{front_.get(), false}, {disk_.get(), true}})),
+      object_store_(objects_ != nullptr ? std::make_unique<persist::ArtifactObjectStore>(objects_.get()) : nullptr),
       graph_(std::move(graph)),
       env_(std::move(env)),
       options_([&] {
@@ -104,9 +120,16 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(std::unique_ptr<G
     if (!opened.ok()) return opened.status();
     disk = *std::move(opened);
   }
-  std::unique_ptr<Dispatcher> d(new Dispatcher(std::move(disk), std::move(graph), std::move(env), std::move(options),
-                                               std::move(slots), std::move(bindings), std::move(slot_symbols)));
-  if (d->disk_ != nullptr) d->LoadManifest();
+  std::unique_ptr<persist::RemoteCache> remote;
+  if (!options.remote_cache.url.empty()) {
+    absl::StatusOr<std::unique_ptr<persist::RemoteCache>> opened = persist::RemoteCache::Open(options.remote_cache);
+    if (!opened.ok()) return opened.status();
+    remote = *std::move(opened);
+  }
+  std::unique_ptr<Dispatcher> d(new Dispatcher(std::move(disk), std::move(remote), std::move(graph), std::move(env),
+                                               std::move(options), std::move(slots), std::move(bindings),
+                                               std::move(slot_symbols)));
+  if (d->manifests_ != nullptr || d->remote_ != nullptr) d->LoadManifest();
   const std::vector<std::shared_ptr<const CacheEntry>> loaded = d->cache_.entries();
   const bool serves_everything = std::any_of(loaded.begin(), loaded.end(), [](const auto& e) { return e->guards.empty(); });
   if (!loaded.empty()) {
@@ -333,10 +356,37 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(const
   Assignment at;
   for (size_t i = 0; i < values.size(); ++i) at[slots[i]] = values[i];
   Z3Bridge z3(options_.z3_timeout_ms);
+  // With a remote cache, another replica may be compiling (or have compiled)
+  // this entry: wait for it, or take the lease (dispatcher_remote.cc).
+  RemoteClaim claim = ClaimRemote(spec);
   const int64_t start = NowNs();
   absl::StatusOr<CompiledEntry> compiled =
       CompileSpecializedEntry(*graph_, *env_, slots, spec, options_.compile, z3);
-  if (!compiled.ok()) return compiled.status();
+  if (!compiled.ok()) {
+    FinishRemote(claim, spec, nullptr);
+    return compiled.status();
+  }
+  const int64_t llvm_compiles = compiled->artifact->program->stats().llvm_compiles;
+  // Another replica's entry whose every kernel came from the stores is a
+  // load, not a compile: no event, no compile counted.
+  if (claim.published && llvm_compiles == 0) {
+    absl::StatusOr<std::shared_ptr<const CacheEntry>> entry =
+        cache_.Insert(compiled->tier, std::move(compiled->guards), std::move(compiled->artifact), spec,
+                      std::move(compiled->serves));
+    if (!entry.ok()) return entry.status();
+    int64_t removed = 0;
+    for (int64_t id : SubsumedEntries(env_->DomainPredicate(), **entry, cache_.entries(), z3)) {
+      removed += cache_.Remove(id) ? 1 : 0;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      ++stats_.cache_loads;
+      ++stats_.remote_loads;
+      stats_.entries_removed += removed;
+    }
+    if (disk_ != nullptr) SaveManifest();
+    return entry;
+  }
   if (tier_up_ != nullptr) tier_up_->ObserveCompile(static_cast<double>(NowNs() - start) / 1e6);
   const Tier entry_tier = compiled->tier;
 
@@ -372,6 +422,7 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(const
   absl::StatusOr<std::shared_ptr<const CacheEntry>> entry =
       cache_.Insert(entry_tier, std::move(compiled->guards), std::move(compiled->artifact), spec,
                     std::move(compiled->serves));
+  FinishRemote(claim, spec, entry.ok() ? *entry : nullptr);
   if (!entry.ok()) return entry.status();
   event.new_entry_id = (*entry)->id;
   int64_t removed = 0;
@@ -381,6 +432,7 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(const
   {
     absl::MutexLock lock(&mu_);
     ++stats_.compiles;
+    stats_.llvm_compiles += llvm_compiles;
     ++stats_.compiles_by_tier[static_cast<int>(entry_tier)];
     ++stats_.compiles_by_trigger[static_cast<int>(trigger)];
     stats_.compile_ms_total += event.compile_ms;
@@ -430,6 +482,20 @@ SpecializationMetrics Dispatcher::Metrics() const {
   m.entries = static_cast<int64_t>(cache_.size());
   m.cache_loads = s.cache_loads;
   m.cache_errors = s.cache_errors + (disk_ != nullptr ? disk_->stats().rejected : 0);
+  m.llvm_compiles = s.llvm_compiles;
+  m.remote_loads = s.remote_loads;
+  m.remote_waits = s.remote_waits;
+  m.remote_wait_timeouts = s.remote_wait_timeouts;
+  if (remote_ != nullptr) {
+    const persist::RemoteCacheStats r = remote_->stats();
+    m.remote_hits = r.hits;
+    m.remote_misses = r.misses;
+    m.remote_refused = r.refused;
+    m.remote_errors = r.errors;
+    m.remote_too_large = r.too_large;
+    m.remote_bytes_read = r.bytes_read;
+    m.remote_bytes_written = r.bytes_written;
+  }
   return m;
 }
 

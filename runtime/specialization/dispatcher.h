@@ -60,6 +60,8 @@
 #include "runtime/execution_context.h"
 #include "runtime/persist/artifact_cache.h"
 #include "runtime/persist/artifact_object_store.h"
+#include "runtime/persist/entry_store.h"
+#include "runtime/persist/remote_cache.h"
 #include "runtime/specialization/bucket.h"
 #include "runtime/specialization/entry_spec.h"
 #include "runtime/specialization/metrics.h"
@@ -71,6 +73,8 @@
 #include "shapes/shape_env.h"
 
 namespace shapeshift::runtime {
+
+struct ManifestEntry;  // manifest.h
 
 struct DispatcherOptions {
   SpecializationPolicy policy = SpecializationPolicy::kAuto;
@@ -92,6 +96,17 @@ struct DispatcherOptions {
   // reported on `cache_warnings`, counted, ignored and rebuilt.
   std::string cache_dir;
   std::ostream* cache_warnings = &std::cerr;
+  // Remote compile cache shared by replicas (`--remote-cache`, remote_cache.h);
+  // an empty url = off. Behind the local cache for objects; its entry records
+  // are loaded in Create like the manifest's, and every compile takes a lease
+  // first, so replicas that miss the same entry compile it once
+  // (dispatcher_remote.cc).
+  persist::RemoteCacheOptions remote_cache;
+  // Entries in front of every other store, shared with the caller: a loaded
+  // AOT bundle's manifest and objects (read-only), or, writable, the store a
+  // bundle compile collects every object into (runtime/bundle/).
+  std::shared_ptr<persist::EntryStore> front_store;
+  bool front_store_writable = false;
 };
 
 struct DispatcherStats {
@@ -111,6 +126,10 @@ struct DispatcherStats {
   double compile_ms_total = 0;
   int64_t cache_loads = 0;   // entries re-created from the persistent cache in Create
   int64_t cache_errors = 0;  // manifests found corrupted or entries that failed to re-create
+  int64_t llvm_compiles = 0;         // kernels LLVM compiled for entries (0 when every object was stored)
+  int64_t remote_loads = 0;          // of cache_loads: entries another replica compiled (remote records)
+  int64_t remote_waits = 0;          // compiles this process waited for another replica to finish
+  int64_t remote_wait_timeouts = 0;  // waits that ran out (compiled locally instead)
 };
 
 class Dispatcher {
@@ -161,7 +180,8 @@ class Dispatcher {
     int64_t max = 0;
   };
 
-  Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique_ptr<Graph> graph,
+  Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique_ptr<persist::RemoteCache> remote,
+             std::unique_ptr<Graph> graph,
              std::unique_ptr<ShapeEnv> env, DispatcherOptions options, std::vector<std::string> slots,
              std::vector<Binding> bindings, std::vector<SymbolInfo> slot_symbols);
 
@@ -187,16 +207,37 @@ class Dispatcher {
   void RecordForTierUp(absl::Span<const int64_t> values, int64_t entry_id, double latency_ms);
   void TierUpLoop();
   int64_t NowNs() const;
-  // Re-creates the entries the persistent cache's manifest lists (in Create,
-  // before any request).
+  // Re-creates the entries the persistent cache's manifest lists, and the
+  // remote cache's entry records (in Create, before any request).
   void LoadManifest();
+  // One listed entry through the same compile with the object store; false
+  // (warned, counted) when it fails. `where` names the manifest or record.
+  bool RecreateEntry(const ManifestEntry& m, const std::string& where, bool remote);
   // Rewrites the manifest with the cache's current entries.
   void SaveManifest();
   void CacheWarning(const std::string& text);
+  // The remote half (dispatcher_remote.cc): before a compile, wait for
+  // another replica that holds the entry's lease, or take it; after, publish
+  // the entry's record and release the lease.
+  struct RemoteClaim {
+    bool leased = false;     // this process compiles and publishes
+    bool published = false;  // another replica's record exists: objects are remote
+    bool waited = false;
+    std::unique_ptr<persist::RemoteCache::LeaseKeeper> keeper;  // renews the lease while compiling
+  };
+  RemoteClaim ClaimRemote(const EntrySpec& spec);
+  void FinishRemote(RemoteClaim& claim, const EntrySpec& spec, const std::shared_ptr<const CacheEntry>& entry);
 
-  // The persistent cache (null when cache_dir is empty); declared before
-  // options_, whose compile options point at the object store.
+  // The persistent cache (null when cache_dir is empty), the remote cache
+  // (null when off) and a bundle's entries (null when none); declared before
+  // options_, whose compile options point at the object store. Objects are
+  // looked up preloaded → disk → remote; manifests preloaded → disk (the
+  // remote keeps one record per entry instead).
   std::unique_ptr<persist::ArtifactCache> disk_;
+  std::unique_ptr<persist::RemoteCache> remote_;
+  std::shared_ptr<persist::EntryStore> front_;
+  std::unique_ptr<persist::TieredEntryStore> objects_;
+  std::unique_ptr<persist::TieredEntryStore> manifests_;
   std::unique_ptr<persist::ArtifactObjectStore> object_store_;
   std::string manifest_key_;
   absl::Mutex manifest_mu_;  // one manifest write at a time, latest last

@@ -4,6 +4,7 @@
 // store rather than deserialized.
 #include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/specialization/dispatcher.h"
@@ -46,62 +47,94 @@ void Dispatcher::CacheWarning(const std::string& text) {
 
 void Dispatcher::LoadManifest() {
   manifest_key_ = ManifestKey(*graph_, *env_, options_.compile, options_.policy, options_.buckets);
-  absl::StatusOr<std::optional<std::string>> text = disk_->Get(kManifestNamespace, manifest_key_);
-  if (!text.ok()) {
-    CacheWarning(absl::StrCat("reading the manifest: ", text.status().message(), "; compiling instead"));
-    absl::MutexLock lock(&mu_);
-    ++stats_.cache_errors;
-    return;
+  // The compile keys already re-created: the remote's records repeat what
+  // the local manifest lists once this process or another has written both.
+  absl::flat_hash_set<std::string> loaded;
+  if (manifests_ != nullptr) {
+    absl::StatusOr<std::optional<std::string>> text = manifests_->Get(kManifestNamespace, manifest_key_);
+    const std::string where = absl::StrCat("manifest '", manifests_->Describe(kManifestNamespace, manifest_key_), "'");
+    if (!text.ok()) {
+      CacheWarning(absl::StrCat("reading the manifest: ", text.status().message(), "; compiling instead"));
+      absl::MutexLock lock(&mu_);
+      ++stats_.cache_errors;
+    } else if (text->has_value()) {  // else: first run (or a damaged file the cache already reported)
+      absl::StatusOr<std::vector<ManifestEntry>> entries = DecodeManifest(**text, manifest_key_);
+      if (!entries.ok()) {
+        CacheWarning(absl::StrCat(where, " is corrupted (", entries.status().message(),
+                                  "); ignored, it is rebuilt as entries compile"));
+        absl::MutexLock lock(&mu_);
+        ++stats_.cache_errors;
+      } else {
+        for (const ManifestEntry& m : *entries) {
+          if (RecreateEntry(m, where, /*remote=*/false)) loaded.insert(CompileKey(m.spec));
+        }
+      }
+    }
   }
-  if (!text->has_value()) return;  // first run (or a damaged file the cache already reported)
-  const std::string path = disk_->PathOf(kManifestNamespace, manifest_key_);
-  absl::StatusOr<std::vector<ManifestEntry>> entries = DecodeManifest(**text, manifest_key_);
-  if (!entries.ok()) {
-    CacheWarning(absl::StrCat("manifest '", path, "' is corrupted (", entries.status().message(),
-                              "); ignored, it is rebuilt as entries compile"));
-    absl::MutexLock lock(&mu_);
-    ++stats_.cache_errors;
-    return;
+  if (remote_ == nullptr) return;
+  bool added = false;
+  for (const auto& [field, payload] : remote_->GetRecords(manifest_key_)) {
+    const std::string where = absl::StrCat("remote entry '", remote_->RecordsKey(manifest_key_), "#", field, "'");
+    absl::StatusOr<std::vector<ManifestEntry>> entries = DecodeManifest(payload, manifest_key_);
+    if (!entries.ok() || entries->size() != 1 || CompileKey(entries->front().spec) != field) {
+      // Signed by a holder of the key, so not a forgery: a writer of another
+      // format or a bug. Ignored; the next compile of that entry replaces it.
+      CacheWarning(absl::StrCat(where, " is not a record of one entry (",
+                                entries.ok() ? "wrong shape" : entries.status().message(), "); ignored"));
+      absl::MutexLock lock(&mu_);
+      ++stats_.cache_errors;
+      continue;
+    }
+    if (loaded.contains(field)) continue;
+    if (RecreateEntry(entries->front(), where, /*remote=*/true)) {
+      loaded.insert(field);
+      added = true;
+    }
   }
+  if (added && disk_ != nullptr) SaveManifest();
+}
+
+bool Dispatcher::RecreateEntry(const ManifestEntry& m, const std::string& where, bool remote) {
   Z3Bridge z3(options_.z3_timeout_ms);
-  for (const ManifestEntry& m : *entries) {
-    absl::StatusOr<CompiledEntry> compiled =
-        CompileSpecializedEntry(*graph_, *env_, cache_.slots(), m.spec, options_.compile, z3);
-    if (!compiled.ok()) {
-      CacheWarning(absl::StrCat("manifest '", path, "': re-creating a ", TierName(m.spec.tier),
-                                " entry failed (", compiled.status().message(), "); skipped"));
-      absl::MutexLock lock(&mu_);
-      ++stats_.cache_errors;
-      continue;
-    }
-    // The compile is the truth; a different guard set means the compiler
-    // changed what it asks, worth a line but not a refusal.
-    if (AtomTexts(compiled->guards) != AtomTexts(m.guards)) {
-      CacheWarning(absl::StrCat("manifest '", path, "': the re-created entry's guards (",
-                                absl::StrJoin(AtomTexts(compiled->guards), " && "), ") differ from the recorded (",
-                                absl::StrJoin(AtomTexts(m.guards), " && "), "); using the re-created ones"));
-    }
-    absl::StatusOr<std::shared_ptr<const CacheEntry>> entry =
-        cache_.Insert(compiled->tier, std::move(compiled->guards), std::move(compiled->artifact), m.spec,
-                      std::move(compiled->serves));
-    if (!entry.ok()) {
-      CacheWarning(absl::StrCat("manifest '", path, "': ", entry.status().message(), "; skipped"));
-      absl::MutexLock lock(&mu_);
-      ++stats_.cache_errors;
-      continue;
-    }
-    if (tier_up_ != nullptr && (*entry)->tier != Tier::kPolymorphic) {
-      tier_up_->AlreadySpecialized(RegionOf(m.spec, buckets_));
-    }
+  absl::StatusOr<CompiledEntry> compiled =
+      CompileSpecializedEntry(*graph_, *env_, cache_.slots(), m.spec, options_.compile, z3);
+  if (!compiled.ok()) {
+    CacheWarning(absl::StrCat(where, ": re-creating a ", TierName(m.spec.tier), " entry failed (",
+                              compiled.status().message(), "); skipped"));
     absl::MutexLock lock(&mu_);
-    ++stats_.cache_loads;
+    ++stats_.cache_errors;
+    return false;
   }
+  // The compile is the truth; a different guard set means the compiler
+  // changed what it asks, worth a line but not a refusal.
+  if (AtomTexts(compiled->guards) != AtomTexts(m.guards)) {
+    CacheWarning(absl::StrCat(where, ": the re-created entry's guards (",
+                              absl::StrJoin(AtomTexts(compiled->guards), " && "), ") differ from the recorded (",
+                              absl::StrJoin(AtomTexts(m.guards), " && "), "); using the re-created ones"));
+  }
+  absl::StatusOr<std::shared_ptr<const CacheEntry>> entry =
+      cache_.Insert(compiled->tier, std::move(compiled->guards), std::move(compiled->artifact), m.spec,
+                    std::move(compiled->serves));
+  if (!entry.ok()) {
+    CacheWarning(absl::StrCat(where, ": ", entry.status().message(), "; skipped"));
+    absl::MutexLock lock(&mu_);
+    ++stats_.cache_errors;
+    return false;
+  }
+  if (tier_up_ != nullptr && (*entry)->tier != Tier::kPolymorphic) {
+    tier_up_->AlreadySpecialized(RegionOf(m.spec, buckets_));
+  }
+  absl::MutexLock lock(&mu_);
+  ++stats_.cache_loads;
+  stats_.llvm_compiles += (*entry)->artifact->program->stats().llvm_compiles;
+  if (remote) ++stats_.remote_loads;
+  return true;
 }
 
 void Dispatcher::SaveManifest() {
   absl::MutexLock lock(&manifest_mu_);
   const std::string text = EncodeManifest(manifest_key_, cache_.entries());
-  if (absl::Status s = disk_->Put(kManifestNamespace, manifest_key_, text); !s.ok()) {
+  if (absl::Status s = manifests_->Put(kManifestNamespace, manifest_key_, text); !s.ok()) {
     CacheWarning(absl::StrCat("writing the manifest: ", s.message()));
     absl::MutexLock stats_lock(&mu_);
     ++stats_.cache_errors;

@@ -52,6 +52,17 @@ std::string FormatMetricsText(const SpecializationMetrics& m) {
   line("entries", m.entries);
   line("cache_loads", m.cache_loads);
   line("cache_errors", m.cache_errors);
+  line("llvm_compiles", m.llvm_compiles);
+  line("remote_loads", m.remote_loads);
+  line("remote_waits", m.remote_waits);
+  line("remote_wait_timeouts", m.remote_wait_timeouts);
+  line("remote_hits", m.remote_hits);
+  line("remote_misses", m.remote_misses);
+  line("remote_refused", m.remote_refused);
+  line("remote_errors", m.remote_errors);
+  line("remote_too_large", m.remote_too_large);
+  line("remote_bytes_read", m.remote_bytes_read);
+  line("remote_bytes_written", m.remote_bytes_written);
   return out;
 }
 
@@ -86,6 +97,27 @@ std::string FormatMetricsPrometheus(const SpecializationMetrics& m) {
            m.cache_loads);
   e.Single("shapeshift_cache_errors_total", "counter", "Persistent-cache manifests found corrupted and rebuilt.",
            m.cache_errors);
+  e.Single("shapeshift_llvm_compiles_total", "counter", "Kernels LLVM compiled (not found in any store).",
+           m.llvm_compiles);
+  e.Single("shapeshift_remote_loads_total", "counter", "Entries another replica compiled, re-created from the remote cache.",
+           m.remote_loads);
+  e.Single("shapeshift_remote_waits_total", "counter", "Compiles waited for because another replica held the lease.",
+           m.remote_waits);
+  e.Single("shapeshift_remote_wait_timeouts_total", "counter", "Waits for another replica that ran out.",
+           m.remote_wait_timeouts);
+  e.Single("shapeshift_remote_hits_total", "counter", "Remote-cache values read and verified.", m.remote_hits);
+  e.Single("shapeshift_remote_misses_total", "counter", "Remote-cache lookups that found nothing usable.",
+           m.remote_misses);
+  e.Single("shapeshift_remote_refused_total", "counter",
+           "Remote-cache values refused: unsigned, badly signed, truncated or stored under another key.",
+           m.remote_refused);
+  e.Single("shapeshift_remote_errors_total", "counter", "Remote-cache connection failures, timeouts and error replies.",
+           m.remote_errors);
+  e.Single("shapeshift_remote_too_large_total", "counter", "Remote-cache writes skipped for the entry size limit.",
+           m.remote_too_large);
+  e.Family("shapeshift_remote_bytes_total", "counter", "Payload bytes moved to and from the remote cache.");
+  e.Sample("shapeshift_remote_bytes_total", static_cast<double>(m.remote_bytes_read), "direction=\"read\"");
+  e.Sample("shapeshift_remote_bytes_total", static_cast<double>(m.remote_bytes_written), "direction=\"written\"");
   return e.Take();
 }
 

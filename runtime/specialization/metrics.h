@@ -38,6 +38,18 @@ struct SpecializationMetrics {
   int64_t entries = 0;              // artifacts in the cache now
   int64_t cache_loads = 0;          // entries re-created from the persistent cache
   int64_t cache_errors = 0;         // corrupted / unreadable persistent-cache manifests (ignored, rebuilt)
+  int64_t llvm_compiles = 0;        // kernels LLVM compiled (0 when every object came from a store)
+  // The remote compile cache (runtime/persist/remote_cache.h); 0 when off.
+  int64_t remote_loads = 0;         // entries another replica compiled, re-created here
+  int64_t remote_waits = 0;         // compiles waited for on another replica's lease
+  int64_t remote_wait_timeouts = 0; // waits that ran out (compiled here instead)
+  int64_t remote_hits = 0;          // values read and verified
+  int64_t remote_misses = 0;        // lookups that found nothing usable (refused included)
+  int64_t remote_refused = 0;       // unsigned / badly signed / truncated / misfiled values
+  int64_t remote_errors = 0;        // connection failures, timeouts, error replies (e.g. server full)
+  int64_t remote_too_large = 0;     // writes skipped for the entry size limit
+  int64_t remote_bytes_read = 0;
+  int64_t remote_bytes_written = 0;
 };
 
 // One `name value` line per field, in the order above.
@@ -51,7 +63,13 @@ std::string FormatMetricsText(const SpecializationMetrics& m);
 // shapeshift_first_request_seconds, shapeshift_tier_ups_total,
 // shapeshift_tier_ups_reverted_total, shapeshift_limit_fallbacks_total,
 // shapeshift_limit_errors_total, shapeshift_cache_entries,
-// shapeshift_cache_loads_total, shapeshift_cache_errors_total.
+// shapeshift_cache_loads_total, shapeshift_cache_errors_total,
+// shapeshift_llvm_compiles_total, shapeshift_remote_loads_total,
+// shapeshift_remote_waits_total, shapeshift_remote_wait_timeouts_total,
+// shapeshift_remote_hits_total, shapeshift_remote_misses_total,
+// shapeshift_remote_refused_total, shapeshift_remote_errors_total,
+// shapeshift_remote_too_large_total,
+// shapeshift_remote_bytes_total{direction="read|written"}.
 std::string FormatMetricsPrometheus(const SpecializationMetrics& m);
 
 }  // namespace shapeshift::runtime

@@ -52,6 +52,9 @@ absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::Create
   dispatch.buckets = options.buckets;
   dispatch.tier_up = options.tier_up;
   dispatch.cache_dir = options.cache_dir;
+  dispatch.remote_cache = options.remote_cache;
+  dispatch.front_store = options.front_store;
+  dispatch.front_store_writable = options.front_store_writable;
   absl::StatusOr<std::unique_ptr<Dispatcher>> dispatcher =
       Dispatcher::Create(std::move(graph), std::move(env), std::move(dispatch));
   if (!dispatcher.ok()) {

@@ -54,6 +54,13 @@ struct SpecializingSessionOptions {
   // Persistent cache directory (`--cache-dir`; the CLI's default is
   // persist::DefaultCacheDir()); empty = off. See DispatcherOptions.
   std::string cache_dir;
+  // Remote compile cache shared by replicas (`--remote-cache`); empty url =
+  // off. See DispatcherOptions::remote_cache.
+  persist::RemoteCacheOptions remote_cache;
+  // Entries in front of the caches (a bundle's; runtime/bundle/bundle.h
+  // fills them). See DispatcherOptions::front_store.
+  std::shared_ptr<persist::EntryStore> front_store;
+  bool front_store_writable = false;
 };
 
 struct SpecializingSessionStats {

@@ -1,0 +1,224 @@
+// AOT bundles end to end in one process: a bundle compiled from MiniEncoder
+// serves with 0 compiles and 0 LLVM compiles and bit-identical outputs; its
+// certificate is Z3's answer over the entries' real guards; a bundle whose
+// recorded target differs from this machine (features, compiler) is refused
+// naming the difference; the header describes exactly what the objects were
+// compiled for.
+#include "runtime/bundle/bundle.h"
+
+#include <filesystem>
+#include <sstream>
+
+#include "codegen/cpu/object_store.h"
+#include "gtest/gtest.h"
+#include "runtime/specialization/manifest.h"
+#include "tests/runtime/runtime_test_util.h"
+
+namespace shapeshift::runtime::bundle {
+namespace {
+
+constexpr char kKey[] = "bundle-test-signing-key";
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::path(::testing::TempDir()) / (std::to_string(getpid()) + "_" + name)).string();
+}
+
+ImportedModel Mini() {
+  runtime::testing::BuiltModel built = runtime::testing::MiniEncoder(/*max_seq=*/64);
+  ImportedModel m;
+  m.graph = std::move(built.graph);
+  m.env = std::move(built.env);
+  return m;
+}
+
+std::vector<Tensor> Inputs(int64_t seq) { return runtime::testing::TokenInputs(1, seq, 50, static_cast<uint32_t>(seq)); }
+
+absl::StatusOr<BundleSummary> Compile(SpecializationPolicy policy, const std::string& path, std::string key = "",
+                                      std::vector<int64_t> warm = {}) {
+  BundleCompileOptions options;
+  options.source = "mini-encoder";
+  options.policy = policy;
+  options.signing_key = std::move(key);
+  if (!warm.empty()) {
+    options.warm = [warm](SpecializingSession& s) -> absl::Status {
+      for (int64_t seq : warm) {
+        absl::StatusOr<std::vector<Tensor>> out = s.Run(Inputs(seq));
+        if (!out.ok()) return out.status();
+      }
+      return absl::OkStatus();
+    };
+  }
+  return CompileBundle(Mini(), options, path);
+}
+
+absl::StatusOr<std::unique_ptr<SpecializingSession>> Open(const std::string& path, const std::string& key = "") {
+  absl::StatusOr<Bundle> bundle = ReadBundle(path, key);
+  if (!bundle.ok()) return bundle.status();
+  absl::StatusOr<ImportedModel> model = ImportBundleModel(*bundle);
+  if (!model.ok()) return model.status();
+  return OpenBundleSession(*bundle, *std::move(model), {});
+}
+
+// Rewrites a bundle's header the way a build on another machine would have
+// written it, then re-checksums and re-signs with the same key.
+void RewriteHeader(const std::string& path, const std::string& key,
+                   const std::function<void(nlohmann::json&)>& edit) {
+  std::string bytes = ReadFileBytes(path).value();
+  BundleContents contents = DecodeBundle(bytes, key, path).value();
+  edit(contents.header);
+  ASSERT_TRUE(WriteFileAtomically(path, EncodeBundle(contents, key)).ok());
+}
+
+TEST(BundleTest, APolymorphicBundleServesWithZeroCompilesAndTheSameOutputs) {
+  const std::string path = TempPath("poly.ssb");
+  absl::StatusOr<BundleSummary> summary = Compile(SpecializationPolicy::kPolymorphic, path);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->compiles, 1);
+  EXPECT_EQ(summary->header.entries, 1);
+  EXPECT_GT(summary->header.objects, 0);
+  EXPECT_EQ(summary->header.certificate.verdict, "covered");
+  EXPECT_EQ(summary->header.certificate.solver.rfind("Z3 ", 0), 0u);
+  EXPECT_NE(summary->header.certificate.query.find("(check-sat)"), std::string::npos);
+
+  absl::StatusOr<std::unique_ptr<SpecializingSession>> loaded = Open(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const DispatcherStats stats = (*loaded)->stats().dispatcher;
+  EXPECT_EQ(stats.compiles, 0);
+  EXPECT_EQ(stats.llvm_compiles, 0);
+  EXPECT_EQ(stats.cache_loads, 1);
+  EXPECT_TRUE((*loaded)->events().empty());
+
+  // The same model compiled normally computes bit-identical outputs: the
+  // same machine code, linked from the bundle instead of generated.
+  runtime::testing::BuiltModel reference_model = runtime::testing::MiniEncoder(64);
+  SpecializingSessionOptions plain;
+  plain.policy = SpecializationPolicy::kPolymorphic;
+  std::unique_ptr<SpecializingSession> reference =
+      SpecializingSession::CreateFromBuilt(std::move(reference_model.graph), std::move(reference_model.env), plain)
+          .value();
+  for (int64_t seq : {1, 7, 33, 64}) {
+    std::vector<Tensor> a = (*loaded)->Run(Inputs(seq)).value();
+    std::vector<Tensor> b = reference->Run(Inputs(seq)).value();
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(runtime::testing::MaxAbsDiff(a[0], b[0]), 0.0) << "seq=" << seq;
+  }
+  EXPECT_EQ((*loaded)->stats().dispatcher.compiles, 0) << "the proven domain never compiles";
+}
+
+TEST(BundleTest, AWarmedStaticBundleCertifiesItsGapAndLoadsEveryEntry) {
+  const std::string path = TempPath("static.ssb");
+  absl::StatusOr<BundleSummary> summary = Compile(SpecializationPolicy::kStatic, path, "", {5, 9});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->header.entries, 2);
+  const CoverageCertificate& c = summary->header.certificate;
+  EXPECT_EQ(c.verdict, "uncovered");
+  ASSERT_TRUE(c.witness.count("seq"));
+  EXPECT_NE(c.witness.at("seq"), 5);
+  EXPECT_NE(c.witness.at("seq"), 9);
+  ASSERT_EQ(c.guard_sets.size(), 2u);
+
+  absl::StatusOr<std::unique_ptr<SpecializingSession>> loaded = Open(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->stats().dispatcher.cache_loads, 2);
+  // The certificate is about the guards the re-created entries check.
+  const SpecializationCache& cache = (*loaded)->dispatcher().cache();
+  EXPECT_TRUE(RecheckCertificate(c, (*loaded)->dispatcher().env().DomainPredicate(), EntryGuardSets(cache)).ok());
+  ASSERT_TRUE((*loaded)->Run(Inputs(9)).ok());
+  EXPECT_EQ((*loaded)->stats().dispatcher.compiles, 0);
+}
+
+TEST(BundleTest, ARecheckFailsWhenTheGuardsOrTheAnswerDiffer) {
+  const std::string path = TempPath("recheck.ssb");
+  absl::StatusOr<BundleSummary> summary = Compile(SpecializationPolicy::kStatic, path, "", {5});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  const CoverageCertificate& c = summary->header.certificate;
+  absl::StatusOr<std::vector<std::vector<Predicate>>> sets = ParseGuardSets(c.guard_sets);
+  ASSERT_TRUE(sets.ok()) << sets.status();
+  ImportedModel model = Mini();
+  const Predicate domain = model.env->DomainPredicate();
+  EXPECT_TRUE(RecheckCertificate(c, domain, *sets).ok());
+  // A guard set someone widened (seq == 5 → seq >= 1) is not what was certified.
+  std::vector<std::vector<Predicate>> widened = {{ParsePredicate("seq >= 1").value()}};
+  absl::Status s = RecheckCertificate(c, domain, widened);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("guard sets"), std::string::npos) << s;
+  // A certificate whose verdict was edited to "covered" is contradicted by Z3.
+  CoverageCertificate edited = c;
+  edited.verdict = "covered";
+  edited.witness.clear();
+  s = RecheckCertificate(edited, domain, *sets);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("answers 'uncovered'"), std::string::npos) << s;
+}
+
+// A bundle whose recorded CPU features differ from this machine's is refused.
+// The test rewrites the recorded feature set and re-checksums/re-signs: the
+// loader's only knowledge of the building machine is that header (written by
+// CompileBundle from DetectHostTarget(), the same detection the backend keys
+// objects with — checked below), so a header with other features is exactly
+// what a bundle from another CPU presents.
+TEST(BundleTest, ABundleForOtherCpuFeaturesIsRefusedNamingThem) {
+  const std::string path = TempPath("features.ssb");
+  ASSERT_TRUE(Compile(SpecializationPolicy::kPolymorphic, path, kKey).ok());
+  std::string flipped;
+  RewriteHeader(path, kKey, [&](nlohmann::json& h) {
+    std::string features = h["target"]["features"].get<std::string>();
+    // The first feature, turned around: "+avx512f" becomes "-avx512f".
+    const size_t end = features.find(',');
+    flipped = features.substr(1, end == std::string::npos ? std::string::npos : end - 1);
+    features[0] = features[0] == '+' ? '-' : '+';
+    h["target"]["features"] = features;
+  });
+  absl::StatusOr<std::unique_ptr<SpecializingSession>> loaded = Open(path, kKey);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(loaded.status())) << loaded.status();
+  EXPECT_NE(loaded.status().message().find("CPU features"), std::string::npos) << loaded.status();
+  EXPECT_NE(loaded.status().message().find(flipped), std::string::npos) << loaded.status();
+}
+
+TEST(BundleTest, ABundleFromAnotherShapeshiftBuildOrLlvmIsRefused) {
+  const std::string path = TempPath("build.ssb");
+  ASSERT_TRUE(Compile(SpecializationPolicy::kPolymorphic, path).ok());
+  RewriteHeader(path, "", [](nlohmann::json& h) {
+    h["target"]["compiler"] = "shapeshift 0.0.1 build 00ff";
+    h["target"]["llvm"] = "13.0.1";
+  });
+  absl::StatusOr<std::unique_ptr<SpecializingSession>> loaded = Open(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("compiler 'shapeshift 0.0.1 build 00ff'"), std::string::npos)
+      << loaded.status();
+  EXPECT_NE(loaded.status().message().find("LLVM '13.0.1'"), std::string::npos) << loaded.status();
+}
+
+TEST(BundleTest, TheHeaderTargetIsWhatTheObjectsWereCompiledFor) {
+  const std::string path = TempPath("target.ssb");
+  ASSERT_TRUE(Compile(SpecializationPolicy::kPolymorphic, path).ok());
+  absl::StatusOr<BundleContents> contents = DecodeBundle(ReadFileBytes(path).value(), "", path);
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  const BundleHeader header = HeaderFromJson(contents->header).value();
+  int objects = 0;
+  for (const BundleRecord& r : contents->records) {
+    if (r.ns != persist::kObjectNamespace) continue;
+    ++objects;
+    codegen::cpu::ObjectRecord record = codegen::cpu::DecodeObjectRecord(r.payload).value();
+    EXPECT_NE(record.key_material.find("compiler: " + header.target.compiler + "\n"), std::string::npos);
+    EXPECT_NE(record.key_material.find("llvm: " + header.target.llvm_version + "\n"), std::string::npos);
+    EXPECT_NE(record.key_material.find("triple: " + header.target.triple + "\n"), std::string::npos);
+    EXPECT_NE(record.key_material.find("cpu: " + header.target.cpu + "\nfeatures: " + header.target.features + "\n"),
+              std::string::npos);
+  }
+  EXPECT_GT(objects, 0);
+}
+
+TEST(BundleTest, ASignedBundleNeedsItsKey) {
+  const std::string path = TempPath("signed.ssb");
+  ASSERT_TRUE(Compile(SpecializationPolicy::kPolymorphic, path, kKey).ok());
+  EXPECT_TRUE(absl::IsPermissionDenied(ReadBundle(path, "").status()));
+  EXPECT_TRUE(absl::IsPermissionDenied(ReadBundle(path, "some-other-key-16b").status()));
+  absl::StatusOr<std::unique_ptr<SpecializingSession>> loaded = Open(path, kKey);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->stats().dispatcher.compiles, 0);
+}
+
+}  // namespace
+}  // namespace shapeshift::runtime::bundle
