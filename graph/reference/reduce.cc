@@ -49,6 +49,14 @@ Acc Initial(ReduceKind kind) {
 
 template <typename Acc>
 Acc Combine(ReduceKind kind, Acc acc, Acc x) {
+  if constexpr (std::is_floating_point_v<Acc>) {
+    // ReduceMax/ReduceMin of a set holding a NaN is NaN (numpy.max). ONNX
+    // Runtime keeps the NaN only when it comes first in the row (or lands in
+    // a vector tail): an artefact of its loop, not a semantics to copy.
+    if ((kind == ReduceKind::kMax || kind == ReduceKind::kMin) && (std::isnan(acc) || std::isnan(x))) {
+      return std::isnan(acc) ? acc : x;
+    }
+  }
   switch (kind) {
     case ReduceKind::kMax: return x > acc ? x : acc;
     case ReduceKind::kMin: return x < acc ? x : acc;
