@@ -1,8 +1,10 @@
-// The kernel IR's f32 max/min and max-reductions propagate NaN from either
-// operand (codegen/kernel_ir.h), at every vector width and in every lane of
-// the vector body, the masked tail and the scalar remainder: Relu(NaN),
-// Max(NaN, 1) and the row max of a row holding a NaN are NaN, as in ONNX
-// Runtime. (llvm.maxnum, vmaxps and llvm.vector.reduce.fmax all drop a NaN.)
+// Special values in compiled kernels. The kernel IR's f32 max/min and
+// max-reductions propagate NaN from either operand (codegen/kernel_ir.h), at
+// every vector width and in every lane of the vector body, the masked tail
+// and the scalar remainder: Relu(NaN), Max(NaN, 1) and the row max of a row
+// holding a NaN are NaN, as in ONNX Runtime (llvm.maxnum, vmaxps and
+// llvm.vector.reduce.fmax all drop a NaN). The library layer norm has the
+// reference's range semantics (graph/reference/normalization.cc).
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/cpu/parallel_run.h"
+#include "codegen/kernel_library.h"
 #include "gtest/gtest.h"
 
 namespace shapeshift::codegen::cpu {
@@ -103,6 +106,36 @@ TEST_P(NanPropagationTest, RowMaxOfARowHoldingNanIsNan) {
     EXPECT_EQ(ys[0], kInf) << "len=" << len;
     for (int64_t r = 1; r < rows_val; ++r) {
       EXPECT_TRUE(std::isnan(ys[r])) << "len=" << len << " row " << r << ": " << ys[r];
+    }
+  }
+}
+
+// Rows of FLT_MAX (the sum overflows, the mean must not), squares that
+// overflow (variance +inf: Y = beta), and a NaN row.
+TEST_P(NanPropagationTest, LayerNormOverflowsLikeTheReference) {
+  auto backend = CpuBackend::Create(GetParam());
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto kernel = (*backend)->Compile(LayerNormKernel(1e-5f));
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  constexpr float kMax = std::numeric_limits<float>::max();
+  for (int64_t n : {8, 17, 40}) {
+    std::vector<float> x(4 * n, 0.0f), gamma(n, 1.0f), beta(n), y(4 * n);
+    for (int64_t c = 0; c < n; ++c) {
+      beta[c] = 0.01f * static_cast<float>(c);
+      x[c] = kMax;                       // row 0: all FLT_MAX
+      x[2 * n + c] = c == n / 2 ? kNan : 1.0f;  // row 2: a NaN
+      x[3 * n + c] = static_cast<float>(c % 3);  // row 3: ordinary
+    }
+    x[n] = 3e38f, x[n + 1] = -3e38f;  // row 1: squares overflow
+    void* buffers[] = {x.data(), gamma.data(), beta.data(), y.data()};
+    int64_t dims[] = {4, n};
+    RunParallel(**kernel, buffers, dims);
+    for (int64_t c = 0; c < n; ++c) {
+      SCOPED_TRACE(absl::StrCat("n=", n, " c=", c));
+      EXPECT_FLOAT_EQ(y[c], beta[c]);
+      EXPECT_FLOAT_EQ(y[n + c], beta[c]);
+      EXPECT_TRUE(std::isnan(y[2 * n + c])) << y[2 * n + c];
+      EXPECT_TRUE(std::isfinite(y[3 * n + c])) << y[3 * n + c];
     }
   }
 }
