@@ -75,6 +75,20 @@ bool IsExact(ReduceKind kind) {
          kind != ReduceKind::kLogSumExp;
 }
 
+// A sum accumulated in double where a sum of T's would have overflowed:
+// +-inf, as the f32 kernels (shapeshift's and ONNX Runtime's) give, so
+// ReduceMean of a row of FLT_MAX is inf, not FLT_MAX. (A sum that overflows
+// only partway and cancels later depends on the order; it is not modelled.)
+template <typename T>
+double OverflowLike(double sum) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::abs(sum) > static_cast<double>(std::numeric_limits<T>::max())) {
+      return std::copysign(std::numeric_limits<double>::infinity(), sum);
+    }
+  }
+  return sum;
+}
+
 // The result of a non-exact kind from its accumulated value.
 double Finish(ReduceKind kind, double acc, int64_t count) {
   switch (kind) {
@@ -177,7 +191,9 @@ KernelResult Reduce(const KernelArgs& args) {
       if (IsExact(op->kind)) {
         o[i] = static_cast<T>(acc[i]);
       } else {
-        o[i] = ToElement<T>(Finish(op->kind, static_cast<double>(acc[i]), count) + shift[i]);
+        const double sum = op->kind == ReduceKind::kLogSumExp ? static_cast<double>(acc[i])
+                                                              : OverflowLike<T>(static_cast<double>(acc[i]));
+        o[i] = ToElement<T>(Finish(op->kind, sum, count) + shift[i]);
       }
     }
     return absl::OkStatus();
