@@ -66,6 +66,22 @@ TEST(SpecialValuesKernelTest, ReduceMaxAndMinOfARowWithNanAreNanWhereverItIs) {
   EXPECT_THAT(Run1("ReduceMin", {x}, attrs), ElementsAre(IsNan(), IsNan(), -kInf));
 }
 
+// Sums overflow where f32 sums must: the mean of a row of FLT_MAX is inf.
+TEST(SpecialValuesKernelTest, ReduceMeanOfASumBeyondTheF32RangeIsInf) {
+  Attributes attrs;
+  attrs.Set("axes", std::vector<int64_t>{1});
+  attrs.Set("keepdims", int64_t{0});
+  EXPECT_THAT(Run1("ReduceMean", {F32({2, 2}, {kMax, kMax, -kMax, -kMax})}, attrs), ElementsAre(kInf, -kInf));
+}
+
+// A dot product beyond the f32 range is inf before Gemm's alpha scales it.
+TEST(SpecialValuesKernelTest, GemmDotProductOverflowsBeforeAlpha) {
+  Attributes attrs;
+  attrs.Set("alpha", 0.5f);
+  EXPECT_THAT(Run1("Gemm", {F32({1, 2}, {kMax, kMax}), F32({2, 1}, {1, 1})}, attrs), ElementsAre(kInf));
+  EXPECT_THAT(Run1("Gemm", {F32({1, 2}, {kMax, -kMax}), F32({2, 1}, {1, 1})}, attrs), ElementsAre(0));
+}
+
 TEST(SpecialValuesKernelTest, SoftmaxRowsWithInfinitiesOrNan) {
   Tensor x = F32({5, 3}, {kInf, 1, 2, kNan, 1, 2, -kInf, -kInf, -kInf, -kInf, 0, 0, kMax, kMax, 0});
   std::vector<float> y = Run1("Softmax", {x});
