@@ -605,9 +605,9 @@ def main():
     root.mkdir(parents=True, exist_ok=True)
     only = set(filter(None, args.only.split(",")))
     cases = [c_ for c_ in all_cases() if not only or c_.name in only]
-    if not only:
+    if not only:  # stale cases go; only folders that hold a case (model.onnx) are touched
         for old in root.iterdir():
-            if old.is_dir():
+            if old.is_dir() and (old / "model.onnx").exists():
                 shutil.rmtree(old)
     manifest = {"onnx": onnx.__version__, "onnxruntime": ort.__version__, "numpy": np.__version__,
                 "opset": OPSET, "cases": {}}
