@@ -14,15 +14,16 @@ and through a compiled Session and compares both with these outputs (no
 Python at test time).
 
 Where ONNX Runtime does not give one answer, the element is not used as an
-oracle: each case is also run with ORT's graph optimizations off, and each
-row case with its rows reversed along the normalized axis. An element (or
-row) whose result changes is replaced by an ordinary value and counted in
-cases.json ("neutralized", with the reason), because then ORT's answer is an
-artefact of its kernel choice, not a semantics we can follow. Known one:
+oracle: each case is also run with ORT's graph optimizations off; each row
+case with its rows (for GEMMs: the K axis) reversed, rotated to every offset
+and shuffled; sums and GEMMs also in float64. An element (or row) whose
+result changes is replaced by an ordinary value and recorded in cases.json
+("neutralized", with the reason), because then ORT's answer is an artefact
+of its kernel choice or of rounding, not a semantics to follow. Known one:
 ReduceMax/ReduceMin keep a NaN only when it is the first element of the row
-(or lands in a vector tail).
+(or lands in a vector tail). tests/data/special_values/README.md lists all.
 
-Run from the repository root (exact pins: bench/peers/requirements.txt):
+Exact pins (bench/peers/requirements.txt):
     bench/peers/setup.sh --ort-only
     bench/peers/.venv-ort/bin/python bench/peers/special_values.py
 """
