@@ -46,6 +46,10 @@ int64_t ScalarTypeSize(ScalarType t);            // bytes in memory
 enum class UnaryOp : uint8_t {
   kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kTanh, kErf, kSigmoid, kRecip,
 };
+// f32 kMax/kMin (and ReduceOp::kMax) propagate NaN: a NaN in either
+// operand gives NaN, as ONNX Runtime's Max/Min/Relu and numpy.maximum do
+// (not IEEE maxNum, which returns the other operand; Relu(NaN) would be 0).
+// Compares are ordered (false when either side is NaN) except kNe.
 enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMax, kMin };
 enum class CompareOp : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe };
 enum class ReduceOp : uint8_t { kSum, kMax };

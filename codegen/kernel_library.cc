@@ -50,13 +50,24 @@ Kernel LayerNormKernel(float epsilon) {
   Value mean = Var("mean", ScalarType::kF32);
   Value centered = xv - mean;
   Value n_f32 = Cast(ScalarType::kF32, IndexValue(n));
+  Value inv_n = Var("inv_n", ScalarType::kF32);
+  // The mean sums x * (1/n), clamped to the row's [min, max], so that it
+  // never overflows; x - mean and the sum of squares overflow as f32 must
+  // (codegen/lower/lower_kernels.cc says why).
+  auto var = [](const char* name) { return Var(name, ScalarType::kF32); };
+  const double inf = std::numeric_limits<double>::infinity();
   k.body = {
-      Accumulator("sum", F32(0)),
-      Loop("j", 0, n, {Accumulate("sum", ReduceOp::kSum, xv)}),
-      Let("mean", Var("sum", ScalarType::kF32) / n_f32),
+      Let("inv_n", Unary(UnaryOp::kRecip, n_f32)),
+      Accumulator("mean_sum", F32(0)),
+      Accumulator("x_max", F32(-inf)),
+      Accumulator("x_neg_min", F32(-inf)),
+      Loop("j", 0, n,
+           {Accumulate("mean_sum", ReduceOp::kSum, xv * inv_n), Accumulate("x_max", ReduceOp::kMax, xv),
+            Accumulate("x_neg_min", ReduceOp::kMax, Unary(UnaryOp::kNeg, xv))}),
+      Let("mean", Binary(BinaryOp::kMin, Max(var("mean_sum"), Unary(UnaryOp::kNeg, var("x_neg_min"))), var("x_max"))),
       Accumulator("sum_sq", F32(0)),
       Loop("j", 0, n, {Accumulate("sum_sq", ReduceOp::kSum, centered * centered)}),
-      Let("inv_std", Unary(UnaryOp::kRsqrt, Var("sum_sq", ScalarType::kF32) / n_f32 + F32(epsilon))),
+      Let("inv_std", Unary(UnaryOp::kRsqrt, Var("sum_sq", ScalarType::kF32) * inv_n + F32(epsilon))),
       Loop("j", 0, n,
            {Store(y, r * n + j,
                   centered * Var("inv_std", ScalarType::kF32) * Load(gamma, j) + Load(beta, j))}),

@@ -21,7 +21,9 @@ namespace shapeshift::codegen {
 // row (e.g. heads*seq rows per batch element).
 Kernel SoftmaxKernel(float scale);
 
-// y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * gamma + beta.
+// y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * gamma + beta, with the
+// reference's range semantics (the mean never overflows; x - mean and the
+// sum of squares overflow as f32 does: variance +inf gives y = beta).
 // Buffers (x, gamma, beta, y); dims (rows, n).
 Kernel LayerNormKernel(float epsilon);
 

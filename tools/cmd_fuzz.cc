@@ -153,8 +153,8 @@ nlohmann::ordered_json ReportJson(const FuzzFlags& flags, FuzzRunner& runner, co
   j["distinct_shapes"] = runner.visited_shapes().size();
   j["interpreter_runs"] = runner.oracle().interpreter_runs();
   j["max_abs_error"] = r.max_abs_error;
-  j["rtol"] = kCheckRtol;
-  j["atol"] = kCheckAtol;
+  j["rtol"] = kDefaultTolerance.rtol;
+  j["atol"] = kDefaultTolerance.atol;
   j["failures"] = nlohmann::ordered_json::array();
   for (const FuzzFailure& f : r.failures) {
     nlohmann::ordered_json fj;

@@ -56,10 +56,10 @@ absl::StatusOr<bool> Kills(FuzzRunner& runner, const runtime::CacheEntry& entry,
   }
   absl::StatusOr<const std::vector<Tensor>*> expected = runner.oracle().Expected(shape);
   if (!expected.ok()) return expected.status();
-  OutputComparison comparison = CompareOutputs(*outputs, **expected);
-  if (comparison.within) return false;
+  TensorComparison comparison = CompareTensorLists(*outputs, **expected);
+  if (comparison.agree) return false;
   result.killed_by = "output mismatch";
-  result.detail = comparison.detail;
+  result.detail = comparison.first_mismatch;
   return true;
 }
 

@@ -1,7 +1,5 @@
 #include "tools/fuzz_reference.h"
 
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/interpreter.h"
@@ -25,42 +23,6 @@ size_t Bytes(const std::vector<Tensor>& tensors) {
 }
 
 }  // namespace
-
-OutputComparison CompareOutputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected) {
-  OutputComparison result;
-  if (actual.size() != expected.size()) {
-    result.within = false;
-    result.detail = absl::StrCat(actual.size(), " outputs, expected ", expected.size());
-    return result;
-  }
-  for (size_t o = 0; o < actual.size(); ++o) {
-    const Tensor& a = actual[o];
-    const Tensor& e = expected[o];
-    if (a.dtype() != e.dtype() || a.shape() != e.shape()) {
-      result.within = false;
-      result.detail = absl::StrCat("output ", o, ": ", DTypeName(a.dtype()), "[", absl::StrJoin(a.shape(), ","),
-                                   "], expected ", DTypeName(e.dtype()), "[", absl::StrJoin(e.shape(), ","), "]");
-      return result;
-    }
-    for (int64_t i = 0; i < a.num_elements(); ++i) {
-      const double av = a.GetAsDouble(i);
-      const double ev = e.GetAsDouble(i);
-      if (std::isnan(ev) || std::isnan(av)) {
-        if (std::isnan(ev) && std::isnan(av)) continue;
-        result.within = false;
-      } else {
-        const double error = std::abs(av - ev);
-        result.max_abs_error = std::max(result.max_abs_error, error);
-        if (WithinTolerance(av, ev)) continue;
-        result.within = false;
-      }
-      if (result.detail.empty()) {
-        result.detail = absl::StrCat("output ", o, " element ", i, ": ", av, ", expected ", ev);
-      }
-    }
-  }
-  return result;
-}
 
 ReferenceOracle::ReferenceOracle(std::unique_ptr<Graph> graph, std::vector<InputRecipe> recipes,
                                  std::vector<std::string> slots, uint64_t seed, size_t max_bytes)

@@ -22,21 +22,13 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
+#include "graph/tensor_compare.h"
 #include "tools/model_loader.h"
-#include "tools/run_check.h"
 
 namespace shapeshift::tools {
 
-// Compiled output vs reference: WithinTolerance (tools/run_check.h, the
-// tolerance every command reports against) elementwise, NaN matching only
-// NaN; same count, dtype and shapes.
-
-struct OutputComparison {
-  bool within = true;
-  double max_abs_error = 0;
-  std::string detail;  // the first mismatch, when !within
-};
-OutputComparison CompareOutputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected);
+// Compiled output vs reference: CompareTensorLists (graph/tensor_compare.h,
+// the rule every command reports against).
 
 class ReferenceOracle {
  public:

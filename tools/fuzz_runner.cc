@@ -104,12 +104,12 @@ absl::StatusOr<FuzzRunner::Checked> FuzzRunner::CheckRequest(const FuzzCase& c) 
       checked.detail = std::string(expected.status().message());
       return checked;
     }
-    OutputComparison comparison = CompareOutputs(outputs.value(), **expected);
+    TensorComparison comparison = CompareTensorLists(outputs.value(), **expected);
     checked.max_abs_error = comparison.max_abs_error;
-    if (!comparison.within) {
+    if (!comparison.agree) {
       checked.outcome = Outcome::kFailed;
       checked.what = "output mismatch";
-      checked.detail = comparison.detail;
+      checked.detail = comparison.first_mismatch;
     }
     return checked;
   }

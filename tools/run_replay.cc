@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "graph/interpreter.h"
 #include "runtime/specialization/bucket.h"
-#include "tools/run_check.h"
+#include "graph/tensor_compare.h"
 #include "tools/trace.h"
 
 namespace shapeshift::tools {
@@ -120,10 +120,10 @@ absl::StatusOr<ReplayResult> ReplayTrace(runtime::SpecializingSession& session, 
                           absl::StrCat("interpreter on request ", i, " (", FormatRequest(request, env),
                                        "): ", expected.status().message()));
     }
-    ReferenceCheck comparison = CheckAgainstReference(*outputs, *expected);
+    TensorComparison comparison = CompareTensorLists(*outputs, *expected);
     ++result.checked;
     result.max_abs_error = std::max(result.max_abs_error, comparison.max_abs_error);
-    if (!comparison.within_tolerance && ++result.wrong_results == 1) {
+    if (!comparison.agree && ++result.wrong_results == 1) {
       result.first_wrong = absl::StrFormat("request %d (%s) served by entry #%d: max abs error %.3g", i,
                                            FormatRequest(request, env), entry, comparison.max_abs_error);
     }

@@ -9,7 +9,7 @@
 // request (0, K, 2K, ...) and the first request each cache entry served
 // (found with the cache's own lookup just before the request, or just after
 // it when the request compiled) — so every artifact that served traffic is
-// checked at least once. Tolerance: tools/run_check.h (rtol = atol = 1e-3).
+// checked at least once. Comparison: graph/tensor_compare.h (rtol = atol = 1e-3).
 //
 // Latency is measured around SpecializingSession::Run only (inputs are made
 // and checks run outside the timed region). The counts are taken after the

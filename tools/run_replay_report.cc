@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "tools/run_check.h"
+#include "graph/tensor_compare.h"
 
 namespace shapeshift::tools {
 namespace {
@@ -44,8 +44,8 @@ nlohmann::ordered_json ReplayReportJson(const ReplaySetup& setup, const ReplayRe
   r["max_abs_error"] = result.max_abs_error;
   if (!result.first_wrong.empty()) r["first_wrong"] = result.first_wrong;
   r["check_every"] = setup.check_every;
-  r["check_rtol"] = kCheckRtol;
-  r["check_atol"] = kCheckAtol;
+  r["check_rtol"] = kDefaultTolerance.rtol;
+  r["check_atol"] = kDefaultTolerance.atol;
   r["p50_us"] = Percentile(result.latency_us, 0.5);
   r["p99_us"] = Percentile(result.latency_us, 0.99);
   double total = 0;
@@ -93,7 +93,7 @@ void PrintReplayReport(const nlohmann::ordered_json& r) {
   } else {
     std::printf("check: %lld request(s) vs the interpreter (every %lldth + each entry's first; rtol %g, atol %g): "
                 "%lld wrong, max abs error %.3g\n",
-                n("checked"), static_cast<long long>(check_every), kCheckRtol, kCheckAtol, n("wrong_results"),
+                n("checked"), static_cast<long long>(check_every), kDefaultTolerance.rtol, kDefaultTolerance.atol, n("wrong_results"),
                 r["max_abs_error"].get<double>());
   }
   if (r.contains("first_wrong")) std::printf("  first wrong: %s\n", r["first_wrong"].get<std::string>().c_str());

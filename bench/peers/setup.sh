@@ -4,11 +4,27 @@
 # when nothing changed. The venv is git-ignored; wheels are cached outside the
 # repository (PIP_CACHE_DIR, default ~/.cache/shapeshift/pip) because the torch
 # wheel from PyPI carries its CUDA libraries and is several GB.
+#
+# --ort-only: bench/peers/.venv-ort with just onnx, onnxruntime and numpy at
+# the same pins (what special_values.py needs; no torch download).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${here}/.venv"
 requirements="${here}/requirements.txt"
+packages=(torch transformers onnx onnxruntime onnxscript numpy psutil)
+if [[ "${1:-}" == "--ort-only" ]]; then
+  venv="${here}/.venv-ort"
+  packages=(onnx onnxruntime numpy)
+  mkdir -p "${venv}"
+  subset="${venv}/requirements-ort.txt"
+  grep -E '^(onnx|onnxruntime|numpy)==' "${here}/requirements.txt" > "${subset}.new"
+  mv "${subset}.new" "${subset}"
+  requirements="${subset}"
+elif [[ $# -gt 0 ]]; then
+  echo "usage: setup.sh [--ort-only]" >&2
+  exit 2
+fi
 stamp="${venv}/.requirements.sha256"
 export PIP_CACHE_DIR="${PIP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/shapeshift/pip}"
 
@@ -28,8 +44,9 @@ else
   echo "${want}" > "${stamp}"
 fi
 
-"${venv}/bin/python" - <<'PY'
+"${venv}/bin/python" - "${packages[@]}" <<'PY'
 import importlib.metadata as md
-for name in ("torch", "transformers", "onnx", "onnxruntime", "onnxscript", "numpy", "psutil"):
+import sys
+for name in sys.argv[1:]:
     print(f"setup.sh: {name}=={md.version(name)}")
 PY

@@ -422,8 +422,8 @@ class KernelLowering {
         case BinaryOp::kSub: return b_.CreateFSub(a, c);
         case BinaryOp::kMul: return b_.CreateFMul(a, c);
         case BinaryOp::kDiv: return b_.CreateFDiv(a, c);
-        case BinaryOp::kMax: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, c);
-        case BinaryOp::kMin: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, c);
+        case BinaryOp::kMax: return EmitFloatMaxMin(/*is_max=*/true, a, c);
+        case BinaryOp::kMin: return EmitFloatMaxMin(/*is_max=*/false, a, c);
       }
     }
     switch (op) {
@@ -436,6 +436,33 @@ class KernelLowering {
     }
     Fail("integer division is not supported");
     return a;
+  }
+
+  // True for a float (or splat vector) constant that is not NaN.
+  static bool IsNonNanConstant(llvm::Value* v) {
+    auto* k = llvm::dyn_cast<llvm::Constant>(v);
+    if (k == nullptr) return false;
+    if (v->getType()->isVectorTy()) k = k->getSplatValue();
+    auto* fp = llvm::dyn_cast_or_null<llvm::ConstantFP>(k);
+    return fp != nullptr && !fp->isNaN();
+  }
+
+  // f32 max/min that propagate NaN from either operand (the kernel IR's
+  // semantics: ONNX Runtime's Max/Min/Relu/Clip, numpy.maximum). Neither
+  // llvm.maxnum/minnum (which return the non-NaN operand: Relu(NaN) was 0)
+  // nor x86's vmaxps/vminps (which return the second operand when either is
+  // NaN) propagates by itself, and LLVM 14 scalarizes llvm.maximum on
+  // vectors. `select(x > y, x, y)` is exactly vmaxps(x, y): NaN from y. So
+  // with a non-NaN constant operand one instruction suffices (the constant
+  // goes first, Relu is one vmaxps); otherwise a NaN in `a` is restored by
+  // one compare and blend. No fast-math flags anywhere here: nnan would let
+  // LLVM delete the NaN handling.
+  llvm::Value* EmitFloatMaxMin(bool is_max, llvm::Value* a, llvm::Value* c) {
+    auto beats = [&](llvm::Value* x, llvm::Value* y) { return is_max ? b_.CreateFCmpOGT(x, y) : b_.CreateFCmpOLT(x, y); };
+    if (IsNonNanConstant(a)) return b_.CreateSelect(beats(a, c), a, c);
+    if (IsNonNanConstant(c)) return b_.CreateSelect(beats(c, a), c, a);
+    llvm::Value* picked = b_.CreateSelect(beats(a, c), a, c);  // NaN when c is NaN
+    return b_.CreateSelect(b_.CreateFCmpUNO(a, a), a, picked);
   }
 
   llvm::Value* EmitCompare(CompareOp op, llvm::Value* a, llvm::Value* c, ScalarType operand_type) {
@@ -491,7 +518,9 @@ class KernelLowering {
 
   llvm::Value* HorizontalReduce(ReduceOp op, ScalarType type, llvm::Value* vec) {
     if (type == ScalarType::kF32) {
-      if (op == ReduceOp::kMax) return b_.CreateFPMaxReduce(vec);
+      // llvm.vector.reduce.fmax has maxnum semantics (drops NaN): halve the
+      // vector with the NaN-propagating max instead.
+      if (op == ReduceOp::kMax) return MaxReduceKeepingNan(vec);
       llvm::CallInst* sum = b_.CreateFAddReduce(llvm::ConstantFP::get(b_.getFloatTy(), 0.0), vec);
       llvm::FastMathFlags reassoc;
       reassoc.setAllowReassoc();
@@ -499,6 +528,22 @@ class KernelLowering {
       return sum;
     }
     return op == ReduceOp::kSum ? b_.CreateAddReduce(vec) : b_.CreateIntMaxReduce(vec, /*IsSigned=*/true);
+  }
+
+  llvm::Value* MaxReduceKeepingNan(llvm::Value* vec) {
+    auto* type = llvm::dyn_cast<llvm::FixedVectorType>(vec->getType());
+    if (type == nullptr) return vec;
+    int width = static_cast<int>(type->getNumElements());
+    for (; width > 1 && width % 2 == 0; width /= 2) {
+      std::vector<int> low, high;
+      for (int i = 0; i < width / 2; ++i) low.push_back(i), high.push_back(i + width / 2);
+      vec = EmitFloatMaxMin(/*is_max=*/true, b_.CreateShuffleVector(vec, low), b_.CreateShuffleVector(vec, high));
+    }
+    llvm::Value* result = b_.CreateExtractElement(vec, uint64_t{0});
+    for (int i = 1; i < width; ++i) {  // the odd lanes of a width that is not a power of two
+      result = EmitFloatMaxMin(/*is_max=*/true, result, b_.CreateExtractElement(vec, static_cast<uint64_t>(i)));
+    }
+    return result;
   }
 
   llvm::AllocaInst* EntryAlloca(llvm::Type* type, const std::string& name) {

@@ -121,6 +121,13 @@ bool SameShape(const MatmulShape& x, const MatmulShape& y, bool batched) {
 // oneDNN takes non-const handles; inputs are only read.
 void* Handle(const float* p) { return const_cast<float*>(p); }
 
+// oneDNN adds its bias argument before the output scale; scale * (A·B) +
+// bias needs the bias as the first post-op (a binary add) when scale != 1.
+bool BiasIsPostOp(const MatmulConfig& cfg) { return cfg.bias && cfg.scale != 1.0f; }
+int BiasArgument(const MatmulConfig& cfg) {
+  return BiasIsPostOp(cfg) ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1) : DNNL_ARG_BIAS;
+}
+
 std::unordered_map<int, memory> MakeArguments(const MatmulConfig& cfg, const memory::desc& packed_b,
                                               const MatmulShape& shape, const MatmulOperands& ops) {
   const bool batched = cfg.batch != 0;
@@ -131,14 +138,14 @@ std::unordered_map<int, memory> MakeArguments(const MatmulConfig& cfg, const mem
       {DNNL_ARG_WEIGHTS, memory(cfg.pack_b ? packed_b : F32(l.b, l.b_tag), engine, Handle(ops.b))},
       {DNNL_ARG_DST, memory(F32(l.c, l.c_tag), engine, ops.c)},
   };
-  if (cfg.bias) args.emplace(DNNL_ARG_BIAS, memory(F32(l.bias, l.a_tag), engine, Handle(ops.bias)));
+  if (cfg.bias) args.emplace(BiasArgument(cfg), memory(F32(l.bias, l.a_tag), engine, Handle(ops.bias)));
   return args;
 }
 
 // Re-points cached arguments; set_data_handle only where the pointer changed
 // (it also re-zeroes a blocked layout's padding, so an unchanged weight stays
 // untouched).
-void PointArguments(const MatmulOperands& ops, std::unordered_map<int, memory>& args) {
+void PointArguments(const MatmulConfig& cfg, const MatmulOperands& ops, std::unordered_map<int, memory>& args) {
   auto point = [&](int arg, void* handle) {
     auto it = args.find(arg);
     if (it != args.end() && it->second.get_data_handle() != handle) it->second.set_data_handle(handle);
@@ -146,7 +153,7 @@ void PointArguments(const MatmulOperands& ops, std::unordered_map<int, memory>& 
   point(DNNL_ARG_SRC, Handle(ops.a));
   point(DNNL_ARG_WEIGHTS, Handle(ops.b));
   point(DNNL_ARG_DST, ops.c);
-  point(DNNL_ARG_BIAS, Handle(ops.bias));
+  point(BiasArgument(cfg), Handle(ops.bias));
 }
 
 class UnlockAtExit {
@@ -210,6 +217,7 @@ absl::StatusOr<std::unique_ptr<OnednnMatmul>> OnednnMatmul::Create(const MatmulC
     if (config.scale != 1.0f) attr.set_output_scales(0, {config.scale});
     dnnl::post_ops post_ops;
     auto primitive = std::make_unique<Primitive>();
+    if (BiasIsPostOp(config)) post_ops.append_binary(dnnl::algorithm::binary_add, F32(l.bias, l.a_tag));
     if (config.activation != MatmulActivation::kNone) {
       auto algorithm = config.activation == MatmulActivation::kGeluErf ? dnnl::algorithm::eltwise_gelu_erf
                                                                         : dnnl::algorithm::eltwise_gelu_tanh;
@@ -219,8 +227,8 @@ absl::StatusOr<std::unique_ptr<OnednnMatmul>> OnednnMatmul::Create(const MatmulC
     attr.set_post_ops(post_ops);
     memory::desc a = F32(l.a, l.a_tag), c = F32(l.c, l.c_tag);
     memory::desc b = F32(l.b, config.pack_b ? Tag::any : l.b_tag);
-    dnnl::matmul::desc desc = config.bias ? dnnl::matmul::desc(a, b, F32(l.bias, l.a_tag), c)
-                                          : dnnl::matmul::desc(a, b, c);
+    dnnl::matmul::desc desc = config.bias && !BiasIsPostOp(config) ? dnnl::matmul::desc(a, b, F32(l.bias, l.a_tag), c)
+                                                                   : dnnl::matmul::desc(a, b, c);
     dnnl::matmul::primitive_desc pd(desc, attr, CpuEngine());
     std::string implementation = pd.impl_info_str();
     if (config.pack_b) primitive->packed_b = pd.weights_desc();
@@ -258,7 +266,7 @@ absl::Status OnednnMatmul::Execute(const MatmulShape& shape, const MatmulOperand
         cache_->shape = shape;
         cache_->valid = true;
       } else {
-        PointArguments(ops, cache_->args);
+        PointArguments(cfg, ops, cache_->args);
       }
       primitive_->matmul.execute(stream, cache_->args);
       stream.wait();

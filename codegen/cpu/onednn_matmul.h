@@ -1,9 +1,10 @@
 // OnednnMatmul: one (batched) matmul with a fused epilogue, on oneDNN.
 //
-//   C[b] = act(scale * (A[b] · op(B[b]) + bias)) + R[b]
+//   C[b] = act(scale * (A[b] · op(B[b])) + bias) + R[b]
 //
-// (oneDNN applies the output scale after the bias; a caller that wants the
-// bias unscaled passes bias / scale.)
+// (the fusion plan's contract, passes/fusion_plan.h). oneDNN applies output
+// scales after its bias argument, so with a scale the bias is a binary-add
+// post-op instead, which comes after the scale.
 //
 // A is [batch, M, K], B is [batch, K, N] (or [batch, N, K] with transpose_b,
 // for Q·Kᵀ), C and the residual R are [batch, M, N]; bias is per-N; all

@@ -24,6 +24,10 @@ __device__ __forceinline__ long long ss_mod(long long a, long long b) {
 }
 __device__ __forceinline__ long long ss_min(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ long long ss_max(long long a, long long b) { return a < b ? b : a; }
+// f32 max/min propagate NaN from either operand (the kernel IR's semantics,
+// ONNX Runtime's); fmaxf/fminf return the non-NaN operand.
+__device__ __forceinline__ float ss_fmax(float a, float b) { return (a != a || a > b) ? a : b; }
+__device__ __forceinline__ float ss_fmin(float a, float b) { return (a != a || a < b) ? a : b; }
 )";
 
 // Names from the IR are prefixed so they never collide with C keywords or
@@ -153,9 +157,9 @@ class CudaEmitter {
           case BinaryOp::kMul: return absl::StrCat("(", a, " * ", b, ")");
           case BinaryOp::kDiv: return absl::StrCat("(", a, " / ", b, ")");
           case BinaryOp::kMax:
-            return is_float ? absl::StrCat("fmaxf(", a, ", ", b, ")") : absl::StrCat("ss_max(", a, ", ", b, ")");
+            return is_float ? absl::StrCat("ss_fmax(", a, ", ", b, ")") : absl::StrCat("ss_max(", a, ", ", b, ")");
           case BinaryOp::kMin:
-            return is_float ? absl::StrCat("fminf(", a, ", ", b, ")") : absl::StrCat("ss_min(", a, ", ", b, ")");
+            return is_float ? absl::StrCat("ss_fmin(", a, ", ", b, ")") : absl::StrCat("ss_min(", a, ", ", b, ")");
         }
         return a;
       }
@@ -206,7 +210,7 @@ class CudaEmitter {
           std::string x = Val(s.value);
           bool is_float = s.value->type == ScalarType::kF32;
           std::string combined = s.reduce == ReduceOp::kSum ? absl::StrCat(acc, " + ", x)
-                                 : is_float                 ? absl::StrCat("fmaxf(", acc, ", ", x, ")")
+                                 : is_float                 ? absl::StrCat("ss_fmax(", acc, ", ", x, ")")
                                                             : absl::StrCat("ss_max(", acc, ", ", x, ")");
           absl::StrAppend(out, pad, acc, " = ", combined, ";\n");
           break;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/lower/special_math.h"
 #include "graph/dtype.h"
 
 namespace shapeshift::codegen::lower {
@@ -240,16 +241,12 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
   if (op == "Pow") {
     SS_ARG(x, 0);
     std::optional<double> e = ScalarConstant(node->input(1));
-    if (e && *e == 1) return x;
-    if (e && *e == 2) return x * x;
-    if (e && *e == 3) return x * x * x;
-    if (e && *e == 0.5) return Unary(UnaryOp::kSqrt, x);
-    if (e && *e == -1) return Unary(UnaryOp::kRecip, x);
-    if (*out_type != ScalarType::kF32) return Unsupported(node, "integer Pow with a non-constant exponent");
+    if (e && (*e == 1 || *e == 2 || *e == 3)) return PowByConstant(x, *e);  // exact products, any type
+    if (*out_type != ScalarType::kF32) return Unsupported(node, "integer Pow is compiled for exponents 1, 2 and 3 only");
+    if (e) return PowByConstant(x, *e);
     SS_ARG(y, 1);
-    // x^y = exp(y * log(x)), valid for x > 0; exact small integer powers
-    // (the common case for negative bases) are handled above.
-    return Exp(y * Unary(UnaryOp::kLog, x));
+    if (y->type != ScalarType::kF32) y = Cast(ScalarType::kF32, y);
+    return lower::Pow(x, y);  // special_math.h: pow's special values
   }
   if (op == "Gelu") {
     if (*out_type != ScalarType::kF32) return Unsupported(node, "Gelu is compiled for f32 only");
@@ -296,15 +293,30 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
   }
   if (op == "Clip") {
     SS_ARG(x, 0);
-    if (node->input(1) != nullptr) {
-      SS_ARG(lo, 1);
-      x = Max(x, lo);
+    std::optional<codegen::Value> bounds[2];
+    for (int i : {0, 1}) {
+      const char* attr = i == 0 ? "min" : "max";  // before opset 11
+      if (node->input(1 + i) != nullptr) {
+        SS_ARG(bound, 1 + i);
+        bounds[i] = bound;
+      } else if (node->attrs().Has(attr)) {
+        absl::StatusOr<float> v = node->attrs().GetFloat(attr, 0.f);
+        if (!v.ok()) return v.status();
+        bounds[i] = TypedConst(*out_type, *v);
+      }
     }
-    if (node->input(2) != nullptr) {
-      SS_ARG(hi, 2);
-      x = Binary(BinaryOp::kMin, x, hi);
+    return lower::Clip(x, bounds[0], bounds[1]);  // special_math.h: ORT's NaN rules
+  }
+  if (op == "LeakyRelu" || op == "PRelu") {
+    if (*out_type != ScalarType::kF32) return Unsupported(node, "compiled for f32 only");
+    SS_ARG(x, 0);
+    if (op == "PRelu") {
+      SS_ARG(slope, 1);
+      return lower::LeakyRelu(x, slope);
     }
-    return x;
+    absl::StatusOr<float> alpha = node->attrs().GetFloat("alpha", 0.01f);
+    if (!alpha.ok()) return alpha.status();
+    return lower::LeakyRelu(x, F32(*alpha));
   }
   if (op == "Expand" || op == "Identity" || op == "Dropout") {
     return arg(0);

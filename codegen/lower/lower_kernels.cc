@@ -130,7 +130,15 @@ absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& g, ShapeEnv* env)
     SS_ASSIGN(beta_value, b.em.EmitBroadcast(s.beta, domain, loop.idx, ln));
     beta = beta_value;
   }
-  std::vector<Stmt> sum_loop = {Let("v", x), Accumulate("sum", ReduceOp::kSum, F32Var("v"))};
+  // The mean sums x * (1/n), not x, and is clamped to the row's [min, max]
+  // (rounding can push a row of FLT_MAX past it): it never overflows, while
+  // x - mean and the sum of squares overflow to +inf as f32 must (the
+  // variance is then +inf, the row B, or NaN where x - mean is infinite).
+  // graph/reference/normalization.cc has the same semantics, and so has
+  // ONNX Runtime's vectorized kernel.
+  std::vector<Stmt> sum_loop = {Let("v", x), Accumulate("mean_sum", ReduceOp::kSum, F32Var("v") * F32Var("inv_n")),
+                                Accumulate("x_max", ReduceOp::kMax, F32Var("v")),
+                                Accumulate("x_neg_min", ReduceOp::kMax, Unary(UnaryOp::kNeg, F32Var("v")))};
   if (s.sum_output != nullptr) {
     SS_ASSIGN(sum_buffer, b.em.OutputBuffer(s.sum_output));
     sum_loop.insert(sum_loop.begin() + 1, Store(sum_buffer, loop.linear, F32Var("v")));
@@ -139,12 +147,16 @@ absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& g, ShapeEnv* env)
   Value n_f32 = Cast(ScalarType::kF32, IndexValue(loop.n));
   Value centered = x - F32Var("mean");
   b.call->kernel.body = {
-      Accumulator("sum", F32(0)),
+      Let("inv_n", Unary(UnaryOp::kRecip, n_f32)),
+      Accumulator("mean_sum", F32(0)),
+      Accumulator("x_max", F32(-std::numeric_limits<double>::infinity())),
+      Accumulator("x_neg_min", F32(-std::numeric_limits<double>::infinity())),
       Loop(kInnerVar, 0, loop.n, std::move(sum_loop)),
-      Let("mean", F32Var("sum") / n_f32),
+      Let("mean", Binary(BinaryOp::kMin, Max(F32Var("mean_sum"), Unary(UnaryOp::kNeg, F32Var("x_neg_min"))),
+                         F32Var("x_max"))),
       Accumulator("sum_sq", F32(0)),
       Loop(kInnerVar, 0, loop.n, {Let("c", centered), Accumulate("sum_sq", ReduceOp::kSum, F32Var("c") * F32Var("c"))}),
-      Let("inv_std", Unary(UnaryOp::kRsqrt, F32Var("sum_sq") / n_f32 + F32(s.epsilon))),
+      Let("inv_std", Unary(UnaryOp::kRsqrt, F32Var("sum_sq") * F32Var("inv_n") + F32(s.epsilon))),
       Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, centered * F32Var("inv_std") * gamma + beta)}),
   };
   return b.Take();

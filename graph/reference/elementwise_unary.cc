@@ -66,10 +66,10 @@ const FloatUnaryOp kFloatUnaryOps[] = {
      {0.2, 0.5, 0}},
     {"HardSwish",
      [](double x, const UnaryParams&) { return x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0); }, {}},
+    // max(0, x) + min(0, alpha * (exp(x / alpha) - 1)), written as a branch
+    // so that NaN stays NaN (std::max/min would return the 0).
     {"Celu",
-     [](double x, const UnaryParams& p) {
-       return std::max(0.0, x) + std::min(0.0, p.alpha * (std::exp(x / p.alpha) - 1.0));
-     },
+     [](double x, const UnaryParams& p) { return x > 0 ? x : p.alpha * (std::exp(x / p.alpha) - 1.0); },
      {1.0, 0, 0}},
     {"Mish", [](double x, const UnaryParams&) { return x * std::tanh(Softplus(x)); }, {}},
 };
@@ -174,8 +174,9 @@ KernelResult Abs(const KernelArgs& args) {
   });
 }
 
+// NaN and -0 pass through unchanged, as in ONNX Runtime.
 KernelResult Relu(const KernelArgs& args) {
-  return NumericUnary(args, [](auto v) { return v > 0 ? v : decltype(v){0}; });
+  return NumericUnary(args, [](auto v) { return v < decltype(v){0} ? decltype(v){0} : v; });
 }
 
 KernelResult Sign(const KernelArgs& args) {
@@ -257,7 +258,9 @@ KernelResult Clip(const KernelArgs& args) {
     }
     if (min_input != nullptr) lo = min_input->data<T>()[0];
     if (max_input != nullptr) hi = max_input->data<T>()[0];
-    // ONNX: with min > max every element becomes max.
+    // ONNX: with min > max every element becomes max. std::max(v, lo) is
+    // `v < lo ? lo : v`: a NaN element stays NaN and a NaN bound is ignored,
+    // as in ONNX Runtime.
     out = Map<T, T>(**x, (*x)->dtype(), [&](T v) { return std::min(std::max(v, lo), hi); });
     return out.status();
   });

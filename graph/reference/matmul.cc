@@ -4,6 +4,8 @@
 // accumulator row for floats: clear, exact enough to be the oracle, and fast
 // enough for BERT-sized test graphs.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "graph/reference/kernel_util.h"
 
@@ -30,7 +32,16 @@ void MatMulKernel(const T* a, int64_t a_row, int64_t a_col, const T* b, int64_t 
       }
     }
     for (int64_t n = 0; n < n_size; ++n) {
-      c[m * n_size + n] = static_cast<T>(alpha == 1.0 ? row[n] : alpha * static_cast<double>(row[n]));
+      double dot = static_cast<double>(row[n]);
+      if constexpr (std::is_floating_point_v<T>) {
+        // A dot product beyond T's range is +-inf before alpha scales it, as
+        // in every f32 GEMM (ONNX Runtime's and oneDNN's): Gemm(alpha=0.5)
+        // of two FLT_MAX terms is inf, not FLT_MAX.
+        if (std::abs(dot) > static_cast<double>(std::numeric_limits<T>::max())) {
+          dot = std::copysign(std::numeric_limits<double>::infinity(), dot);
+        }
+      }
+      c[m * n_size + n] = static_cast<T>(alpha == 1.0 ? dot : alpha * dot);
     }
   }
 }

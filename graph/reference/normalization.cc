@@ -6,6 +6,7 @@
 // the single dim `axis` (default -1).
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "graph/reference/kernel_util.h"
 
@@ -55,6 +56,20 @@ KernelResult SoftmaxFamily(const KernelArgs& args) {
 // LayerNormalization over dims [axis, rank): Y = (X - mean) * invstd *
 // Scale + B, with Scale and B broadcast to the normalized shape. Also
 // returns Mean and InvStdDev (shape X[:axis] + 1s, f32 for stash_type 1).
+//
+// Range semantics (f32 inputs): computed in double, but where an f32
+// computation must overflow the result overflows here too, so the oracle
+// and the compiled kernel agree, and both agree with ONNX Runtime's
+// vectorized CPU kernel (the one it runs for rows of 8 or more):
+//  - the mean never overflows (|mean| <= max |x|): a row of FLT_MAX has
+//    mean FLT_MAX and Y = B;
+//  - x - mean beyond the f32 range is +-inf, and so is a sum of squares
+//    (x - mean)^2 beyond it: the variance is +inf, InvStdDev 0, and Y is B
+//    where x - mean is finite and NaN where it is infinite;
+//  - NaN or +-Inf anywhere in a row makes the whole row NaN.
+// ONNX Runtime's scalar loop for rows shorter than 8 (Welford's update)
+// overflows differently: [-0, 3e38, -3e38, 1e-45] is NaN there and B here
+// (and in ORT's kernel for the same values in a row of 8).
 KernelResult LayerNormalization(const KernelArgs& args) {
   absl::StatusOr<const Tensor*> x = RequiredInput(args, 0);
   if (!x.ok()) return x.status();
@@ -100,23 +115,32 @@ KernelResult LayerNormalization(const KernelArgs& args) {
   const std::vector<int64_t> no_shape;
   absl::Status st = VisitFloat(args, (*x)->dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
+    // The largest finite value of the element type: past it, T overflows.
+    const double range = std::numeric_limits<T>::max();
+    auto in_range = [range](double v) {
+      return std::abs(v) > range ? std::copysign(std::numeric_limits<double>::infinity(), v) : v;
+    };
     const T* in = (*x)->data<T>();
     const T* s = (*scale)->data<T>();
     const T* bptr = bias != nullptr ? bias->data<T>() : nullptr;
     T* o = y->mutable_data<T>();
+    std::vector<double> centered(n);
     for (int64_t a = 0; a < outer; ++a) {
       const T* row = in + a * n;
       double mean = 0;
       for (int64_t k = 0; k < n; ++k) mean += row[k];
       mean /= static_cast<double>(n);
-      double var = 0;
-      for (int64_t k = 0; k < n; ++k) var += (row[k] - mean) * (row[k] - mean);
-      var /= static_cast<double>(n);
+      double sum_sq = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        centered[k] = in_range(row[k] - mean);
+        sum_sq += centered[k] * centered[k];
+      }
+      const double var = in_range(sum_sq) / static_cast<double>(n);
       const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(*epsilon));
       IndexWalker walk = IndexWalker::Broadcast(
           norm_shape, {(*scale)->shape(), bias != nullptr ? bias->shape() : no_shape});
       for (int64_t k = 0; k < n; ++k, walk.Next()) {
-        double v = (row[k] - mean) * inv_std * static_cast<double>(s[walk.offset(0)]);
+        double v = centered[k] * inv_std * static_cast<double>(s[walk.offset(0)]);
         if (bptr != nullptr) v += static_cast<double>(bptr[walk.offset(1)]);
         o[a * n + k] = static_cast<T>(v);
       }

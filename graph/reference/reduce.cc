@@ -49,6 +49,14 @@ Acc Initial(ReduceKind kind) {
 
 template <typename Acc>
 Acc Combine(ReduceKind kind, Acc acc, Acc x) {
+  if constexpr (std::is_floating_point_v<Acc>) {
+    // ReduceMax/ReduceMin of a set holding a NaN is NaN (numpy.max). ONNX
+    // Runtime keeps the NaN only when it comes first in the row (or lands in
+    // a vector tail): an artefact of its loop, not a semantics to copy.
+    if ((kind == ReduceKind::kMax || kind == ReduceKind::kMin) && (std::isnan(acc) || std::isnan(x))) {
+      return std::isnan(acc) ? acc : x;
+    }
+  }
   switch (kind) {
     case ReduceKind::kMax: return x > acc ? x : acc;
     case ReduceKind::kMin: return x < acc ? x : acc;
@@ -65,6 +73,20 @@ Acc Combine(ReduceKind kind, Acc acc, Acc x) {
 bool IsExact(ReduceKind kind) {
   return kind != ReduceKind::kMean && kind != ReduceKind::kL2 && kind != ReduceKind::kLogSum &&
          kind != ReduceKind::kLogSumExp;
+}
+
+// A sum accumulated in double where a sum of T's would have overflowed:
+// +-inf, as the f32 kernels (shapeshift's and ONNX Runtime's) give, so
+// ReduceMean of a row of FLT_MAX is inf, not FLT_MAX. (A sum that overflows
+// only partway and cancels later depends on the order; it is not modelled.)
+template <typename T>
+double OverflowLike(double sum) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::abs(sum) > static_cast<double>(std::numeric_limits<T>::max())) {
+      return std::copysign(std::numeric_limits<double>::infinity(), sum);
+    }
+  }
+  return sum;
 }
 
 // The result of a non-exact kind from its accumulated value.
@@ -169,7 +191,9 @@ KernelResult Reduce(const KernelArgs& args) {
       if (IsExact(op->kind)) {
         o[i] = static_cast<T>(acc[i]);
       } else {
-        o[i] = ToElement<T>(Finish(op->kind, static_cast<double>(acc[i]), count) + shift[i]);
+        const double sum = op->kind == ReduceKind::kLogSumExp ? static_cast<double>(acc[i])
+                                                              : OverflowLike<T>(static_cast<double>(acc[i]));
+        o[i] = ToElement<T>(Finish(op->kind, sum, count) + shift[i]);
       }
     }
     return absl::OkStatus();

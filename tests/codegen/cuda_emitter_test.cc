@@ -30,7 +30,7 @@ TEST(CudaEmitterTest, SoftmaxSourceHasEntryDimsBuffersAndGridStrideLoop) {
   EXPECT_THAT(*source, HasSubstr("float* __restrict__ buf2 = (float*)buffers[2];"));
   EXPECT_THAT(*source, HasSubstr("i_p += (long long)gridDim.x * blockDim.x"));
   EXPECT_THAT(*source, HasSubstr("float v_row_max = __int_as_float(0xff800000);"));
-  EXPECT_THAT(*source, HasSubstr("v_row_max = fmaxf(v_row_max, "));
+  EXPECT_THAT(*source, HasSubstr("v_row_max = ss_fmax(v_row_max, "));
   EXPECT_THAT(*source, HasSubstr("ss_floordiv(i_p, d_group)"));
   EXPECT_THAT(*source, HasSubstr("expf("));
 }

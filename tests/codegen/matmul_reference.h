@@ -20,7 +20,8 @@ inline double Gelu(double v, MatmulActivation act) {
   return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
 }
 
-// The documented contract, in double: C = act(scale * (A·op(B) + bias)) + R.
+// The documented contract, in double: C = act(scale * (A·op(B)) + bias) + R
+// (the bias is not scaled: passes/fusion_plan.h).
 inline std::vector<double> MatmulReference(const MatmulConfig& cfg, const MatmulShape& s,
                                            const std::vector<float>& a,
                                            const std::vector<float>& b, const std::vector<float>& bias,
@@ -35,7 +36,7 @@ inline std::vector<double> MatmulReference(const MatmulConfig& cfg, const Matmul
           double bv = cfg.transpose_b ? b[(p * s.n + j) * s.k + q] : b[(p * s.k + q) * s.n + j];
           acc += double(a[(p * s.m + i) * s.k + q]) * bv;
         }
-        double v = cfg.scale * (acc + (cfg.bias ? bias[j] : 0.0));
+        double v = cfg.scale * acc + (cfg.bias ? bias[j] : 0.0);
         if (cfg.activation != MatmulActivation::kNone) v = Gelu(v, cfg.activation);
         int64_t at = (p * s.m + i) * s.n + j;
         c[at] = v + (cfg.residual ? residual[at] : 0.0);

@@ -8,6 +8,7 @@
 #include "examples/models/bert.h"
 #include "examples/models/gpt2.h"
 #include "graph/interpreter.h"
+#include "graph/tensor_compare.h"
 #include "gtest/gtest.h"
 #include "passes/pipeline.h"
 
@@ -17,12 +18,6 @@ namespace {
 struct Shape {
   int64_t batch, seq, past;
 };
-
-double MaxAbsDiff(const Tensor& a, const Tensor& b) {
-  double m = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i) m = std::max(m, std::abs(a.GetAsDouble(i) - b.GetAsDouble(i)));
-  return m;
-}
 
 // Every layer's GELU is one Gelu node (so the equivalence checks below run
 // the rewritten op) absorbed into its matmul as the post-op.
@@ -50,7 +45,7 @@ void ExpectSameOutputs(const Graph& original, const Graph& optimized, const std:
   ASSERT_EQ(want->size(), got->size());
   for (size_t i = 0; i < want->size(); ++i) {
     ASSERT_EQ((*want)[i].shape(), (*got)[i].shape()) << "output " << i;
-    EXPECT_LE(MaxAbsDiff((*want)[i], (*got)[i]), 1e-4) << "output " << i;
+    EXPECT_LE(CompareTensors((*got)[i], (*want)[i]).max_abs_error, 1e-4) << "output " << i;
   }
 }
 

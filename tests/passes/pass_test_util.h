@@ -13,6 +13,7 @@
 #include "graph/graph.h"
 #include "graph/interpreter.h"
 #include "graph/shape_inference.h"
+#include "graph/tensor_compare.h"
 #include "gtest/gtest.h"
 #include "shapes/shape_env.h"
 
@@ -67,12 +68,10 @@ class PassTest : public ::testing::Test {
   SymExpr batch, seq;
 };
 
-// Max |a - b| over all elements (shapes must match).
-inline double MaxAbsDiff(const Tensor& a, const Tensor& b) {
-  double m = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i) m = std::max(m, std::abs(a.GetAsDouble(i) - b.GetAsDouble(i)));
-  return m;
-}
+// Max |a - b| under the one comparison rule (graph/tensor_compare.h): NaN
+// against NaN counts 0, any other disagreement with a non-finite value or a
+// shape/dtype difference counts infinity.
+inline double MaxAbsDiff(const Tensor& a, const Tensor& b) { return CompareTensors(a, b).max_abs_error; }
 
 // Runs `graph` on `inputs` and compares with `expected` outputs.
 inline void ExpectOutputs(const Graph& graph, const std::vector<Tensor>& inputs,

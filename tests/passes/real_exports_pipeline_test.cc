@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "graph/interpreter.h"
 #include "graph/onnx/importer.h"
+#include "graph/tensor_compare.h"
 #include "graph/tensor_proto.h"
 #include "passes/pipeline.h"
 #include "tests/real_exports.h"
@@ -27,12 +28,6 @@ std::vector<Tensor> ReadNumbered(const std::string& dir, const std::string& pref
     tensors.push_back(ReadTensorProtoFile(dir + prefix + "_" + std::to_string(k) + ".pb").value());
   }
   return tensors;
-}
-
-double MaxAbsDiff(const Tensor& a, const Tensor& b) {
-  double worst = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i) worst = std::max(worst, std::abs(a.GetAsDouble(i) - b.GetAsDouble(i)));
-  return worst;
 }
 
 class RealExportsPipelineTest : public ::testing::TestWithParam<const char*> {
@@ -77,7 +72,7 @@ TEST_P(RealExportsPipelineTest, OptimizedGraphReproducesTorchEager) {
   ASSERT_EQ(out->size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     ASSERT_EQ((*out)[i].shape(), expected[i].shape());
-    EXPECT_LE(MaxAbsDiff((*out)[i], expected[i]), 1e-3) << "output " << i;
+    EXPECT_LE(CompareTensors((*out)[i], expected[i]).max_abs_error, 1e-3) << "output " << i;
   }
 }
 

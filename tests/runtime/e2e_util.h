@@ -16,35 +16,25 @@
 #include "absl/strings/str_cat.h"
 #include "graph/interpreter.h"
 #include "graph/tensor.h"
+#include "graph/tensor_compare.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
 
 namespace shapeshift::testing {
 
-// |actual - expected| <= atol + rtol * |expected| for every element, same
-// shape and dtype; the failure message names the first bad element.
+// The one comparison rule (graph/tensor_compare.h) with the given
+// tolerance: same shape and dtype, NaN where NaN is expected, infinities by
+// sign, |actual - expected| <= atol + rtol * |expected| elsewhere; the
+// failure message names the first bad element.
 inline ::testing::AssertionResult TensorsClose(const Tensor& actual, const Tensor& expected, double rtol,
                                                double atol) {
-  if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
-    return ::testing::AssertionFailure() << "got " << actual.DebugString(0) << ", want " << expected.DebugString(0);
-  }
-  for (int64_t i = 0; i < actual.num_elements(); ++i) {
-    double a = actual.GetAsDouble(i), e = expected.GetAsDouble(i);
-    if (!(std::abs(a - e) <= atol + rtol * std::abs(e))) {
-      return ::testing::AssertionFailure() << "element " << i << " of " << actual.DebugString(0) << ": got " << a
-                                           << ", want " << e;
-    }
-  }
-  return ::testing::AssertionSuccess();
+  TensorComparison c = CompareTensors(actual, expected, Tolerance{.rtol = rtol, .atol = atol});
+  if (c.agree) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << c.mismatches << " mismatch(es) in " << actual.DebugString(0) << ", first "
+                                       << c.first_mismatch;
 }
 
-inline double MaxAbsDifference(const Tensor& a, const Tensor& b) {
-  double worst = 0;
-  for (int64_t i = 0; i < a.num_elements() && i < b.num_elements(); ++i) {
-    worst = std::max(worst, std::abs(a.GetAsDouble(i) - b.GetAsDouble(i)));
-  }
-  return worst;
-}
+inline double MaxAbsDifference(const Tensor& a, const Tensor& b) { return CompareTensors(a, b).max_abs_error; }
 
 // The sub-tensor t[:, ..., lo:hi, ...] taken along `axis` (any dtype).
 inline Tensor SliceAxis(const Tensor& t, int axis, int64_t lo, int64_t hi) {

@@ -12,6 +12,7 @@
 #include "graph/graph.h"
 #include "graph/shape_inference.h"
 #include "graph/tensor.h"
+#include "graph/tensor_compare.h"
 #include "gtest/gtest.h"
 #include "shapes/shape_env.h"
 
@@ -143,11 +144,10 @@ inline std::vector<Tensor> TokenInputs(int64_t batch, int64_t seq, int64_t vocab
           Tensor::FromVector<int64_t>(DType::kI64, {batch, seq}, mask)};
 }
 
-inline double MaxAbsDiff(const Tensor& a, const Tensor& b) {
-  double worst = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i) worst = std::max(worst, std::abs(a.GetAsDouble(i) - b.GetAsDouble(i)));
-  return worst;
-}
+// Max |a - b| under the one comparison rule (graph/tensor_compare.h): NaN
+// against NaN counts 0, any other disagreement with a non-finite value or a
+// shape/dtype difference counts infinity.
+inline double MaxAbsDiff(const Tensor& a, const Tensor& b) { return CompareTensors(a, b).max_abs_error; }
 
 }  // namespace shapeshift::runtime::testing
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gmock/gmock.h"
+#include "graph/tensor_compare.h"
 #include "graph/tensor_proto.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
@@ -99,6 +100,31 @@ TEST(RunIoCliTest, InputsFromExcludesInputAndTrace) {
       "run " + kModel + " --trace lognormal:3 --save-outputs /tmp/x", "2>&1");
   EXPECT_EQ(with_trace.exit_code, 2);
   EXPECT_THAT(with_trace.output, HasSubstr("--save-outputs is for one request shape"));
+}
+
+// Issue 12: `--check` called every NaN or Inf a mismatch, even where the
+// interpreter (and ONNX Runtime) gives the same. Tanh of NaN and Exp of +-Inf
+// (tests/data/special_values, ORT's outputs) now pass, and the saved outputs
+// agree with ORT's under the same rule.
+TEST(RunIoCliTest, CheckAcceptsTheNanAndInfBothSidesAgreeOn) {
+  for (const std::string name : {"tanh", "exp", "relu"}) {
+    const std::string dir = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/special_values/" + name;
+    const std::string out = FreshDir("run_io_special_" + name);
+    testing::CliResult r = RunShapeshift("run " + dir + "/model.onnx --inputs-from " + dir +
+                                             "/test_data_set_0 --save-outputs " + out +
+                                             " --check --repeats 1 --no-cache --json",
+                                         "2>&1");
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("\"check_passed\":true")) << name;
+    absl::StatusOr<Tensor> got = ReadTensorProtoFile(out + "/output_0.pb");
+    absl::StatusOr<Tensor> ort = ReadTensorProtoFile(dir + "/test_data_set_0/output_0.pb");
+    ASSERT_TRUE(got.ok() && ort.ok()) << name;
+    TensorComparison c = CompareTensors(*got, *ort);
+    EXPECT_TRUE(c.agree) << name << ": " << c.first_mismatch;
+    int64_t nan_or_inf = 0;
+    for (int64_t i = 0; i < ort->num_elements(); ++i) nan_or_inf += !std::isfinite(ort->GetAsDouble(i));
+    EXPECT_GT(nan_or_inf, 0) << name << ": the case holds no NaN or Inf output";
+  }
 }
 
 }  // namespace
