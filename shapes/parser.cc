@@ -10,10 +10,16 @@
 //   term    := factor (('*' | '//' | '%') factor)*
 //   factor  := '-' factor | INT | IDENT | ('min' | 'max') '(' expr ',' expr ')'
 //            | '(' expr ')'
+// INT is a decimal int64; -9223372036854775808 (INT64_MIN) is written as a
+// negated literal, the only place 9223372036854775808 may appear. A divisor
+// of '//' or '%' that is the constant 0 (`seq % 0`, `seq // (2 - 2)`) is a
+// parse error naming the operator's column: the expression has no value.
 // A '(' in predicate position is ambiguous (`(a + 1) * 2 < b` vs `(a < b)`):
 // the parser tries a comparison first and falls back to a parenthesized
 // predicate, reporting whichever attempt got further.
 #include <cctype>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -33,7 +39,17 @@ struct Token {
   std::string text;
   size_t column;  // 1-based, for error messages
   int64_t value = 0;
+  // The literal 9223372036854775808 (value holds INT64_MIN): valid only
+  // right after a unary '-'.
+  bool is_int64_min_magnitude = false;
 };
+
+constexpr char kInt64Range[] = "-9223372036854775808..9223372036854775807";
+
+absl::Status IntegerRangeError(const std::string& text, size_t column) {
+  return absl::InvalidArgumentError(absl::StrCat("integer '", text, "' at column ", column,
+                                                 " does not fit in int64 (the range is ", kInt64Range, ")"));
+}
 
 absl::StatusOr<std::vector<Token>> Tokenize(absl::string_view text) {
   static constexpr const char* kTwoCharOps[] = {"//", "==", "!=", "<=", ">=", "&&", "||"};
@@ -49,9 +65,16 @@ absl::StatusOr<std::vector<Token>> Tokenize(absl::string_view text) {
     if (std::isdigit(static_cast<unsigned char>(c))) {
       while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
       Token t{Tok::kInt, std::string(text.substr(start, i - start)), start + 1};
-      if (!absl::SimpleAtoi(t.text, &t.value)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("integer '", t.text, "' at column ", start + 1, " does not fit in int64"));
+      uint64_t magnitude = 0;
+      constexpr uint64_t kMinMagnitude = uint64_t{1} << 63;
+      if (!absl::SimpleAtoi(t.text, &magnitude) || magnitude > kMinMagnitude) {
+        return IntegerRangeError(t.text, t.column);
+      }
+      if (magnitude == kMinMagnitude) {
+        t.value = std::numeric_limits<int64_t>::min();
+        t.is_int64_min_magnitude = true;
+      } else {
+        t.value = static_cast<int64_t>(magnitude);
       }
       tokens.push_back(std::move(t));
       continue;
@@ -148,10 +171,15 @@ class Parser {
   absl::StatusOr<SymExpr> Term() {
     absl::StatusOr<SymExpr> lhs = Factor();
     while (lhs.ok() && (PeekOp("*") || PeekOp("//") || PeekOp("%"))) {
-      std::string op = Peek().text;
+      const std::string op = Peek().text;
+      const size_t op_column = Peek().column;
       ++pos_;
       absl::StatusOr<SymExpr> rhs = Factor();
       if (!rhs.ok()) return rhs;
+      if (op != "*" && rhs->AsConst() == 0) {
+        return absl::InvalidArgumentError(absl::StrCat("division by zero: the divisor of '", op, "' at column ",
+                                                       op_column, " is 0 in `", text_, "`"));
+      }
       if (op == "*") {
         lhs = *lhs * *rhs;
       } else if (op == "//") {
@@ -180,12 +208,15 @@ class Parser {
     NestingScope scope(&depth_);
     if (depth_ > kMaxNesting) return NestingError();
     if (AcceptOp("-")) {
+      // -9223372036854775808 is one literal: its magnitude is no int64.
+      if (Peek().kind == Tok::kInt && Peek().is_int64_min_magnitude) return SymExpr(tokens_[pos_++].value);
       absl::StatusOr<SymExpr> e = Factor();
       if (!e.ok()) return e;
       return -*e;
     }
     const Token& t = Peek();
     if (t.kind == Tok::kInt) {
+      if (t.is_int64_min_magnitude) return IntegerRangeError(t.text, t.column);
       ++pos_;
       return SymExpr(t.value);
     }
@@ -259,6 +290,7 @@ class Parser {
     }
     if (inner.ok()) return inner;
     if (pos_ >= comparison_reach) return inner;
+    pos_ = comparison_reach;  // the reach of the error returned, for an enclosing choice
     return comparison;
   }
 

@@ -40,6 +40,13 @@ TEST(ShapesParserHostileTest, IntegersBeyondInt64) {
   EXPECT_THAT(PredError("x < 18446744073709551616"), HasSubstr("does not fit in int64"));
 }
 
+TEST(ShapesParserHostileTest, ZeroDivisorsAreErrorsNotAnswers) {
+  EXPECT_THAT(PredError("seq%0 == 0"), HasSubstr("division by zero"));
+  EXPECT_THAT(PredError("seq%0 == 0"), HasSubstr("column 4"));
+  EXPECT_THAT(ExprError("seq // 0"), HasSubstr("column 5"));
+  EXPECT_THAT(ExprError("(seq + 1) // (seq - seq)"), HasSubstr("division by zero"));
+}
+
 TEST(ShapesParserHostileTest, BytesOutsideTheGrammar) {
   EXPECT_THAT(ExprError(std::string("a \0 b", 5)), HasSubstr("column 3"));
   EXPECT_THAT(ExprError("seq / 2"), HasSubstr("unexpected character '/'"));

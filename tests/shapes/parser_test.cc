@@ -1,3 +1,7 @@
+#include <limits>
+#include <utility>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "shapes/predicate.h"
 #include "shapes/sym_expr.h"
@@ -82,6 +86,39 @@ TEST(ParsePredicateTest, ReportsErrors) {
   absl::StatusOr<Predicate> p = ParsePredicate("seq > 1 && )");
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("column 12"), std::string::npos) << p.status();
+}
+
+TEST(ParseSymExprTest, ZeroDivisorIsAnErrorNamingTheOperator) {
+  // `seq % 0` has no value at any seq: refused as text, not answered later.
+  for (const auto& [text, column] : std::vector<std::pair<const char*, const char*>>{
+           {"seq % 0", "column 5"}, {"seq // 0", "column 5"}, {"seq%0", "column 4"},
+           {"seq // (2 - 2)", "column 5"}, {"seq % (x - x)", "column 5"}, {"1 + seq // -0", "column 9"}}) {
+    absl::StatusOr<SymExpr> e = ParseSymExpr(text);
+    ASSERT_FALSE(e.ok()) << text << " parsed as " << e->ToString();
+    EXPECT_NE(e.status().message().find("division by zero"), std::string::npos) << e.status();
+    EXPECT_NE(e.status().message().find(column), std::string::npos) << text << ": " << e.status();
+  }
+  absl::StatusOr<Predicate> p = ParsePredicate("seq%0 == 0");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("column 4"), std::string::npos) << p.status();
+  // A divisor that is not the constant 0 is still fine.
+  EXPECT_EQ(*ParseSymExpr("seq % (x - 1)"), Mod(S("seq"), S("x") - 1));
+}
+
+TEST(ParseSymExprTest, Int64MinIsWritable) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(*ParseSymExpr("-9223372036854775808"), SymExpr(kMin));
+  EXPECT_EQ(*ParseSymExpr("seq + -9223372036854775808"), S("seq") + kMin);
+  EXPECT_EQ(*ParseSymExpr("9223372036854775807"), SymExpr(std::numeric_limits<int64_t>::max()));
+  // Its magnitude alone is no int64: the error says the range.
+  for (const char* text : {"9223372036854775808", "seq - 9223372036854775808", "-9223372036854775809"}) {
+    absl::StatusOr<SymExpr> e = ParseSymExpr(text);
+    ASSERT_FALSE(e.ok()) << text << " parsed as " << e->ToString();
+    EXPECT_NE(e.status().message().find("-9223372036854775808..9223372036854775807"), std::string::npos)
+        << e.status();
+  }
+  absl::StatusOr<Predicate> p = ParsePredicate("seq >= -9223372036854775808");
+  ASSERT_TRUE(p.ok()) << p.status();
 }
 
 TEST(ParserNestingTest, DeepNestingIsAnErrorNotAStackOverflow) {

@@ -17,6 +17,11 @@ TEST(PredicatePropertyTest, PrintingRoundTripsThroughTheParser) {
   for (int i = 0; i < kPredicates; ++i) {
     Predicate p = gen.Pred(3, 2);
     absl::StatusOr<Predicate> back = ParsePredicate(p.ToString());
+    if (testing::HasZeroDivisor(p)) {  // `x % 0` is refused as text, never read back as a value
+      ASSERT_FALSE(back.ok()) << p.ToString() << " parsed as " << back->ToString();
+      ASSERT_NE(back.status().message().find("division by zero"), std::string::npos) << back.status();
+      continue;
+    }
     ASSERT_TRUE(back.ok()) << p.ToString() << ": " << back.status();
     ASSERT_EQ(*back, p) << p.ToString() << " parsed as " << back->ToString();
   }

@@ -156,6 +156,27 @@ class RandomExprs {
   bool linear_ = false;
 };
 
+// Whether `e` divides (FloorDiv or Mod) by the constant 0 somewhere: such an
+// expression has no value, and its printed text (`x % 0`) is a parse error
+// by design (shapes/parser.cc), so it cannot round-trip.
+inline bool HasZeroDivisor(const SymExpr& e) {
+  if ((e.kind() == ExprKind::kFloorDiv || e.kind() == ExprKind::kMod) && e.operands()[1].AsConst() == 0) {
+    return true;
+  }
+  for (const SymExpr& operand : e.operands()) {
+    if (HasZeroDivisor(operand)) return true;
+  }
+  return false;
+}
+
+inline bool HasZeroDivisor(const Predicate& p) {
+  if (p.IsAtom()) return HasZeroDivisor(p.lhs()) || HasZeroDivisor(p.rhs());
+  for (const Predicate& child : p.children()) {
+    if (HasZeroDivisor(child)) return true;
+  }
+  return false;
+}
+
 }  // namespace shapeshift::testing
 
 #endif  // SHAPESHIFT_TESTS_SHAPES_RANDOM_EXPR_H_

@@ -44,6 +44,11 @@ TEST(SymExprPropertyTest, PrintingRoundTripsThroughTheParser) {
   for (int i = 0; i < kExpressions; ++i) {
     SymExpr e = gen.Expr(4)->Build();
     absl::StatusOr<SymExpr> back = ParseSymExpr(e.ToString());
+    if (testing::HasZeroDivisor(e)) {  // `x % 0` is refused as text, never read back as a value
+      ASSERT_FALSE(back.ok()) << e.ToString() << " parsed as " << back->ToString();
+      ASSERT_NE(back.status().message().find("division by zero"), std::string::npos) << back.status();
+      continue;
+    }
     ASSERT_TRUE(back.ok()) << e.ToString() << ": " << back.status();
     ASSERT_EQ(*back, e) << e.ToString() << " parsed as " << back->ToString();
   }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -22,12 +23,42 @@ constexpr size_t kMaxGuardAtoms = 16;
 
 std::string Quote(absl::string_view text) { return absl::StrCat("`", text, "`"); }
 
-// Parser and reference must agree on what is in the grammar.
+// Whether some `//` or `%` in the reference tree divides by a divisor that
+// is 0 wherever it has a value (at least once). The parser refuses a divisor
+// that folds to the constant 0 (`seq % 0`, `x // (y - y)`: shapes/parser.cc);
+// the grammar itself has no such rule, so that refusal is checked here.
+bool HasZeroDivisor(const RefNode& node, absl::string_view text) {
+  if (node.kind == RefNode::Kind::kFloorDiv || node.kind == RefNode::Kind::kMod) {
+    const RefNode& divisor = *node.operands[1];
+    absl::btree_set<std::string> symbols;
+    CollectReferenceSymbols(divisor, &symbols);
+    bool evaluated = false, always_zero = true;
+    for (const Assignment& values : AssignmentsFor(symbols, text, kAssignmentsPerInput)) {
+      std::optional<int64_t> v = EvaluateReferenceExpr(divisor, values);
+      if (!v) continue;
+      evaluated = true;
+      always_zero = always_zero && *v == 0;
+    }
+    if (evaluated && always_zero) return true;
+  }
+  for (const std::unique_ptr<RefNode>& operand : node.operands) {
+    if (HasZeroDivisor(*operand, text)) return true;
+  }
+  return false;
+}
+
+// Parser and reference must agree on what is in the grammar, except that the
+// parser refuses a zero divisor (with an error saying so).
 Violation CompareAcceptance(absl::string_view text, bool parser_ok, const absl::Status& parser_status,
                             const RefParse& reference) {
   const bool reference_ok = reference.outcome == RefParse::Outcome::kParsed;
   if (parser_ok && !reference_ok) {
     return absl::StrCat("parser accepts ", Quote(text), ", which is not in the grammar");
+  }
+  if (!parser_ok && reference_ok && absl::StrContains(parser_status.message(), "division by zero")) {
+    if (HasZeroDivisor(*reference.root, text)) return std::nullopt;
+    return absl::StrCat("parser reports division by zero in ", Quote(text),
+                        ", where no divisor is 0: ", parser_status.ToString());
   }
   if (!parser_ok && reference_ok) {
     return absl::StrCat("parser rejects ", Quote(text), ", which is in the grammar: ",

@@ -16,10 +16,12 @@ struct Token {
   enum class Type { kInt, kIdent, kOp, kEnd } type;
   std::string text;
   int64_t value = 0;
+  bool int64_min_magnitude = false;  // 9223372036854775808: only as `-9223372036854775808`
 };
 
-// Integers (must fit int64), identifiers ([A-Za-z_][A-Za-z0-9_.]*), the
-// operators of the grammar; anything else rejects the whole text.
+// Integers (must fit int64, or be INT64_MIN's magnitude, which only a unary
+// '-' may take), identifiers ([A-Za-z_][A-Za-z0-9_.]*), the operators of
+// the grammar; anything else rejects the whole text.
 std::optional<std::vector<Token>> Tokenize(absl::string_view text) {
   std::vector<Token> out;
   size_t i = 0;
@@ -35,7 +37,12 @@ std::optional<std::vector<Token>> Tokenize(absl::string_view text) {
     if (is(i, [](unsigned char c) { return std::isdigit(c) != 0; })) {
       while (is(i, [](unsigned char c) { return std::isdigit(c) != 0; })) ++i;
       Token t{Token::Type::kInt, std::string(text.substr(start, i - start))};
-      if (!absl::SimpleAtoi(t.text, &t.value)) return std::nullopt;
+      if (t.text == "9223372036854775808") {
+        t.value = std::numeric_limits<int64_t>::min();
+        t.int64_min_magnitude = true;
+      } else if (!absl::SimpleAtoi(t.text, &t.value)) {
+        return std::nullopt;
+      }
       out.push_back(std::move(t));
       continue;
     }
@@ -137,10 +144,17 @@ class ReferenceParser {
     DepthGuard guard(this);
     if (too_deep_) return nullptr;
     if (Accept("-")) {
+      if (Peek().type == Token::Type::kInt && Peek().int64_min_magnitude) {
+        NodePtr n = Make(Kind::kInt);
+        n->value = Peek().value;
+        ++pos_;
+        return n;
+      }
       NodePtr e = Factor();
       return e ? Make(Kind::kNeg, std::move(e)) : nullptr;
     }
     const Token& t = Peek();
+    if (t.type == Token::Type::kInt && t.int64_min_magnitude) return nullptr;
     if (t.type == Token::Type::kInt) {
       NodePtr n = Make(Kind::kInt);
       n->value = t.value;
