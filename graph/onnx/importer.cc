@@ -1,5 +1,6 @@
 #include "graph/onnx/importer.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include "absl/container/btree_map.h"
@@ -286,12 +287,23 @@ class Importer {
   // The dims recorded in the model's metadata (`shapeshift.dim.<name>` =
   // `lo..hi` written by our exporter, or `a+b` written by
   // bench/peers/export_models.py for GPT-2's total_sequence), each overridden
-  // by the caller's own declaration of that dim.
+  // by the caller's own declaration of that dim — except that a recorded sum
+  // cannot be declared a range of its own: that would make the dim free, so
+  // inputs breaking the model's contract (a mask longer than past + new
+  // tokens) would only fail later, deep in lowering, with an unrelated error.
   absl::Status CollectRecordedDims() {
     dim_ranges_ = options_.dim_ranges;
     dim_sums_ = options_.dim_sums;
     absl::StatusOr<ImportOptions> recorded = ReadRecordedDims(model_);
     if (!recorded.ok()) return recorded.status();
+    for (const auto& [name, terms] : recorded->dim_sums) {
+      auto declared = options_.dim_ranges.find(name);
+      if (declared == options_.dim_ranges.end()) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dim ", name, "=", declared->second.min, "..", declared->second.max, ": the model derives ", name,
+          " = ", absl::StrJoin(terms, " + "), " (its metadata shapeshift.dim.", name, "), so ", name,
+          " has no range of its own; declare ", absl::StrJoin(terms, " and "), " instead"));
+    }
     for (const auto& [name, range] : recorded->dim_ranges) {
       if (options_.dim_ranges.contains(name) || options_.dim_sums.contains(name)) continue;
       dim_ranges_.emplace(name, range);
@@ -333,6 +345,10 @@ absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes, const Im
 }
 
 absl::StatusOr<onnx::ModelProto> ParseOnnxFile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not an ONNX model file"));
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the model file"));
   // Parsed straight from the stream: a 400 MB model is not held twice (file

@@ -86,7 +86,8 @@ absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path,
 // The two halves of ImportOnnxFile, for callers that read the message before
 // importing it (the CLI reads the dim ranges recorded in its metadata).
 // ImportParsedOnnxFile releases each initializer's data from `model` once it
-// has become a tensor, so the weights are held once, not twice.
+// has become a tensor, so the weights are held once, not twice. A path that
+// is a directory is an error saying so (not a parse failure).
 absl::StatusOr<onnx::ModelProto> ParseOnnxFile(const std::string& path);
 absl::StatusOr<ImportedModel> ImportParsedOnnxFile(onnx::ModelProto& model, const std::string& path,
                                                    const ImportOptions& options = {});

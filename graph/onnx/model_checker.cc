@@ -48,6 +48,21 @@ bool ChangedInOpset18(const std::string& op) {
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
+// An element type number beyond libonnx 1.12's (BFLOAT16 = 16), as a phrase
+// saying which IR version defines it, or that none does (a corrupted file).
+std::string NewerElementType(int type) {
+  switch (type) {
+    case 17: return "float8 element type FLOAT8E4M3FN (IR 9+)";
+    case 18: return "float8 element type FLOAT8E4M3FNUZ (IR 9+)";
+    case 19: return "float8 element type FLOAT8E5M2 (IR 9+)";
+    case 20: return "float8 element type FLOAT8E5M2FNUZ (IR 9+)";
+    case 21: return "int4 element type UINT4 (IR 10+)";
+    case 22: return "int4 element type INT4 (IR 10+)";
+    case 23: return "float4 element type FLOAT4E2M1 (IR 11+)";
+    default: return absl::StrCat("unknown element type ", type, " (no ONNX IR version up to 11 defines it)");
+  }
+}
+
 // The first use of something IR 8 cannot express, as a phrase, or "".
 std::string FirstNewerFeature(const pb::Message& message) {
   const pb::Reflection* reflection = message.GetReflection();
@@ -66,7 +81,7 @@ std::string FirstNewerFeature(const pb::Message& message) {
         (field->name() == "elem_type" || field->name() == "data_type")) {
       int type = reflection->GetInt32(message, field);
       if (type > onnx::TensorProto_DataType_DataType_MAX) {
-        return absl::StrCat("element type ", type, " in ", descriptor->name(), " (float8/int4 types are IR 9+)");
+        return absl::StrCat("element type ", type, " in ", descriptor->name(), ": ", NewerElementType(type));
       }
     }
     if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) continue;

@@ -3,7 +3,7 @@
 //
 // Why: Debian's libonnx 1.12 checker knows IR versions up to 8 and opsets up
 // to 17, while torch's dynamo exporter writes IR 10 with opset 18.
-//  - IR 9 and 10 added float8/int4 element types, the `overload` field of
+//  - IR 9 and 10 added float8/int4 element types (IR 11 float4), the `overload` field of
 //    nodes and functions, and `metadata_props` on nodes, values, graphs,
 //    tensors and functions. A model using none of the new types and no new
 //    field other than metadata (which nothing here reads) means the same

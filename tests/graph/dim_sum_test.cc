@@ -43,7 +43,7 @@ TEST(DimSumTest, FlagMakesTheAxisAnExpression) {
   EXPECT_FALSE(model->env->HasSymbol("total_sequence"));
 }
 
-TEST(DimSumTest, MetadataRecordsTheRelationAndFlagsOverrideIt) {
+TEST(DimSumTest, MetadataRecordsTheRelationAndARangeFlagCannotFreeIt) {
   OnnxTestModel m = MaskModel();
   onnx::StringStringEntryProto* entry = m.model().add_metadata_props();
   entry->set_key("shapeshift.dim.total_sequence");
@@ -51,11 +51,20 @@ TEST(DimSumTest, MetadataRecordsTheRelationAndFlagsOverrideIt) {
   absl::StatusOr<ImportedModel> model = ImportOnnxBytes(m.Bytes());
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(model->graph->FindValue("mask")->type().ToString(), "f32[batch, past_sequence + sequence]");
+  // A range would silently make total_sequence a free dim: refused, naming the relation.
   ImportOptions options;
   ASSERT_TRUE(ParseDimFlag("total_sequence=1..64", &options).ok());
   model = ImportOnnxBytes(m.Bytes(), options);
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(model.status().message(), HasSubstr("--dim total_sequence=1..64"));
+  EXPECT_THAT(model.status().message(), HasSubstr("total_sequence = past_sequence + sequence"));
+  EXPECT_THAT(model.status().message(), HasSubstr("declare past_sequence and sequence instead"));
+  // A sum flag states the relation itself, and wins over the recorded one.
+  ImportOptions sum;
+  ASSERT_TRUE(ParseDimFlag("total_sequence=sequence+past_sequence", &sum).ok());
+  model = ImportOnnxBytes(m.Bytes(), sum);
   ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(model->graph->FindValue("mask")->type().ToString(), "f32[batch, total_sequence]");
+  EXPECT_FALSE(model->env->HasSymbol("total_sequence"));
 }
 
 TEST(DimSumTest, SumOfUnknownDimIsReported) {

@@ -185,6 +185,16 @@ TEST(ImporterErrorsTest, TruncatedBytes) {
   EXPECT_THAT(ImportOnnxFile("/nonexistent/model.onnx").status().message(), HasSubstr("cannot open"));
 }
 
+TEST(ImporterErrorsTest, ADirectoryIsNamedAsOne) {
+  // Not "not a valid ONNX model": reading a directory is not a parse failure.
+  const std::string dir = ::testing::TempDir();
+  absl::StatusOr<ImportedModel> model = ImportOnnxFile(dir);
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(model.status().message(), HasSubstr("is a directory"));
+  EXPECT_THAT(model.status().message(), HasSubstr(dir));
+  EXPECT_THAT(model.status().message(), ::testing::Not(HasSubstr("not a valid ONNX model")));
+}
+
 TEST(ImporterErrorsTest, UnsupportedOpsAreAllListedWithNodeAndOpset) {
   OnnxTestModel m(17);
   m.Input("x", onnx::TensorProto::FLOAT, {"n"});

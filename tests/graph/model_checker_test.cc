@@ -2,6 +2,8 @@
 // checker where its answer means something, relaxations are reported in
 // ImportedModel::notes, and a feature IR 8 cannot express is an error.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "graph/onnx/importer.h"
@@ -60,6 +62,20 @@ TEST(ModelCheckerTest, Ir10ModelWithFloat8IsRejected) {
   absl::StatusOr<ImportedModel> model = ImportOnnxBytes(m.Bytes());
   ASSERT_FALSE(model.ok());
   EXPECT_THAT(model.status().message(), HasSubstr("element type 17"));
+}
+
+TEST(ModelCheckerTest, ElementTypesAreNamedByTheIrVersionThatDefinesThem) {
+  for (const auto& [type, phrase] : std::vector<std::pair<int, std::string>>{
+           {17, "FLOAT8E4M3FN (IR 9+)"}, {22, "INT4 (IR 10+)"}, {23, "FLOAT4E2M1 (IR 11+)"},
+           // Not an element type at all: never described as float8/int4.
+           {999, "unknown element type 999 (no ONNX IR version up to 11 defines it)"}}) {
+    OnnxTestModel m = ReluModel(10);
+    m.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    absl::StatusOr<ImportedModel> model = ImportOnnxBytes(m.Bytes());
+    ASSERT_FALSE(model.ok()) << type;
+    EXPECT_THAT(model.status().message(), HasSubstr(phrase)) << type;
+    if (type == 999) EXPECT_THAT(model.status().message(), ::testing::Not(HasSubstr("float8")));
+  }
 }
 
 TEST(ModelCheckerTest, StillRejectsWhatTheCheckerRejects) {
