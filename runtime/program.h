@@ -73,6 +73,10 @@ class Program {
   const ProgramStats& stats() const { return stats_; }
   // The optimized graph, the fusion plan and the memory plan, as text.
   const std::string& plan_text() const { return plan_text_; }
+  // The arena one request allocates, in bytes, as an expression of the
+  // model's symbols (the memory plan's): known before the request runs, so a
+  // caller can size a request first (`shapeshift fuzz`'s memory budget).
+  const SymExpr& arena_bytes() const { return arena_bytes_; }
 
   struct Impl;
 
@@ -81,6 +85,7 @@ class Program {
   std::unique_ptr<Impl> impl_;
   ProgramStats stats_;
   std::string plan_text_;
+  SymExpr arena_bytes_;
 };
 
 }  // namespace shapeshift::runtime

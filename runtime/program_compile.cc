@@ -363,6 +363,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Compile(Graph& graph, ShapeEnv
   stats.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   program->stats_ = stats;
   program->plan_text_ = pipeline.fusion.ToString() + pipeline.memory.ToString();
+  program->arena_bytes_ = pipeline.memory.arena_bytes;
   return program;
 }
 

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -227,7 +228,10 @@ RecompileLogWriter::~RecompileLogWriter() {
 }
 
 absl::Status RecompileLogWriter::Append(const RecompileEvent& event) {
-  const std::string line = RecompileEventToJson(event).dump() + "\n";
+  // Names come from the model: bytes that are not UTF-8 are replaced (U+FFFD)
+  // rather than making the dump throw.
+  const std::string line =
+      RecompileEventToJson(event).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   absl::MutexLock lock(&mu_);
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
     return absl::InternalError(absl::StrCat("recompile log '", path_, "': write failed: ", std::strerror(errno)));
@@ -253,6 +257,10 @@ absl::StatusOr<std::vector<RecompileEvent>> ParseRecompileLog(absl::string_view 
 }
 
 absl::StatusOr<std::vector<RecompileEvent>> ReadRecompileLog(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(absl::StrCat("recompile log '", path, "': is a directory, not a log file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("recompile log '", path, "': cannot open: ", std::strerror(errno)));
   std::ostringstream text;

@@ -159,5 +159,34 @@ TEST(RecompileEventTest, UnopenableLogIsAnErrorNamingThePath) {
   EXPECT_NE(events.status().message().find("/nonexistent-dir/recompile.jsonl"), std::string::npos);
 }
 
+TEST(RecompileEventTest, ADirectoryIsNoLogToReadOrWrite) {
+  // Reading a directory used to give an empty log: "no recompile events".
+  const std::string dir = ::testing::TempDir();
+  absl::StatusOr<std::vector<RecompileEvent>> events = ReadRecompileLog(dir);
+  ASSERT_FALSE(events.ok());
+  EXPECT_NE(events.status().message().find("is a directory"), std::string::npos) << events.status();
+  absl::StatusOr<std::unique_ptr<RecompileLogWriter>> writer = RecompileLogWriter::Open(dir);
+  ASSERT_FALSE(writer.ok());
+  EXPECT_NE(writer.status().message().find(dir), std::string::npos) << writer.status();
+}
+
+TEST(RecompileEventTest, NamesThatAreNotUtf8DoNotBreakTheWriter) {
+  // Node and dim names come from the model file, bytes and all.
+  const std::string path = TempPath("recompile_log_bytes_");
+  std::filesystem::remove(path);
+  {
+    absl::StatusOr<std::unique_ptr<RecompileLogWriter>> writer = RecompileLogWriter::Open(path);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    RecompileEvent e = SampleMiss();
+    e.new_guards[1].provenance.node = "t\xff\xfe" "3";
+    ASSERT_TRUE((*writer)->Append(e).ok());
+  }
+  absl::StatusOr<std::vector<RecompileEvent>> events = ReadRecompileLog(path);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].new_guards[1].provenance.node, "t\xef\xbf\xbd\xef\xbf\xbd" "3");  // U+FFFD each
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace shapeshift::runtime
