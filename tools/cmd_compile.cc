@@ -28,6 +28,7 @@
 #include "tools/fleet_flags.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
+#include "tools/terminal_text.h"
 #include "tools/warm.h"
 
 namespace shapeshift::tools {
@@ -36,12 +37,15 @@ namespace {
 constexpr char kUsage[] =
     "usage: shapeshift compile MODEL [--dim name=lo..hi]... [--policy polymorphic|bucketed|static|auto]\n"
     "                          [--warm TRACE] -o OUT.ssb [--sign-key-file FILE] [--cache-dir DIR | --no-cache]\n"
-    "                          [--no-small-row-packing] [--json]\n";
+    "                          [--no-small-row-packing] [--json]\n"
+    "  Writes an AOT bundle: the entries the policy compiles ahead of time plus those --warm's requests\n"
+    "  compile (TRACE as for run --trace), their machine code, the model, the domain and a Z3 coverage\n"
+    "  certificate (re-check it with prove --bundle OUT.ssb). --sign-key-file signs it.\n"
+    "  Exit: 0 written (covered or not: the verdict is printed), 2 bad usage or a model that cannot be\n"
+    "  compiled or written.\n";
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "shapeshift compile: %s\n", message.c_str());
-  return kExitUsage;
-}
+int Fail(const std::string& message) { return ReportError("compile", kExitUsage, message); }
+int Usage(const std::string& message) { return UsageError("compile", kUsage, message); }
 
 int RunCompile(const std::vector<std::string>& raw) {
   std::vector<std::string> argv = raw;
@@ -52,10 +56,10 @@ int RunCompile(const std::vector<std::string>& raw) {
   spec.valued = {"dim", "policy", "warm", "output", kSignKeyFileFlag, kCacheDirFlag};
   spec.switches = {"json", kNoCacheFlag, "no-small-row-packing"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
-  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
-  if (args->positional.size() != 1) return Fail(absl::StrCat("expected exactly one MODEL argument\n", kUsage));
+  if (!args.ok()) return Usage(std::string(args.status().message()));
+  if (args->positional.size() != 1) return Usage("expected exactly one MODEL argument");
   const std::string output = args->Get("output");
-  if (output.empty()) return Fail(absl::StrCat("-o OUT.ssb is required\n", kUsage));
+  if (output.empty()) return Usage("-o OUT.ssb is required");
   if (!IsBundlePath(output)) return Fail(absl::StrCat("-o ", output, ": a bundle's name ends in .ssb"));
   const std::string model_arg = args->positional[0];
   if (IsBundlePath(model_arg)) return Fail(absl::StrCat(model_arg, " is a bundle already"));
@@ -104,15 +108,16 @@ int RunCompile(const std::vector<std::string>& raw) {
     out["compiles"] = summary->compiles;
     out["signed"] = !options.signing_key.empty();
     out["cpu"] = h.target.cpu;
-    std::printf("%s\n", out.dump().c_str());
+    std::printf("%s\n", JsonText(out).c_str());
   } else {
     std::printf("%s%s\n", h.certificate.verdict.c_str(),
-                witness.empty() ? "" : absl::StrCat(": ", absl::StrJoin(witness, " ")).c_str());
-    std::printf("  wrote %s: %lld entr%s, %lld kernel object(s), %llu bytes%s; built for %s (%s)\n", output.c_str(),
+                witness.empty() ? "" : absl::StrCat(": ", Escaped(absl::StrJoin(witness, " "))).c_str());
+    std::printf("  wrote %s: %lld entr%s, %lld kernel object(s), %llu bytes%s; built for %s (%s)\n",
+                Escaped(output).c_str(),
                 static_cast<long long>(h.entries), h.entries == 1 ? "y" : "ies", static_cast<long long>(h.objects),
                 static_cast<unsigned long long>(summary->bytes), options.signing_key.empty() ? "" : ", signed",
                 h.target.cpu.c_str(), h.target.compiler.c_str());
-    std::printf("  re-check: shapeshift prove --bundle %s%s\n", output.c_str(),
+    std::printf("  re-check: shapeshift prove --bundle %s%s\n", Escaped(output).c_str(),
                 options.signing_key.empty() ? "" : " --sign-key-file KEY");
   }
   return kExitOk;
@@ -121,6 +126,7 @@ int RunCompile(const std::vector<std::string>& raw) {
 }  // namespace
 
 SHAPESHIFT_COMMAND(compile, "compile",
-                   "compile a model ahead of time into a bundle (MODEL.ssb) with a coverage certificate", RunCompile);
+                   "compile a model ahead of time into a bundle (MODEL.ssb) with a coverage certificate", kUsage,
+                   RunCompile);
 
 }  // namespace shapeshift::tools

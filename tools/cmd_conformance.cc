@@ -39,6 +39,7 @@
 #include "onnx/onnx_pb.h"
 #include "tools/args.h"
 #include "tools/command.h"
+#include "tools/terminal_text.h"
 
 namespace shapeshift::tools {
 namespace {
@@ -265,7 +266,7 @@ Totals Tally(const std::vector<TestResult>& results) {
 
 void PrintTable(const std::vector<TestResult>& results, const Totals& totals) {
   for (const TestResult& r : results) {
-    std::printf("%-64s %-11s %s\n", r.name.c_str(), OutcomeName(r.outcome), r.detail.c_str());
+    std::printf("%-64s %-11s %s\n", Escaped(r.name).c_str(), OutcomeName(r.outcome), Escaped(r.detail).c_str());
   }
   std::printf("\ntotal %zu  passed %d  failed %d  unsupported %d  excluded %d\n", results.size(),
               totals.passed, totals.failed, totals.unsupported, totals.excluded);
@@ -274,7 +275,7 @@ void PrintTable(const std::vector<TestResult>& results, const Totals& totals) {
                                                    totals.unsupported_reasons.end());
   std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::printf("unsupported reasons:\n");
-  for (const auto& [reason, count] : reasons) std::printf("  %4d  %s\n", count, reason.c_str());
+  for (const auto& [reason, count] : reasons) std::printf("  %4d  %s\n", count, Escaped(reason).c_str());
 }
 
 void PrintJson(const std::vector<TestResult>& results, const Totals& totals) {
@@ -297,26 +298,30 @@ void PrintJson(const std::vector<TestResult>& results, const Totals& totals) {
       {"excluded", totals.excluded},
       {"excluded_tests", excluded_tests},
   };
-  std::printf("%s\n", out.dump(2).c_str());
+  std::printf("%s\n", JsonText(out, 2).c_str());
 }
+
+constexpr char kUsage[] =
+    "usage: shapeshift conformance --onnx-node-tests DIR [--json] [--filter SUBSTR]\n"
+    "  Runs ONNX's backend node tests (DIR/<test>/model.onnx, test_data_set_*/) through the importer\n"
+    "  and the reference interpreter: passed, failed, unsupported (an op or type outside the op set) or\n"
+    "  excluded (known-bad expected data). --filter keeps the tests whose name contains SUBSTR.\n"
+    "  Exit: 0 no test failed, 1 some failed, 2 bad usage or an unreadable DIR.\n";
 
 int RunConformance(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
   spec.valued = {"onnx-node-tests", "filter"};
   spec.switches = {"json"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
-  if (!args.ok() || !args->positional.empty() || !args->Has("onnx-node-tests")) {
-    if (!args.ok()) {
-      std::fprintf(stderr, "shapeshift conformance: %s\n", std::string(args.status().message()).c_str());
-    }
-    std::fprintf(stderr, "usage: shapeshift conformance --onnx-node-tests DIR [--json] [--filter SUBSTR]\n");
-    return kExitUsage;
+  if (!args.ok()) return UsageError("conformance", kUsage, std::string(args.status().message()));
+  if (!args->positional.empty()) {
+    return UsageError("conformance", kUsage, absl::StrCat("unexpected argument '", args->positional[0], "'"));
   }
+  if (!args->Has("onnx-node-tests")) return UsageError("conformance", kUsage, "--onnx-node-tests DIR is required");
   const fs::path root = args->Get("onnx-node-tests");
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
-    std::fprintf(stderr, "shapeshift conformance: %s is not a directory\n", root.string().c_str());
-    return kExitUsage;
+    return ReportError("conformance", kExitUsage, absl::StrCat("--onnx-node-tests ", root.string(), ": not a directory"));
   }
   const std::string filter = args->Get("filter");
   std::vector<std::string> names;
@@ -329,9 +334,7 @@ int RunConformance(const std::vector<std::string>& raw_args) {
     }
   }
   if (ec) {
-    std::fprintf(stderr, "shapeshift conformance: cannot list %s: %s\n", root.string().c_str(),
-                 ec.message().c_str());
-    return kExitUsage;
+    return ReportError("conformance", kExitUsage, absl::StrCat("cannot list ", root.string(), ": ", ec.message()));
   }
   std::sort(names.begin(), names.end());
   std::vector<TestResult> results;
@@ -348,7 +351,7 @@ int RunConformance(const std::vector<std::string>& raw_args) {
 }  // namespace
 
 SHAPESHIFT_COMMAND(conformance, "conformance",
-                   "run the ONNX backend node tests through the importer and reference interpreter",
+                   "run the ONNX backend node tests through the importer and reference interpreter", kUsage,
                    RunConformance);
 
 }  // namespace shapeshift::tools

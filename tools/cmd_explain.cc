@@ -25,6 +25,7 @@
 #include "runtime/specialization/recompile_event.h"
 #include "tools/args.h"
 #include "tools/command.h"
+#include "tools/terminal_text.h"
 
 namespace shapeshift::tools {
 namespace {
@@ -33,28 +34,38 @@ using runtime::AtomRecord;
 using runtime::RecompileEvent;
 using runtime::RecompileTrigger;
 
-int UsageError(absl::string_view message) {
-  std::fprintf(stderr, "shapeshift explain: %s\n", std::string(message).c_str());
-  return kExitUsage;
-}
+constexpr char kUsage[] =
+    "usage: shapeshift explain LOG [--summary] [--json]\n"
+    "  LOG is a recompile log (JSON lines, from run --recompile-log PATH or SHAPESHIFT_RECOMPILE_LOG).\n"
+    "  Prints one block per compile: trigger, input, each entry tried with its failing atoms and who\n"
+    "  asked them, the unsat core and the new guards. --summary counts events by trigger and misses by\n"
+    "  who asked the failing question; --json re-emits the validated events as one JSON array.\n"
+    "  Exit: 0 rendered, 2 bad usage, an unreadable log or a malformed line.\n";
+
+int UsageError(absl::string_view message) { return ReportError("explain", kExitUsage, message); }
+
+// Every text below comes from the log, i.e. from outside: each is Escaped()
+// where it enters the output, so a name cannot forge lines or reach the
+// terminal as control bytes.
 
 // "memory-plan at node 't3': reuse a dead buffer's slot"
 std::string Origin(const Provenance& p) {
-  return absl::StrCat(p.pass, p.node.empty() ? "" : absl::StrCat(" at node '", p.node, "'"), ": ", p.reason);
+  return absl::StrCat(Escaped(p.pass), p.node.empty() ? "" : absl::StrCat(" at node '", Escaped(p.node), "'"), ": ",
+                      Escaped(p.reason));
 }
 
 std::string AtomLine(const AtomRecord& atom) {
-  return absl::StrCat(atom.atom, "    [asked by ", Origin(atom.provenance), "]");
+  return absl::StrCat(Escaped(atom.atom), "    [asked by ", Origin(atom.provenance), "]");
 }
 
 std::string Milliseconds(double ms) { return absl::StrFormat("%.1f ms", ms); }
 
 std::string RenderEvent(const RecompileEvent& e) {
   std::string out = absl::StrCat("event ", e.sequence, ": ", runtime::RecompileTriggerName(e.trigger),
-                                 " (policy ", runtime::SpecializationPolicyName(e.policy), ") at ", e.timestamp,
+                                 " (policy ", runtime::SpecializationPolicyName(e.policy), ") at ", Escaped(e.timestamp),
                                  "\n");
   std::vector<std::string> values;
-  for (const runtime::SymbolValue& s : e.symbols) values.push_back(absl::StrCat(s.name, "=", s.value));
+  for (const runtime::SymbolValue& s : e.symbols) values.push_back(absl::StrCat(Escaped(s.name), "=", s.value));
   // The polymorphic compile happens before any request, so it has no input.
   const char* no_values =
       e.trigger == RecompileTrigger::kInitial ? "none (compiled before the first request)" : "(no dynamic dims)";
@@ -71,7 +82,7 @@ std::string RenderEvent(const RecompileEvent& e) {
   }
   for (const runtime::TriedEntry& t : e.tried) {
     absl::StrAppend(&out, "  tried entry #", t.entry_id, " (", runtime::TierName(t.tier), "): ",
-                    t.guards.empty() ? "no guards" : absl::StrJoin(t.guards, " && "), "\n");
+                    t.guards.empty() ? "no guards" : Escaped(absl::StrJoin(t.guards, " && ")), "\n");
     if (t.failing.empty()) absl::StrAppend(&out, "    passed\n");
     for (const AtomRecord& a : t.failing) absl::StrAppend(&out, "    failed: ", AtomLine(a), "\n");
   }
@@ -113,12 +124,8 @@ int RunExplain(const std::vector<std::string>& argv) {
   FlagSpec spec;
   spec.switches = {"summary", "json"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
-  if (!args.ok()) return UsageError(args.status().message());
-  if (args->positional.size() != 1) {
-    return UsageError(
-        "usage: shapeshift explain LOG [--summary] [--json]\n"
-        "  LOG is a recompile log (JSON lines, from --recompile-log or SHAPESHIFT_RECOMPILE_LOG)");
-  }
+  if (!args.ok()) return tools::UsageError("explain", kUsage, std::string(args.status().message()));
+  if (args->positional.size() != 1) return tools::UsageError("explain", kUsage, "expected exactly one LOG");
   if (args->Has("summary") && args->Has("json")) return UsageError("--summary and --json are exclusive");
   absl::StatusOr<std::vector<RecompileEvent>> events = runtime::ReadRecompileLog(args->positional[0]);
   if (!events.ok()) return UsageError(events.status().message());
@@ -126,7 +133,7 @@ int RunExplain(const std::vector<std::string>& argv) {
   if (args->Has("json")) {
     nlohmann::json array = nlohmann::json::array();
     for (const RecompileEvent& e : *events) array.push_back(runtime::RecompileEventToJson(e));
-    out = array.dump(2) + "\n";
+    out = JsonText(array, 2) + "\n";
   } else if (args->Has("summary")) {
     out = RenderSummary(*events);
   } else {
@@ -140,7 +147,7 @@ int RunExplain(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-SHAPESHIFT_COMMAND(explain, "explain", "render a recompile log: why each compile happened, and who asked",
+SHAPESHIFT_COMMAND(explain, "explain", "render a recompile log: why each compile happened, and who asked", kUsage,
                    RunExplain);
 
 }  // namespace shapeshift::tools

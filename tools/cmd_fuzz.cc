@@ -24,6 +24,7 @@
 #include "tools/fuzz_mutation.h"
 #include "tools/fuzz_runner.h"
 #include "tools/model_loader.h"
+#include "tools/terminal_text.h"
 
 namespace shapeshift::tools {
 namespace {
@@ -45,6 +46,7 @@ constexpr char kUsage[] =
     "    tightness: no compile happens while an existing entry's guards all hold (Z3);\n"
     "    evaluator agreement: each entry's GuardProgram verdict equals Z3's at every shape.\n"
     "  --case replays the given shapes in order instead (exclusive with --cases).\n"
+
     "  --mutate-guards: drops each recorded guard atom (and weakens each constant bound by one),\n"
     "  runs the entry's program where the mutant newly accepts, reports killed/survived per\n"
     "  mutant and the kill rate over the atoms Z3 shows are needed (default minimum 0.9).\n"
@@ -198,8 +200,13 @@ nlohmann::ordered_json ReportJson(const FuzzFlags& flags, FuzzRunner& runner, co
   return j;
 }
 
+// Text from the model (dim names, paths, error details, atoms) is escaped.
+std::string Text(const nlohmann::ordered_json& value) {
+  return Escaped(value.is_string() ? value.get<std::string>() : JsonText(value));
+}
+
 void PrintText(const nlohmann::ordered_json& j) {
-  std::printf("fuzz %s, policy %s, seed %llu: %lld cases\n", j["model"].get<std::string>().c_str(),
+  std::printf("fuzz %s, policy %s, seed %llu: %lld cases\n", Text(j["model"]).c_str(),
               j["policy"].get<std::string>().c_str(), j["seed"].get<unsigned long long>(),
               j["cases"].get<long long>());
   std::printf("  served and checked: %lld (max abs error %.3g, tolerance 1e-3 + 1e-3*|expected|)\n",
@@ -217,46 +224,35 @@ void PrintText(const nlohmann::ordered_json& j) {
   for (const auto& f : j["failures"]) {
     std::printf("FAILURE (%s) case %lld [%s]: %s\n  shape %s%s\n  %s\n  replay: %s\n",
                 f["property"].get<std::string>().c_str(), f["case"].get<long long>(),
-                f["kind"].get<std::string>().c_str(), f["what"].get<std::string>().c_str(), f["shape"].dump().c_str(),
-                f.contains("minimized") ? absl::StrCat(", minimized ", f["minimized"].dump()).c_str() : "",
-                f["detail"].get<std::string>().c_str(), f["replay"].get<std::string>().c_str());
+                f["kind"].get<std::string>().c_str(), Text(f["what"]).c_str(), Text(f["shape"]).c_str(),
+                f.contains("minimized") ? absl::StrCat(", minimized ", Text(f["minimized"])).c_str() : "",
+                Text(f["detail"]).c_str(), Text(f["replay"]).c_str());
   }
   if (!j.contains("mutants")) return;
   for (const auto& m : j["mutant_results"]) {
     std::printf("mutant entry %lld (%s) %s `%s`%s [%s]: %s%s\n", m["entry"].get<long long>(),
-                m["tier"].get<std::string>().c_str(), m["mutation"].get<std::string>().c_str(),
-                m["atom"].get<std::string>().c_str(),
-                m.contains("mutant") ? absl::StrCat(" -> `", m["mutant"].get<std::string>(), "`").c_str() : "",
+                m["tier"].get<std::string>().c_str(), m["mutation"].get<std::string>().c_str(), Text(m["atom"]).c_str(),
+                m.contains("mutant") ? absl::StrCat(" -> `", Text(m["mutant"]), "`").c_str() : "",
                 m["necessity"].get<std::string>().c_str(), m["result"].get<std::string>().c_str(),
-                m.contains("killed_by") ? absl::StrCat(" by ", m["killed_by"].get<std::string>(), " at ",
-                                                       m["killing_shape"].dump()).c_str()
-                                        : absl::StrCat(" (asked by ", m["asked_by"].get<std::string>(), ")").c_str());
+                m.contains("killed_by")
+                    ? absl::StrCat(" by ", m["killed_by"].get<std::string>(), " at ", Text(m["killing_shape"])).c_str()
+                    : absl::StrCat(" (asked by ", Text(m["asked_by"]), ")").c_str());
   }
   std::printf("mutants: %lld, killed %lld; needed %lld, killed %lld: kill rate %.1f%%\n",
               j["mutants"].get<long long>(), j["killed"].get<long long>(), j["needed"].get<long long>(),
               j["killed_needed"].get<long long>(), 100.0 * j["kill_rate"].get<double>());
 }
 
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "shapeshift fuzz: %s\n", message.c_str());
-  return code;
-}
+int Fail(int code, const std::string& message) { return ReportError("fuzz", code, message); }
 
 int Fuzz(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
   spec.valued = {"dim",  "cases", "seed", "policy", "recompile-limit", "case", "mutant-shapes", "min-kill-rate",
                  "reference-cache-mb"};
-  spec.switches = {"json", "mutate-guards", "help"};
+  spec.switches = {"json", "mutate-guards"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
-  if (args.ok() && args->Has("help")) {
-    std::fputs(kUsage, stdout);
-    return kExitOk;
-  }
   absl::StatusOr<FuzzFlags> flags = args.ok() ? ParseFuzzFlags(*args) : absl::StatusOr<FuzzFlags>(args.status());
-  if (!flags.ok()) {
-    std::fprintf(stderr, "shapeshift fuzz: %s\n%s", std::string(flags.status().message()).c_str(), kUsage);
-    return kExitUsage;
-  }
+  if (!flags.ok()) return UsageError("fuzz", kUsage, std::string(flags.status().message()));
   absl::StatusOr<std::unique_ptr<FuzzRunner>> runner = FuzzRunner::Create(flags->options);
   if (!runner.ok()) return Fail(kExitUsage, std::string(runner.status().message()));
 
@@ -282,7 +278,7 @@ int Fuzz(const std::vector<std::string>& raw_args) {
 
   const nlohmann::ordered_json report = ReportJson(*flags, **runner, mutation ? &*mutation : nullptr);
   if (flags->json) {
-    std::printf("%s\n", report.dump().c_str());
+    std::printf("%s\n", JsonText(report).c_str());
   } else {
     PrintText(report);
   }
@@ -295,6 +291,7 @@ int Fuzz(const std::vector<std::string>& raw_args) {
 
 }  // namespace
 
-SHAPESHIFT_COMMAND(fuzz, "fuzz", "fuzz a model's guards: soundness, tightness, evaluator agreement, mutants", Fuzz);
+SHAPESHIFT_COMMAND(fuzz, "fuzz", "fuzz a model's guards: soundness, tightness, evaluator agreement, mutants", kUsage,
+                   Fuzz);
 
 }  // namespace shapeshift::tools

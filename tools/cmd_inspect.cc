@@ -3,54 +3,81 @@
 // Shows what the importer sees: symbols and their ranges, inputs/outputs
 // with symbolic shapes, the importer's notes (e.g. a dim narrowed to the
 // range the model implies), the op histogram and every unsupported op; with
-// --print-ir the whole graph with each value's symbolic type. Exit 0 when
-// the model imports, 1 when it parses but cannot be imported (unsupported
-// ops, undecidable shapes), 2 for bad usage or an unreadable file.
+// --print-ir the whole graph with each value's symbolic type. Every name
+// from the model is printed escaped (tools/terminal_text.h).
+//
+// Exit codes (the CLI's 0/1/2 rule, tools/command.h): 0 the model imports;
+// 1 it is a valid ONNX model (the ONNX checker accepts it) that shapeshift
+// cannot import as declared — unsupported ops or element types, shapes it
+// cannot prove valid; 2 bad usage (a --dim the model rejects included), an
+// unreadable file or directory, or a model the ONNX checker rejects.
 #include <cstdio>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "graph/onnx/importer.h"
+#include "graph/onnx/model_checker.h"
 #include "graph/onnx/model_summary.h"
 #include "graph/printer.h"
 #include "onnx/onnx_pb.h"
 #include "tools/args.h"
 #include "tools/command.h"
+#include "tools/terminal_text.h"
 
 namespace shapeshift::tools {
 namespace {
+
+constexpr char kUsage[] =
+    "usage: shapeshift inspect MODEL.onnx [--dim name=lo..hi | name=a+b]... [--print-ir]\n"
+    "  Prints the model's symbols with their ranges, inputs and outputs with symbolic shapes, the\n"
+    "  importer's notes, the op histogram and every unsupported op; --print-ir adds the imported graph.\n"
+    "  Exit: 0 imports, 1 a valid ONNX model shapeshift cannot import (unsupported ops, shapes it cannot\n"
+    "  prove valid), 2 bad usage, an unreadable file, or a model the ONNX checker rejects.\n";
+
+int Fail(int code, absl::string_view message) { return ReportError("inspect", code, message); }
 
 void PrintSummary(const ModelSummary& summary) {
   int total = 0;
   for (const auto& [op, count] : summary.op_histogram) total += count;
   std::printf("ops: %d nodes, %zu op types\n", total, summary.op_histogram.size());
-  for (const auto& [op, count] : summary.op_histogram) std::printf("  %-24s %d\n", op.c_str(), count);
+  for (const auto& [op, count] : summary.op_histogram) std::printf("  %-24s %d\n", Escaped(op).c_str(), count);
   if (summary.unsupported.empty()) {
     std::printf("unsupported ops: none\n");
     return;
   }
   std::printf("unsupported ops: %zu\n", summary.unsupported.size());
   for (const UnsupportedOp& u : summary.unsupported) {
-    std::printf("  %s (node '%s', opset %d)\n", u.op_type.c_str(), u.node.c_str(), u.opset);
+    std::printf("  %s (node '%s', opset %d)\n", Escaped(u.op_type).c_str(), Escaped(u.node).c_str(), u.opset);
   }
 }
 
 void PrintModel(const ImportedModel& model) {
   std::printf("opset: %d  ir_version: %lld  producer: %s\n", model.opset,
-              static_cast<long long>(model.ir_version), model.producer.empty() ? "-" : model.producer.c_str());
+              static_cast<long long>(model.ir_version), model.producer.empty() ? "-" : Escaped(model.producer).c_str());
   std::printf("symbols:\n");
   for (const SymbolInfo& s : model.env->symbols()) {
-    std::printf("  %s in [%lld, %lld]\n", s.name.c_str(), static_cast<long long>(s.min),
+    std::printf("  %s in [%lld, %lld]\n", Escaped(s.name).c_str(), static_cast<long long>(s.min),
                 static_cast<long long>(s.max));
   }
   std::printf("inputs:\n");
-  for (const Value* v : model.graph->inputs()) std::printf("  %s\n", PrintValueDecl(*v).c_str());
+  for (const Value* v : model.graph->inputs()) std::printf("  %s\n", Escaped(PrintValueDecl(*v)).c_str());
   std::printf("outputs:\n");
-  for (const Value* v : model.graph->outputs()) std::printf("  %s\n", PrintValueDecl(*v).c_str());
+  for (const Value* v : model.graph->outputs()) std::printf("  %s\n", Escaped(PrintValueDecl(*v)).c_str());
   std::printf("constants: %zu\n", model.graph->constants().size());
   // What the importer decided on the user's behalf (a dim narrowed to the
   // range the model implies, a relaxed check), each with its reason.
   std::printf("notes:%s\n", model.notes.empty() ? " none" : "");
-  for (const std::string& note : model.notes) std::printf("  %s\n", note.c_str());
+  for (const std::string& note : model.notes) std::printf("  %s\n", Escaped(note).c_str());
+}
+
+// Whether `path` imports without the user's --dim flags: when it does, a
+// failure with them is the flags' fault (bad usage), not the model's.
+bool ImportsWithoutDimFlags(const std::string& path) {
+  absl::StatusOr<onnx::ModelProto> proto = ParseOnnxFile(path);
+  if (!proto.ok()) return false;
+  ImportOptions options;
+  options.run_checker = false;  // already passed
+  return ImportParsedOnnxFile(*proto, path, options).ok();
 }
 
 int RunInspect(const std::vector<std::string>& raw_args) {
@@ -58,44 +85,46 @@ int RunInspect(const std::vector<std::string>& raw_args) {
   spec.valued = {"dim"};
   spec.switches = {"print-ir"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
-  if (!args.ok()) {
-    std::fprintf(stderr, "shapeshift inspect: %s\n", std::string(args.status().message()).c_str());
-    return kExitUsage;
-  }
-  if (args->positional.size() != 1) {
-    std::fprintf(stderr, "usage: shapeshift inspect MODEL.onnx [--dim name=lo..hi | name=a+b]... [--print-ir]\n");
-    return kExitUsage;
-  }
+  if (!args.ok()) return UsageError("inspect", kUsage, std::string(args.status().message()));
+  if (args->positional.size() != 1) return UsageError("inspect", kUsage, "expected exactly one MODEL.onnx");
   const std::string& path = args->positional[0];
   ImportOptions options;
   for (const std::string& dim : args->All("dim")) {
-    if (absl::Status s = ParseDimFlag(dim, &options); !s.ok()) {
-      std::fprintf(stderr, "shapeshift inspect: %s\n", std::string(s.message()).c_str());
-      return kExitUsage;
-    }
+    if (absl::Status s = ParseDimFlag(dim, &options); !s.ok()) return UsageError("inspect", kUsage, std::string(s.message()));
   }
   absl::StatusOr<onnx::ModelProto> proto = ParseOnnxFile(path);
-  if (!proto.ok()) {
-    std::fprintf(stderr, "shapeshift inspect: %s\n", std::string(proto.status().message()).c_str());
-    return kExitUsage;
-  }
+  if (!proto.ok()) return Fail(kExitUsage, proto.status().message());
   // Summarized before the import releases the message's weights.
   ModelSummary summary = SummarizeOnnxModel(*proto);
-  std::printf("model: %s\n", path.c_str());
+  std::printf("model: %s\n", Escaped(path).c_str());
+  // The checker first, on its own: a model it rejects is bad input (2),
+  // while one it accepts but shapeshift cannot import is a negative answer (1).
+  std::vector<std::string> checker_notes;
+  const size_t slash = path.find_last_of('/');
+  const std::string model_dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (absl::Status checked = CheckOnnxModel(*proto, path, model_dir, &checker_notes); !checked.ok()) {
+    PrintSummary(summary);
+    return Fail(absl::IsUnimplemented(checked) ? kExitNegative : kExitUsage, absl::StrCat(path, ": ", checked.message()));
+  }
+  options.run_checker = false;
   absl::StatusOr<ImportedModel> model = ImportParsedOnnxFile(*proto, path, options);
-  if (model.ok()) PrintModel(*model);
+  if (model.ok()) {
+    model->notes.insert(model->notes.begin(), checker_notes.begin(), checker_notes.end());
+    PrintModel(*model);
+  }
   PrintSummary(summary);
   if (!model.ok()) {
-    std::fprintf(stderr, "shapeshift inspect: %s\n", std::string(model.status().message()).c_str());
-    return kExitNegative;
+    const bool flags_at_fault = !options.dim_ranges.empty() || !options.dim_sums.empty() ? ImportsWithoutDimFlags(path)
+                                                                                          : false;
+    return Fail(flags_at_fault ? kExitUsage : kExitNegative, model.status().message());
   }
-  if (args->Has("print-ir")) std::printf("\n%s", model->graph->ToString().c_str());
+  if (args->Has("print-ir")) std::printf("\n%s", EscapedLines(model->graph->ToString()).c_str());
   return kExitOk;
 }
 
 }  // namespace
 
 SHAPESHIFT_COMMAND(inspect, "inspect", "show a model's inputs/outputs with symbolic shapes, op histogram, unsupported ops",
-                   RunInspect);
+                   kUsage, RunInspect);
 
 }  // namespace shapeshift::tools

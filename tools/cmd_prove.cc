@@ -46,12 +46,28 @@
 #include "tools/fleet_flags.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
+#include "tools/terminal_text.h"
 #include "tools/warm.h"
 
 namespace shapeshift::tools {
 namespace {
 
 constexpr unsigned kProveTimeoutMs = 10000;
+
+constexpr char kUsage[] =
+    "usage: shapeshift prove MODEL [--dim NAME=LO..HI]... [--policy polymorphic|bucketed|static|auto]\n"
+    "                        [--warm TRACE] [--cache-dir DIR | --no-cache] [--json]\n"
+    "                        [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
+    "       shapeshift prove --dim NAME=LO..HI [--dim ...] --guards 'PRED' [--guards ...] [--json]\n"
+    "       shapeshift prove --bundle MODEL.ssb [--sign-key-file FILE] [--json]\n"
+    "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv. The artifacts its policy\n"
+    "  compiles ahead of time (plus those the persistent cache holds and those --warm's requests compiled;\n"
+    "  TRACE as for run --trace: lognormal:N[:SEED], decode:N, file:PATH) must serve every shape of the\n"
+    "  declared domain. Each --guards is one guard set (a conjunction, e.g. 'seq <= 64 && seq % 8 == 0').\n"
+    "  Prints `covered` (exit 0) or an uncovered shape (exit 1), then the domain and each entry's guards.\n"
+    "  --bundle re-checks a bundle's coverage certificate (exit 1 when it does not hold or the file was\n"
+    "  tampered with).\n"
+    "  Exit: 0 covered, 1 uncovered (or the solver could not decide), 2 bad usage or model.\n";
 
 // One `--dim` of the guard-text form: the domain is their box.
 struct NamedRange {
@@ -100,10 +116,7 @@ absl::StatusOr<std::vector<Predicate>> ParseGuardSet(const std::string& text,
   return std::vector<Predicate>{*p};
 }
 
-int UsageError(absl::string_view message) {
-  std::fprintf(stderr, "shapeshift prove: %s\n", std::string(message).c_str());
-  return kExitUsage;
-}
+int UsageError(absl::string_view message) { return ReportError("prove", kExitUsage, message); }
 
 // The guard-text form: `--dim ... --guards ... [--json]`.
 int ProveGuardText(const ParsedArgs& args) {
@@ -132,10 +145,10 @@ int ProveGuardText(const ParsedArgs& args) {
   CoverageResult r = z3.Coverage(Predicate::And(domain_parts), guard_sets);
   const bool json = args.Has("json");
   if (r.verdict == Verdict::kUnknown) {
-    std::fprintf(stderr, "shapeshift prove: the solver could not decide coverage: %s\n", r.detail.c_str());
+    ReportError("prove", kExitNegative, absl::StrCat("the solver could not decide coverage: ", r.detail));
     if (json) {
       nlohmann::json out = {{"covered", false}, {"witness", nullptr}, {"unknown", r.detail}};
-      std::printf("%s\n", out.dump().c_str());
+      std::printf("%s\n", JsonText(out).c_str());
     } else {
       std::printf("unknown\n");
     }
@@ -149,13 +162,13 @@ int ProveGuardText(const ParsedArgs& args) {
       for (const NamedRange& d : dims) witness[d.name] = r.witness.at(d.name);
       out["witness"] = witness;
     }
-    std::printf("%s\n", out.dump().c_str());
+    std::printf("%s\n", JsonText(out).c_str());
   } else if (covered) {
     std::printf("covered\n");
   } else {
     std::vector<std::string> parts;
     for (const NamedRange& d : dims) parts.push_back(absl::StrCat(d.name, "=", r.witness.at(d.name)));
-    std::printf("uncovered: %s\n", absl::StrJoin(parts, " ").c_str());
+    std::printf("uncovered: %s\n", Escaped(absl::StrJoin(parts, " ")).c_str());
   }
   return covered ? kExitOk : kExitNegative;
 }
@@ -227,23 +240,23 @@ int ProveModel(const ParsedArgs& args) {
     out["entries"].push_back({{"id", e->id}, {"tier", runtime::TierName(e->tier)}, {"guards", guards}});
   }
   if (args.Has("json")) {
-    std::printf("%s\n", out.dump().c_str());
+    std::printf("%s\n", JsonText(out).c_str());
   } else {
     if (r.verdict == Verdict::kUnknown) {
-      std::printf("unknown: %s\n", r.detail.c_str());
+      std::printf("unknown: %s\n", Escaped(r.detail).c_str());
     } else if (covered) {
       std::printf("covered\n");
     } else {
       std::vector<std::string> parts;
       for (const auto& [name, value] : out["witness"].items()) parts.push_back(absl::StrCat(name, "=", value.dump()));
-      std::printf("uncovered: %s\n", absl::StrJoin(parts, " ").c_str());
+      std::printf("uncovered: %s\n", Escaped(absl::StrJoin(parts, " ")).c_str());
     }
     std::vector<std::string> domain;
     for (const auto& [name, range] : out["domain"].items()) domain.push_back(absl::StrCat(name, "=", range.get<std::string>()));
-    std::printf("  model %s, policy %s, domain %s\n", model_arg.c_str(), out["policy"].get<std::string>().c_str(),
-                absl::StrJoin(domain, " ").c_str());
+    std::printf("  model %s, policy %s, domain %s\n", Escaped(model_arg).c_str(),
+                out["policy"].get<std::string>().c_str(), Escaped(absl::StrJoin(domain, " ")).c_str());
     if (!options.cache_dir.empty()) {
-      std::printf("  persistent cache %s: %lld entr%s loaded\n", options.cache_dir.c_str(),
+      std::printf("  persistent cache %s: %lld entr%s loaded\n", Escaped(options.cache_dir).c_str(),
                   out["cache_loads"].get<long long>(), out["cache_loads"].get<long long>() == 1 ? "y" : "ies");
     }
     if (cache.size() == 0) {
@@ -253,7 +266,8 @@ int ProveModel(const ParsedArgs& args) {
     for (const auto& e : out["entries"]) {
       std::vector<std::string> guards = e["guards"].get<std::vector<std::string>>();
       std::printf("  entry #%lld (%s): %s\n", e["id"].get<long long>(), e["tier"].get<std::string>().c_str(),
-                  guards.empty() ? "no guards (the whole declared domain)" : absl::StrJoin(guards, " && ").c_str());
+                  guards.empty() ? "no guards (the whole declared domain)"
+                                 : Escaped(absl::StrJoin(guards, " && ")).c_str());
     }
   }
   return covered ? kExitOk : kExitNegative;
@@ -273,17 +287,19 @@ int ProveBundle(const ParsedArgs& args) {
     out["verified"] = verified;
     if (!problem.empty()) out["problem"] = problem;
     if (json) {
-      std::printf("%s\n", out.dump().c_str());
+      std::printf("%s\n", JsonText(out).c_str());
     } else if (!verified) {
-      std::printf("refused: %s\n", problem.c_str());
+      std::printf("refused: %s\n", Escaped(problem).c_str());  // quotes the bundle's contents
     } else {
-      const std::string verdict = out["certificate"].get<std::string>();
-      std::printf("%s%s\n", verdict.c_str(), verdict == "uncovered" ? absl::StrCat(": ", out["witness"].dump()).c_str() : "");
+      const std::string verdict = Escaped(out["certificate"].get<std::string>());
+      std::printf("%s%s\n", verdict.c_str(),
+                  verdict == "uncovered" ? absl::StrCat(": ", Escaped(JsonText(out["witness"]))).c_str() : "");
       std::printf("  certificate re-checked with %s over %lld entr%s; %s\n", out["solver"].get<std::string>().c_str(),
                   out["entries"].get<long long>(), out["entries"].get<long long>() == 1 ? "y" : "ies",
                   out["recreated"].get<bool>()
                       ? "the entries re-created from the bundle's machine code check exactly the certified guards"
-                      : absl::StrCat("entries not re-created here (", out["not_recreated"].get<std::string>(), ")").c_str());
+                      : absl::StrCat("entries not re-created here (", Escaped(out["not_recreated"].get<std::string>()),
+                                     ")").c_str());
     }
     return verified && out.value("certificate", "") == "covered" ? kExitOk : kExitNegative;
   };
@@ -342,7 +358,7 @@ int RunProve(const std::vector<std::string>& argv) {
   for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.switches = {"json", kNoCacheFlag};
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
-  if (!args.ok()) return UsageError(args.status().message());
+  if (!args.ok()) return tools::UsageError("prove", kUsage, std::string(args.status().message()));
   if (args->Has("bundle")) {
     std::vector<std::string> not_for_bundles = {"dim", "guards", "policy", "warm", kCacheDirFlag, kNoCacheFlag};
     for (const std::string& flag : RemoteCacheFlagNames()) not_for_bundles.push_back(flag);
@@ -367,21 +383,12 @@ int RunProve(const std::vector<std::string>& argv) {
     return ProveGuardText(*args);
   }
   if (!args->positional.empty()) return ProveModel(*args);
-  return UsageError(
-      "usage: shapeshift prove MODEL [--dim NAME=LO..HI]... [--policy polymorphic|bucketed|static|auto]\n"
-      "                        [--warm TRACE] [--cache-dir DIR | --no-cache] [--json]\n"
-      "                        [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
-      "       shapeshift prove --dim NAME=LO..HI [--dim ...] --guards 'PRED' [--guards ...] [--json]\n"
-      "       shapeshift prove --bundle MODEL.ssb [--sign-key-file FILE] [--json]\n"
-      "  MODEL: the artifacts its policy compiles (plus those --warm's requests compiled) must serve every\n"
-      "  shape of the declared domain; each --guards is one guard set. Prints `covered` (exit 0) or an\n"
-      "  uncovered shape (exit 1). --bundle re-checks a bundle's coverage certificate (exit 1 when it\n"
-      "  does not hold or the file was tampered with)");
+  return tools::UsageError("prove", kUsage, "expected a MODEL, or --dim and --guards");
 }
 
 }  // namespace
 
 SHAPESHIFT_COMMAND(prove, "prove", "prove that a model's artifacts (or guard sets) cover a shape domain, or show a gap",
-                   RunProve);
+                   kUsage, RunProve);
 
 }  // namespace shapeshift::tools

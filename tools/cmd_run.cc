@@ -63,7 +63,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -88,6 +87,7 @@
 #include "tools/run_io.h"
 #include "tools/run_replay.h"
 #include "tools/run_replay_report.h"
+#include "tools/terminal_text.h"
 #include "tools/trace.h"
 
 namespace shapeshift::tools {
@@ -107,7 +107,9 @@ constexpr char kUsage[] =
     "         fleet:       [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
     "                      [--remote-cache-ttl-s S] [--remote-cache-max-entry-mb N] [--remote-cache-timeout-ms N]\n"
     "                      [--remote-cache-wait-s S] [--sign-key-file FILE]   (a signed MODEL.ssb)\n"
-    "  MODEL: path/to/model.onnx, builtin:bert, builtin:gpt2, builtin:gpt2-kv, or a bundle MODEL.ssb\n";
+    "  MODEL: path/to/model.onnx, builtin:bert, builtin:gpt2, builtin:gpt2-kv, or a bundle MODEL.ssb\n"
+    "  Exit: 0 ok, 1 a check found a mismatch or a trace request was refused, 2 bad usage, a model that\n"
+    "  cannot be loaded or compiled, or a request outside the declared ranges.\n";
 
 struct RunFlags {
   std::string model;
@@ -136,10 +138,7 @@ struct RunFlags {
   Clock::time_point started;  // before the model is loaded: time to first result counts from here
 };
 
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "shapeshift run: %s\n", message.c_str());
-  return code;
-}
+int Fail(int code, const std::string& message) { return ReportError("run", code, message); }
 
 // Flags of one mode given in the other are errors, not silently ignored.
 absl::Status CheckModeFlags(const ParsedArgs& args) {
@@ -254,6 +253,9 @@ double PeakRssMb() {
 // The loaded model, split into what the session compiles and what the
 // interpreter checks against (the unoptimized graph).
 struct PreparedModel {
+  // --print-after's IR, escaped (it prints the model's names); declared
+  // first so it outlives the session, whose background compiles print too.
+  std::unique_ptr<EscapedLineStream> ir_stream;
   std::vector<InputRecipe> recipes;
   std::unique_ptr<Graph> reference;
   std::vector<std::string> output_names;
@@ -268,7 +270,8 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   for (const Value* v : model.graph->outputs()) prepared.output_names.push_back(v->name());
   runtime::SpecializingSessionOptions options;
   options.compile.print_after = flags.print_after;
-  options.compile.print_stream = &std::cerr;
+  prepared.ir_stream = std::make_unique<EscapedLineStream>(stderr);
+  options.compile.print_stream = prepared.ir_stream.get();
   options.compile.pack_small_row_gemms = flags.pack_small_row_gemms;
   options.policy = flags.policy;
   if (flags.recompile_limit) options.recompile_limit = *flags.recompile_limit;
@@ -338,18 +341,22 @@ void EmitMetrics(const RunFlags& flags, const runtime::SpecializingSession& sess
   }
   const std::string text =
       flags.prometheus ? runtime::FormatMetricsPrometheus(metrics) : runtime::FormatMetricsText(metrics);
-  std::printf("\n%s%s", flags.prometheus ? "" : "metrics:\n", text.c_str());
+  std::printf("\n%s%s", flags.prometheus ? "" : "metrics:\n", EscapedLines(text).c_str());
 }
 
 void PrintShapeText(const nlohmann::ordered_json& r) {
-  std::printf("model: %s (policy %s)\n", r["model"].get<std::string>().c_str(), r["policy"].get<std::string>().c_str());
+  // The model's path and names are printed escaped.
+  std::printf("model: %s (policy %s)\n", Escaped(r["model"].get<std::string>()).c_str(),
+              r["policy"].get<std::string>().c_str());
   std::printf("request dims:");
-  for (const auto& [name, value] : r["dims"].items()) std::printf(" %s=%lld", name.c_str(), value.get<long long>());
+  for (const auto& [name, value] : r["dims"].items()) {
+    std::printf(" %s=%lld", Escaped(name).c_str(), value.get<long long>());
+  }
   std::printf("\ncompile: %.1f ms, %lld compile(s), %lld loaded from the cache, %lld kernel(s), %lld GEMM primitive(s)\n",
               r["compile_ms"].get<double>(), r["compiles"].get<long long>(), r["cache_loads"].get<long long>(),
               r["kernels"].get<long long>(), r["gemms"].get<long long>());
   for (const auto& out : r["outputs"]) {
-    std::printf("output %s: %s%s sum=%.6g abs_sum=%.6g\n", out["name"].get<std::string>().c_str(),
+    std::printf("output %s: %s%s sum=%.6g abs_sum=%.6g\n", Escaped(out["name"].get<std::string>()).c_str(),
                 out["dtype"].get<std::string>().c_str(), out["shape"].dump().c_str(), out["sum"].get<double>(),
                 out["abs_sum"].get<double>());
   }
@@ -368,7 +375,7 @@ void PrintShapeText(const nlohmann::ordered_json& r) {
 // model, an IR version checked as an older one) is the report's `notes`, and
 // one `note:` line each in text mode.
 void PrintNotes(const nlohmann::ordered_json& r) {
-  for (const auto& note : r["notes"]) std::printf("note: %s\n", note.get<std::string>().c_str());
+  for (const auto& note : r["notes"]) std::printf("note: %s\n", Escaped(note.get<std::string>()).c_str());
 }
 
 int RunOneShape(const RunFlags& flags, ImportedModel model) {
@@ -380,8 +387,12 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
     if (!read.ok()) return Fail(kExitUsage, std::string(read.status().message()));
     given = *std::move(read);
   }
+  // The shapes of files read by --inputs-from bind like --input flags would;
+  // errors name the flag the user gave.
   absl::StatusOr<Assignment> dims =
-      BindRequestDims(recipes, *model.env, given ? InputShapeFlags(recipes, *given) : flags.input_shapes, flags.bindings);
+      given ? BindRequestDims(recipes, *model.env, InputShapeFlags(recipes, *given), flags.bindings,
+                              absl::StrCat("--inputs-from ", flags.inputs_from))
+            : BindRequestDims(recipes, *model.env, flags.input_shapes, flags.bindings);
   if (!dims.ok()) return Fail(kExitUsage, std::string(dims.status().message()));
   absl::StatusOr<std::vector<Tensor>> inputs = given ? *std::move(given) : MakeInputs(recipes, *dims, flags.seed);
   if (!inputs.ok()) return Fail(kExitUsage, std::string(inputs.status().message()));
@@ -463,7 +474,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   AddFleetReport(session, !flags.remote_cache.url.empty(), r);
   if (flags.json) {
     EmitMetrics(flags, session, r);
-    std::printf("%s\n", r.dump().c_str());
+    std::printf("%s\n", JsonText(r).c_str());
   } else {
     PrintNotes(r);
     PrintShapeText(r);
@@ -499,7 +510,7 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
   AddFleetReport(*prepared->session, !flags.remote_cache.url.empty(), r);
   if (flags.json) {
     EmitMetrics(flags, *prepared->session, r);
-    std::printf("%s\n", r.dump().c_str());
+    std::printf("%s\n", JsonText(r).c_str());
   } else {
     PrintNotes(r);
     PrintReplayReport(r);
@@ -510,10 +521,7 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
 
 int Run(const std::vector<std::string>& raw_args) {
   absl::StatusOr<RunFlags> flags = ParseRunFlags(raw_args);
-  if (!flags.ok()) {
-    std::fprintf(stderr, "shapeshift run: %s\n%s", std::string(flags.status().message()).c_str(), kUsage);
-    return kExitUsage;
-  }
+  if (!flags.ok()) return UsageError("run", kUsage, std::string(flags.status().message()));
   flags->started = Clock::now();
   absl::StatusOr<ImportedModel> model;
   if (IsBundlePath(flags->model)) {
@@ -532,6 +540,6 @@ int Run(const std::vector<std::string>& raw_args) {
 
 }  // namespace
 
-SHAPESHIFT_COMMAND(run, "run", "compile a model and run one request shape or replay a trace of shapes", Run);
+SHAPESHIFT_COMMAND(run, "run", "compile a model and run one request shape or replay a trace of shapes", kUsage, Run);
 
 }  // namespace shapeshift::tools

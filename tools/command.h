@@ -19,10 +19,19 @@ constexpr int kExitUsage = 2;
 struct Command {
   const char* name;
   const char* summary;  // one line for `shapeshift help`
+  // The subcommand's whole usage text (ends in '\n'): printed by `NAME --help`
+  // and `help NAME` (stdout, exit 0) and after a usage error (stderr). The
+  // one copy lives in the subcommand's cmd_*.cc, as its kUsage.
+  const char* usage;
   int (*run)(const std::vector<std::string>& args);  // args exclude the subcommand
 };
 
 std::vector<Command>& CommandRegistry();
+
+// The usage error every subcommand prints: `shapeshift NAME: MESSAGE`
+// (escaped: it may quote a model's names), then `usage` unless it is null;
+// returns kExitUsage.
+int UsageError(const char* name, const char* usage, const std::string& message);
 
 struct CommandRegistrar {
   explicit CommandRegistrar(Command c) { CommandRegistry().push_back(c); }
@@ -30,7 +39,7 @@ struct CommandRegistrar {
 
 }  // namespace shapeshift::tools
 
-#define SHAPESHIFT_COMMAND(ident, name, summary, fn) \
-  static ::shapeshift::tools::CommandRegistrar ident##_registrar({name, summary, fn})
+#define SHAPESHIFT_COMMAND(ident, name, summary, usage, fn) \
+  static ::shapeshift::tools::CommandRegistrar ident##_registrar({name, summary, usage, fn})
 
 #endif  // SHAPESHIFT_TOOLS_COMMAND_H_

@@ -109,9 +109,10 @@ struct DerivedDim {
   std::string flag;
 };
 
-absl::Status BindInputShape(const std::vector<InputRecipe>& recipes, const std::string& flag_value, Assignment& dims,
+absl::Status BindInputShape(const std::vector<InputRecipe>& recipes, const std::string& input_flag,
+                            const std::string& flag_value, Assignment& dims,
                             std::map<std::string, std::string>& bound_by, std::vector<DerivedDim>& derived) {
-  const std::string flag = absl::StrCat("--input ", flag_value);
+  const std::string flag = absl::StrCat(input_flag, " ", flag_value);
   std::vector<std::string> name_shape = absl::StrSplit(flag_value, absl::MaxSplits('=', 1));
   if (name_shape.size() != 2) return absl::InvalidArgumentError(absl::StrCat(flag, ": expected NAME=SHAPE"));
   const InputRecipe* recipe = nullptr;
@@ -187,7 +188,7 @@ std::vector<InputRecipe> InputRecipes(const Graph& graph) {
 
 absl::StatusOr<Assignment> BindRequestDims(const std::vector<InputRecipe>& recipes, const ShapeEnv& env,
                                            const std::vector<std::string>& input_shapes,
-                                           const std::vector<std::string>& bindings) {
+                                           const std::vector<std::string>& bindings, const std::string& input_flag) {
   Assignment dims;
   std::map<std::string, std::string> bound_by;
   for (const std::string& flag : bindings) {
@@ -206,7 +207,7 @@ absl::StatusOr<Assignment> BindRequestDims(const std::vector<InputRecipe>& recip
   }
   std::vector<DerivedDim> derived;
   for (const std::string& flag : input_shapes) {
-    if (absl::Status s = BindInputShape(recipes, flag, dims, bound_by, derived); !s.ok()) return s;
+    if (absl::Status s = BindInputShape(recipes, input_flag, flag, dims, bound_by, derived); !s.ok()) return s;
   }
   for (const SymbolInfo& s : env.symbols()) {
     auto [it, unbound] = dims.emplace(s.name, s.min);

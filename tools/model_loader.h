@@ -64,10 +64,12 @@ std::vector<InputRecipe> InputRecipes(const Graph& graph);
 // `bindings` binds one directly; symbols left unbound take their declared
 // minimum. Errors name the flag: unknown input, wrong rank, a constant dim
 // given another size, two flags disagreeing on a symbol, a value outside
-// the symbol's declared range.
+// the symbol's declared range. `input_flag` is what the user gave the
+// shapes with (`--inputs-from DIR` when they are read from files).
 absl::StatusOr<Assignment> BindRequestDims(const std::vector<InputRecipe>& recipes, const ShapeEnv& env,
                                            const std::vector<std::string>& input_shapes,
-                                           const std::vector<std::string>& bindings);
+                                           const std::vector<std::string>& bindings,
+                                           const std::string& input_flag = "--input");
 
 // Deterministic inputs (graph-input order) for the request `dims`.
 absl::StatusOr<std::vector<Tensor>> MakeInputs(const std::vector<InputRecipe>& recipes, const Assignment& dims,

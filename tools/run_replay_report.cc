@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/tensor_compare.h"
+#include "tools/terminal_text.h"
 
 namespace shapeshift::tools {
 namespace {
@@ -69,16 +70,19 @@ nlohmann::ordered_json ReplayReportJson(const ReplaySetup& setup, const ReplayRe
 void PrintReplayReport(const nlohmann::ordered_json& r) {
   const int64_t check_every = r["check_every"].get<int64_t>();
   auto n = [&](const char* key) { return static_cast<long long>(r[key].get<int64_t>()); };
-  std::printf("model: %s (policy %s)\n", r["model"].get<std::string>().c_str(), r["policy"].get<std::string>().c_str());
+  // Paths, specs and error messages (which quote the model's names) are
+  // printed escaped.
+  auto text = [&](const char* key) { return Escaped(r[key].get<std::string>()); };
+  std::printf("model: %s (policy %s)\n", text("model").c_str(), r["policy"].get<std::string>().c_str());
   std::printf("trace: %s — %lld request(s), %lld distinct shape(s) in %lld power-of-two bucket(s), %lld served, "
               "%lld refused\n",
-              r["trace"].get<std::string>().c_str(), n("requests"), n("distinct_shapes"), n("buckets_with_traffic"),
+              text("trace").c_str(), n("requests"), n("distinct_shapes"), n("buckets_with_traffic"),
               n("served"), n("errors"));
-  if (r.contains("first_error")) std::printf("  first refusal: %s\n", r["first_error"].get<std::string>().c_str());
+  if (r.contains("first_error")) std::printf("  first refusal: %s\n", text("first_error").c_str());
   std::printf("compiles: %lld (by tier: %s; by trigger: %s), %.1f ms compiling\n", n("compiles"),
               Counts(r["compiles_by_tier"]).c_str(), Counts(r["compiles_by_trigger"]).c_str(),
               r["compile_ms"].get<double>());
-  const std::string cache_dir = r["cache_dir"].get<std::string>();
+  const std::string cache_dir = text("cache_dir");
   std::printf("misses: %lld, tier-ups: %lld, limit fallbacks: %lld, cache entries at the end: %lld (%s)\n",
               n("misses"), n("tier_ups"), n("limit_fallbacks"), n("entries"),
               cache_dir.empty() ? "no persistent cache"
@@ -96,7 +100,7 @@ void PrintReplayReport(const nlohmann::ordered_json& r) {
                 n("checked"), static_cast<long long>(check_every), kDefaultTolerance.rtol, kDefaultTolerance.atol, n("wrong_results"),
                 r["max_abs_error"].get<double>());
   }
-  if (r.contains("first_wrong")) std::printf("  first wrong: %s\n", r["first_wrong"].get<std::string>().c_str());
+  if (r.contains("first_wrong")) std::printf("  first wrong: %s\n", text("first_wrong").c_str());
 }
 
 }  // namespace shapeshift::tools

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
@@ -20,9 +22,10 @@ constexpr double kLogSigma = 0.75;
 // A bound on generated traces, so a typo cannot exhaust memory.
 constexpr int64_t kMaxTraceRequests = 10'000'000;
 
-absl::Status SpecError(const std::string& spec, absl::string_view why) {
+// `flag` is the flag the user gave the spec with (`--trace`, `--warm`).
+absl::Status SpecError(absl::string_view flag, const std::string& spec, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(
-      "--trace ", spec, ": ", why, " (expected lognormal:N[:SEED], decode:N or file:PATH)"));
+      flag, " ", spec, ": ", why, " (expected lognormal:N[:SEED], decode:N or file:PATH)"));
 }
 
 std::string KnownSymbols(const ShapeEnv& env) {
@@ -31,10 +34,27 @@ std::string KnownSymbols(const ShapeEnv& env) {
   return names.empty() ? "none" : absl::StrJoin(names, ", ");
 }
 
+// The names one dim goes by: ours first, then torch's exporter's. Every
+// trace kind reads dims through this one table.
+constexpr const char* kLengthNames[] = {"seq", "sequence"};
+constexpr const char* kBatchNames[] = {"batch", "batch_size"};
+constexpr const char* kPastNames[] = {"past", "past_sequence"};
+
 // The first of `names` the model declares, or nullptr.
-const SymbolInfo* FindFirst(const ShapeEnv& env, std::initializer_list<const char*> names) {
+template <size_t N>
+const SymbolInfo* FindFirst(const ShapeEnv& env, const char* const (&names)[N]) {
   for (const char* name : names) {
     if (const SymbolInfo* s = env.FindSymbol(name)) return s;
+  }
+  return nullptr;
+}
+
+// The model's dim `name` refers to: itself, or the model's spelling of the
+// same dim (`seq` for a model with `sequence`), or nullptr.
+const SymbolInfo* FindDim(const ShapeEnv& env, absl::string_view name) {
+  if (const SymbolInfo* s = env.FindSymbol(std::string(name))) return s;
+  for (const auto* names : {&kLengthNames, &kBatchNames, &kPastNames}) {
+    if (std::find(std::begin(*names), std::end(*names), name) != std::end(*names)) return FindFirst(env, *names);
   }
   return nullptr;
 }
@@ -46,10 +66,10 @@ Assignment Minimums(const ShapeEnv& env) {
   return dims;
 }
 
-absl::StatusOr<int64_t> ParseCount(const std::string& spec, const std::string& text) {
+absl::StatusOr<int64_t> ParseCount(absl::string_view flag, const std::string& spec, const std::string& text) {
   int64_t n = 0;
   if (!absl::SimpleAtoi(text, &n) || n < 1 || n > kMaxTraceRequests) {
-    return SpecError(spec, absl::StrCat("N must be an integer in 1..", kMaxTraceRequests));
+    return SpecError(flag, spec, absl::StrCat("N must be an integer in 1..", kMaxTraceRequests));
   }
   return n;
 }
@@ -60,22 +80,22 @@ int64_t BatchSize(examples::WeightGenerator& rng, const SymbolInfo& batch) {
   return std::clamp(size, batch.min, batch.max);
 }
 
-absl::StatusOr<std::vector<Assignment>> LogNormalTrace(const std::string& spec, const std::string& args,
-                                                       const ShapeEnv& env) {
+absl::StatusOr<std::vector<Assignment>> LogNormalTrace(absl::string_view flag, const std::string& spec,
+                                                       const std::string& args, const ShapeEnv& env) {
   std::vector<std::string> parts = absl::StrSplit(args, ':');
-  if (parts.size() > 2) return SpecError(spec, "too many ':' fields");
-  absl::StatusOr<int64_t> n = ParseCount(spec, parts[0]);
+  if (parts.size() > 2) return SpecError(flag, spec, "too many ':' fields");
+  absl::StatusOr<int64_t> n = ParseCount(flag, spec, parts[0]);
   if (!n.ok()) return n.status();
   uint64_t seed = 1;
   if (parts.size() == 2 && !absl::SimpleAtoi(parts[1], &seed)) {
-    return SpecError(spec, "SEED must be a non-negative integer");
+    return SpecError(flag, spec, "SEED must be a non-negative integer");
   }
-  const SymbolInfo* length = FindFirst(env, {"seq", "sequence"});
+  const SymbolInfo* length = FindFirst(env, kLengthNames);
   if (length == nullptr) {
-    return SpecError(spec, absl::StrCat("the model has no length dim named seq or sequence (its dims: ",
-                                        KnownSymbols(env), ")"));
+    return SpecError(flag, spec, absl::StrCat("the model has no length dim named seq or sequence (its dims: ",
+                                              KnownSymbols(env), ")"));
   }
-  const SymbolInfo* batch = FindFirst(env, {"batch", "batch_size"});
+  const SymbolInfo* batch = FindFirst(env, kBatchNames);
   examples::WeightGenerator rng(seed);
   const Assignment base = Minimums(env);
   std::vector<Assignment> trace;
@@ -90,23 +110,23 @@ absl::StatusOr<std::vector<Assignment>> LogNormalTrace(const std::string& spec, 
   return trace;
 }
 
-absl::StatusOr<std::vector<Assignment>> DecodeTrace(const std::string& spec, const std::string& args,
-                                                    const ShapeEnv& env) {
-  absl::StatusOr<int64_t> n = ParseCount(spec, args);
+absl::StatusOr<std::vector<Assignment>> DecodeTrace(absl::string_view flag, const std::string& spec,
+                                                    const std::string& args, const ShapeEnv& env) {
+  absl::StatusOr<int64_t> n = ParseCount(flag, spec, args);
   if (!n.ok()) return n.status();
-  const SymbolInfo* past = FindFirst(env, {"past", "past_sequence"});
+  const SymbolInfo* past = FindFirst(env, kPastNames);
   if (past == nullptr) {
-    return SpecError(spec, absl::StrCat("the model has no KV-cache dim 'past' or 'past_sequence' (its dims: ",
+    return SpecError(flag, spec, absl::StrCat("the model has no KV-cache dim 'past' or 'past_sequence' (its dims: ",
                                         KnownSymbols(env), "); decode traces need a model like builtin:gpt2-kv"));
   }
   if (*n - 1 > past->max - past->min) {
-    return SpecError(spec, absl::StrCat(*n, " steps grow past from ", past->min, " to ", past->min + *n - 1,
+    return SpecError(flag, spec, absl::StrCat(*n, " steps grow past from ", past->min, " to ", past->min + *n - 1,
                                         ", beyond its declared range ", past->min, "..", past->max,
                                         " (declare a wider one with --dim ", past->name, "=LO..HI)"));
   }
-  const SymbolInfo* seq = FindFirst(env, {"seq", "sequence"});
+  const SymbolInfo* seq = FindFirst(env, kLengthNames);
   if (seq != nullptr && (seq->min > 1 || seq->max < 1)) {
-    return SpecError(spec, absl::StrCat("a decode step has ", seq->name, " = 1, outside the declared range ",
+    return SpecError(flag, spec, absl::StrCat("a decode step has ", seq->name, " = 1, outside the declared range ",
                                         seq->min, "..", seq->max));
   }
   Assignment dims = Minimums(env);
@@ -139,9 +159,14 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ParseTraceLine(absl
   return fields;
 }
 
-absl::StatusOr<std::vector<Assignment>> FileTrace(const std::string& path, const ShapeEnv& env) {
+absl::StatusOr<std::vector<Assignment>> FileTrace(absl::string_view flag, const std::string& path,
+                                                  const ShapeEnv& env) {
+  std::error_code dir_error;
+  if (std::filesystem::is_directory(path, dir_error)) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " file:", path, ": is a directory, not a trace file"));
+  }
   std::ifstream file(path);
-  if (!file) return absl::NotFoundError(absl::StrCat("--trace file:", path, ": cannot open the trace file"));
+  if (!file) return absl::NotFoundError(absl::StrCat(flag, " file:", path, ": cannot open the trace file"));
   const Assignment base = Minimums(env);
   std::vector<Assignment> trace;
   std::string line;
@@ -155,15 +180,16 @@ absl::StatusOr<std::vector<Assignment>> FileTrace(const std::string& path, const
     Assignment dims = base;
     absl::flat_hash_set<std::string> given;
     for (const auto& [name, value] : *fields) {
-      const SymbolInfo* s = env.FindSymbol(name);
+      const SymbolInfo* s = FindDim(env, name);
       if (s == nullptr) {
         return error(absl::StrCat("the model has no dim '", name, "' (its dims: ", KnownSymbols(env), ")"));
       }
-      if (!given.insert(name).second) return error(absl::StrCat(name, " is given twice"));
+      const std::string aka = s->name == name ? "" : absl::StrCat(" (the model's ", s->name, ")");
+      if (!given.insert(s->name).second) return error(absl::StrCat(name, aka, " is given twice"));
       if (value < s->min || value > s->max) {
-        return error(absl::StrCat(name, " = ", value, " is outside the declared range ", s->min, "..", s->max));
+        return error(absl::StrCat(name, aka, " = ", value, " is outside the declared range ", s->min, "..", s->max));
       }
-      dims[name] = value;
+      dims[s->name] = value;
     }
     trace.push_back(std::move(dims));
     if (static_cast<int64_t>(trace.size()) > kMaxTraceRequests) {
@@ -177,18 +203,19 @@ absl::StatusOr<std::vector<Assignment>> FileTrace(const std::string& path, const
 
 }  // namespace
 
-absl::StatusOr<std::vector<Assignment>> MakeTrace(const std::string& spec, const ShapeEnv& env) {
+absl::StatusOr<std::vector<Assignment>> MakeTrace(const std::string& spec, const ShapeEnv& env,
+                                                  absl::string_view flag) {
   size_t colon = spec.find(':');
-  if (colon == std::string::npos) return SpecError(spec, "missing KIND:");
+  if (colon == std::string::npos) return SpecError(flag, spec, "missing KIND:");
   const std::string kind = spec.substr(0, colon);
   const std::string args = spec.substr(colon + 1);
-  if (kind == "lognormal") return LogNormalTrace(spec, args, env);
-  if (kind == "decode") return DecodeTrace(spec, args, env);
+  if (kind == "lognormal") return LogNormalTrace(flag, spec, args, env);
+  if (kind == "decode") return DecodeTrace(flag, spec, args, env);
   if (kind == "file") {
-    if (args.empty()) return SpecError(spec, "missing PATH");
-    return FileTrace(args, env);
+    if (args.empty()) return SpecError(flag, spec, "missing PATH");
+    return FileTrace(flag, args, env);
   }
-  return SpecError(spec, absl::StrCat("unknown kind '", kind, "'"));
+  return SpecError(flag, spec, absl::StrCat("unknown kind '", kind, "'"));
 }
 
 std::string FormatRequest(const Assignment& request, const ShapeEnv& env) {

@@ -22,8 +22,11 @@
 //    has no past symbol or the N steps would run past its declared maximum.
 //  - `file:PATH` — one request per line, written `batch=1 seq=37`; `#`
 //    starts a comment; blank lines are skipped; unnamed symbols take their
-//    declared minimum. Errors name PATH:LINE (unknown symbol, bad number,
-//    value outside the declared range, a symbol given twice).
+//    declared minimum. Dims go by the same names as in the generated traces
+//    (`seq` or `sequence`, `batch` or `batch_size`, `past` or
+//    `past_sequence`, whichever the model has). Errors name PATH:LINE
+//    (unknown symbol, bad number, value outside the declared range, a symbol
+//    given twice).
 #ifndef SHAPESHIFT_TOOLS_TRACE_H_
 #define SHAPESHIFT_TOOLS_TRACE_H_
 
@@ -39,8 +42,10 @@ namespace shapeshift::tools {
 // The requests of the trace `spec` (`lognormal:N[:SEED]`, `decode:N`,
 // `file:PATH`) for a model whose symbols and declared ranges are `env`'s.
 // Every assignment binds every symbol of `env`, inside its declared range.
-// Errors name the spec (or PATH:LINE) and what is wrong with it.
-absl::StatusOr<std::vector<Assignment>> MakeTrace(const std::string& spec, const ShapeEnv& env);
+// Errors name the flag the spec came with (`--trace`, or `--warm` for
+// `prove`), the spec (or PATH:LINE) and what is wrong with it.
+absl::StatusOr<std::vector<Assignment>> MakeTrace(const std::string& spec, const ShapeEnv& env,
+                                                  absl::string_view flag = "--trace");
 
 // `batch=1 seq=37` for the symbols of `env`, in their declaration order.
 std::string FormatRequest(const Assignment& request, const ShapeEnv& env);

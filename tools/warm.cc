@@ -7,7 +7,7 @@ namespace shapeshift::tools {
 
 absl::Status WarmSession(runtime::SpecializingSession& session, const std::vector<InputRecipe>& recipes,
                          const std::string& trace_spec) {
-  absl::StatusOr<std::vector<Assignment>> trace = MakeTrace(trace_spec, session.dispatcher().env());
+  absl::StatusOr<std::vector<Assignment>> trace = MakeTrace(trace_spec, session.dispatcher().env(), "--warm");
   if (!trace.ok()) return trace.status();
   for (size_t i = 0; i < trace->size(); ++i) {
     absl::StatusOr<std::vector<Tensor>> inputs = MakeInputs(recipes, (*trace)[i], /*seed=*/i + 1);

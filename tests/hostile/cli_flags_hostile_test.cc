@@ -1,7 +1,9 @@
 // The CLI door: every subcommand `shapeshift help` lists — including ones
 // added after this test — refuses an unknown flag and a valued flag given
 // no value with exit code 2 and a message naming the flag, before doing
-// any work.
+// any work; prints its own usage for `--help`, `-h` and `help NAME` (one
+// text, on stdout, exit 0); and never claims success for a report that could
+// not be written.
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,6 +52,35 @@ TEST(CliFlagsHostileTest, EverySubcommandRefusesAValuedFlagWithoutItsValue) {
     testing::CliResult r = testing::RunShapeshift(name + " builtin:bert --dim", "2>&1");
     EXPECT_EQ(r.exit_code, 2) << name << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr("--dim")) << name;
+  }
+}
+
+TEST(CliFlagsHostileTest, EverySubcommandPrintsItsOwnUsageForHelp) {
+  const std::vector<std::string> names = Subcommands();
+  ASSERT_GE(names.size(), 6u);
+  for (const std::string& name : names) {
+    // `--help` anywhere, even after a model and flags, and without doing the work.
+    testing::CliResult help = testing::RunShapeshift(name + " --help");
+    EXPECT_EQ(help.exit_code, 0) << name << ": " << help.output;
+    EXPECT_TRUE(absl::StartsWith(help.output, "usage: shapeshift " + name)) << name << ": " << help.output;
+    EXPECT_THAT(help.output, HasSubstr("Exit:")) << name << ": the usage states its exit codes";
+    EXPECT_EQ(testing::RunShapeshift(name + " -h").output, help.output) << name;
+    EXPECT_EQ(testing::RunShapeshift(name + " builtin:bert --dim seq=1..4 --help").output, help.output) << name;
+    // `help NAME` prints the very same text.
+    testing::CliResult via_help = testing::RunShapeshift("help " + name);
+    EXPECT_EQ(via_help.exit_code, 0) << name;
+    EXPECT_EQ(via_help.output, help.output) << name;
+  }
+  testing::CliResult unknown = testing::RunShapeshift("help frobnicate", "2>&1");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.output, HasSubstr("unknown subcommand 'frobnicate'"));
+}
+
+TEST(CliFlagsHostileTest, AFailedWriteToStdoutIsExitTwoForEverySubcommand) {
+  for (const std::string& name : Subcommands()) {
+    testing::CliResult r = testing::RunShapeshift(name + " --help", "2>&1 >/dev/full");
+    EXPECT_EQ(r.exit_code, 2) << name << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("shapeshift " + name + ": cannot write to standard output")) << name;
   }
 }
 

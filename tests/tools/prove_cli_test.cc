@@ -110,6 +110,25 @@ TEST(ProveCliTest, ErrorsExitTwoWithAClearMessage) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
+TEST(ProveCliTest, AZeroDivisorIsAnErrorNotAnAnswer) {
+  // `seq % 0` has no value; it used to be accepted and answered.
+  CliResult r = Prove("--dim seq=1..100 --guards 'seq%0 == 0'", /*with_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("division by zero: the divisor of '%' at column 4"), std::string::npos) << r.output;
+  r = Prove("--dim seq=1..100 --guards 'seq // 0 <= 3'", true);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("'//' at column 5"), std::string::npos) << r.output;
+}
+
+TEST(ProveCliTest, Int64MinIsWritable) {
+  CliResult r = Prove("--dim seq=-9223372036854775808..0 --guards 'seq >= -9223372036854775808'");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "covered\n");
+  r = Prove("--dim seq=1..4 --guards 'seq >= -9223372036854775809'", true);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("the range is -9223372036854775808..9223372036854775807"), std::string::npos) << r.output;
+}
+
 // A trace file for --warm (one request per line).
 std::string WarmTrace(const std::string& name, const std::string& lines) {
   std::string path = shapeshift::testing::ProcessTempPath(name);
@@ -186,6 +205,10 @@ TEST(ProveModelCliTest, ErrorsExitTwoWithAClearMessage) {
                         Case{"builtin:bert --policy eager", "--policy"},
                         Case{"builtin:bert --dim width=1..4", "no dim 'width'"},
                         Case{"builtin:bert --no-cache --warm decode:3", "no KV-cache dim 'past'"},
+                        // Trace errors name the flag given, --warm (not --trace).
+                        Case{"builtin:bert --policy static --no-cache --warm bogus", "--warm bogus: missing KIND:"},
+                        Case{"builtin:bert --policy static --no-cache --warm file:/nonexistent.trace",
+                             "--warm file:/nonexistent.trace: cannot open"},
                         Case{"builtin:bert extra", "exactly one MODEL"},
                         Case{"--dim seq=1..4 --guards 'seq <= 4' --policy static", "need a MODEL"},
                         Case{"builtin:bert --no-cache --cache-dir /tmp/x", "exclusive"},

@@ -152,5 +152,18 @@ TEST(RunCliTest, BadArgumentsExitTwoNamingTheCulprit) {
   }
 }
 
+TEST(RunCliTest, ADimTheModelDerivesIsRefusedNamingTheRelation) {
+  // GPT-2 with past: the metadata records total_sequence = past_sequence +
+  // sequence. A range for it used to make it a free dim, and requests then
+  // failed deep in lowering with an unrelated error.
+  const std::string model = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/gpt2-past-torchscript/model.onnx";
+  RunResult r = RunCli(model + " --dim total_sequence=1..64 --bind past_sequence=4");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--dim total_sequence=1..64: the model derives total_sequence = past_sequence + "
+                               "sequence (its metadata shapeshift.dim.total_sequence)"));
+  EXPECT_THAT(r.err, HasSubstr("declare past_sequence and sequence instead"));
+  EXPECT_THAT(r.out, ::testing::IsEmpty());
+}
+
 }  // namespace
 }  // namespace shapeshift

@@ -136,6 +136,28 @@ TEST(TraceCliTest, DecodeTraceOnATorchExportedKvCacheModel) {
   EXPECT_GE(j["checked"].get<int>(), 2);  // requests 0 and 8
 }
 
+TEST(TraceCliTest, FileTracesAcceptTheDimAliasesGeneratedTracesDo) {
+  // A torch export names the dims batch and sequence; lognormal finds `seq`
+  // as `sequence`, and so does a trace file now (it used to refuse `seq`).
+  const std::string model = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/tiny_bert_opset14.onnx";
+  const std::string trace = WriteFile("aliases.trace", "seq=5\nbatch_size=2 seq=3\nsequence=7\n");
+  nlohmann::json j = RunJson(model + " --dim batch=1..2 --dim sequence=1..8 --trace file:" + trace +
+                             " --policy polymorphic --check-every 1");
+  EXPECT_EQ(j["requests"], 3);
+  EXPECT_EQ(j["served"], 3);
+  EXPECT_EQ(j["distinct_shapes"], 3);
+  EXPECT_EQ(j["wrong_results"], 0);
+  // An alias and its name together are one dim given twice.
+  const std::string twice = WriteFile("alias_twice.trace", "seq=5 sequence=5\n");
+  CliResult r = RunShapeshift("run " + model + " --dim sequence=1..8 --no-cache --trace file:" + twice, "2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(twice + ":1: sequence is given twice"));
+  const std::string outside = WriteFile("alias_outside.trace", "seq=9\n");
+  r = RunShapeshift("run " + model + " --dim sequence=1..8 --no-cache --trace file:" + outside, "2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("seq (the model's sequence) = 9 is outside the declared range 1..8"));
+}
+
 TEST(TraceCliTest, LogNormalTraceIsDeterministicAndServedWithoutMisses) {
   nlohmann::json a = RunJson("builtin:bert --trace lognormal:60:7 --check-every 30");
   EXPECT_EQ(a["requests"], 60);
@@ -227,6 +249,7 @@ TEST(TraceCliTest, BadTracesExitTwoNamingTheCulprit) {
                         Case{"builtin:bert --trace zipf:5", "unknown kind 'zipf'"},
                         Case{"builtin:bert --trace 5", "missing KIND:"},
                         Case{"builtin:bert --trace file:/nonexistent.trace", "/nonexistent.trace"},
+                        Case{"builtin:bert --trace file:" + ::testing::TempDir(), "is a directory"},
                         Case{"builtin:bert --trace file:" + unknown, unknown + ":4: the model has no dim 'width'"},
                         Case{"builtin:bert --trace file:" + outside, outside + ":2: seq = 600 is outside"},
                         Case{"builtin:bert --trace file:" + twice, twice + ":1: seq is given twice"},
