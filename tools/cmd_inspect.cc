@@ -9,12 +9,16 @@
 // Exit codes (the CLI's 0/1/2 rule, tools/command.h): 0 the model imports;
 // 1 it is a valid ONNX model (the ONNX checker accepts it) that shapeshift
 // cannot import as declared — unsupported ops or element types, shapes it
-// cannot prove valid; 2 bad usage (a --dim the model rejects included), an
-// unreadable file or directory, or a model the ONNX checker rejects.
+// cannot prove valid (a declared range wider than the model allows
+// included); 2 bad usage (a --dim naming a dim the model does not have, or
+// a range for one its metadata derives), an unreadable file or directory,
+// or a model the ONNX checker rejects.
 #include <cstdio>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "graph/onnx/exporter.h"
 #include "graph/onnx/importer.h"
 #include "graph/onnx/model_checker.h"
 #include "graph/onnx/model_summary.h"
@@ -70,14 +74,25 @@ void PrintModel(const ImportedModel& model) {
   for (const std::string& note : model.notes) std::printf("  %s\n", Escaped(note).c_str());
 }
 
-// Whether `path` imports without the user's --dim flags: when it does, a
-// failure with them is the flags' fault (bad usage), not the model's.
-bool ImportsWithoutDimFlags(const std::string& path) {
-  absl::StatusOr<onnx::ModelProto> proto = ParseOnnxFile(path);
-  if (!proto.ok()) return false;
-  ImportOptions options;
-  options.run_checker = false;  // already passed
-  return ImportParsedOnnxFile(*proto, path, options).ok();
+// Whether the --dim flags name something the model lacks — a dim no input
+// has, or a range for a dim its metadata derives as a sum — so that the
+// import's failure is bad usage (2), not an answer about the model (1). The
+// importer words the error; this only classifies it.
+bool DimFlagNamesAreAtFault(const onnx::ModelProto& model, const ImportOptions& options) {
+  absl::flat_hash_set<std::string> dims;
+  for (const onnx::ValueInfoProto& input : model.graph().input()) {
+    for (const auto& dim : input.type().tensor_type().shape().dim()) {
+      if (dim.has_dim_param()) dims.insert(dim.dim_param());
+    }
+  }
+  absl::StatusOr<ImportOptions> recorded = ReadRecordedDims(model);
+  for (const auto& [name, range] : options.dim_ranges) {
+    if (!dims.contains(name) || (recorded.ok() && recorded->dim_sums.contains(name))) return true;
+  }
+  for (const auto& [name, terms] : options.dim_sums) {
+    if (!dims.contains(name)) return true;
+  }
+  return false;
 }
 
 int RunInspect(const std::vector<std::string>& raw_args) {
@@ -107,17 +122,14 @@ int RunInspect(const std::vector<std::string>& raw_args) {
     return Fail(absl::IsUnimplemented(checked) ? kExitNegative : kExitUsage, absl::StrCat(path, ": ", checked.message()));
   }
   options.run_checker = false;
+  const bool flags_at_fault = DimFlagNamesAreAtFault(*proto, options);
   absl::StatusOr<ImportedModel> model = ImportParsedOnnxFile(*proto, path, options);
   if (model.ok()) {
     model->notes.insert(model->notes.begin(), checker_notes.begin(), checker_notes.end());
     PrintModel(*model);
   }
   PrintSummary(summary);
-  if (!model.ok()) {
-    const bool flags_at_fault = !options.dim_ranges.empty() || !options.dim_sums.empty() ? ImportsWithoutDimFlags(path)
-                                                                                          : false;
-    return Fail(flags_at_fault ? kExitUsage : kExitNegative, model.status().message());
-  }
+  if (!model.ok()) return Fail(flags_at_fault ? kExitUsage : kExitNegative, model.status().message());
   if (args->Has("print-ir")) std::printf("\n%s", EscapedLines(model->graph->ToString()).c_str());
   return kExitOk;
 }

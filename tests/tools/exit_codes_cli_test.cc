@@ -1,9 +1,10 @@
 // The CLI's exit-code rule (tools/command.h: 0 ok, 1 a negative answer, 2
 // bad usage or input) where it used to slip: a directory given as a model,
 // log or trace file is "is a directory" (exit 2) for every subcommand; a
-// model the ONNX checker rejects is bad input for `inspect` (2), while one it
-// accepts but shapeshift cannot import is a negative answer (1); a report
-// that cannot be written to stdout is exit 2 with a message.
+// model the ONNX checker rejects, or a --dim naming what the model lacks, is
+// bad input for `inspect` (2), while a valid model shapeshift cannot import
+// is a negative answer (1); a report that cannot be written to stdout is
+// exit 2 with a message.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -86,6 +87,14 @@ TEST(ExitCodesCliTest, InspectSeparatesBadModelsFromUnsupportedOnes) {
   CliResult bad_dim = RunShapeshift("inspect " + TinyBert() + " --dim seq=1..128", "2>&1");
   EXPECT_EQ(bad_dim.exit_code, 2) << bad_dim.output;
   EXPECT_THAT(bad_dim.output, HasSubstr("'seq' is not a dynamic dim"));
+  // So is a range for a dim the metadata derives (total_sequence = past_sequence + sequence).
+  const std::string gpt2_past =
+      std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/gpt2-past-torchscript/model.onnx";
+  CliResult derived = RunShapeshift("inspect " + gpt2_past + " --dim total_sequence=1..64", "2>&1");
+  EXPECT_EQ(derived.exit_code, 2) << derived.output;
+  EXPECT_THAT(derived.output, HasSubstr("the model derives total_sequence = past_sequence + sequence"));
+  // (A declared range wider than the model allows stays an answer, exit 1:
+  // import_narrowing_cli_test.cc.)
 }
 
 TEST(ExitCodesCliTest, AReportThatCannotBeWrittenIsExitTwo) {
