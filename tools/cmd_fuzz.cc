@@ -6,10 +6,17 @@
 // teeth (fuzz_mutation.h). Every failure comes with a minimized shape and a
 // command that replays it.
 //
+// Every case is sized first (fuzz_budget.h): one over `--max-case-bytes`
+// (default: a quarter of physical memory, at most half of `ulimit -v`) is
+// skipped and counted, so the importer's default 1..65536 ranges run
+// without exhausting memory; a case that still fails to allocate is an
+// allocation failure, reported as such.
+//
 // Exit codes: 0 no failure; 1 a soundness failure, a bad request refused
 // without naming what is wrong, a spurious recompile, an evaluator
-// disagreement, or (with --mutate-guards) a kill rate below
-// --min-kill-rate; 2 bad usage, or a model that cannot be loaded or compiled.
+// disagreement, an allocation failure, or (with --mutate-guards) a kill rate
+// below --min-kill-rate; 2 bad usage, or a model that cannot be loaded or
+// compiled.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -21,6 +28,7 @@
 #include "runtime/specialization/policy.h"
 #include "tools/args.h"
 #include "tools/command.h"
+#include "tools/fuzz_budget.h"
 #include "tools/fuzz_mutation.h"
 #include "tools/fuzz_runner.h"
 #include "tools/model_loader.h"
@@ -33,7 +41,7 @@ constexpr char kUsage[] =
     "usage: shapeshift fuzz MODEL [--dim name=lo..hi]... [--cases N] [--seed S]\n"
     "                       [--policy polymorphic|bucketed|static|auto] [--recompile-limit N]\n"
     "                       [--case dim=N,dim=N]... [--mutate-guards [--mutant-shapes K] [--min-kill-rate R]]\n"
-    "                       [--reference-cache-mb M] [--json]\n"
+    "                       [--reference-cache-mb M] [--max-case-bytes B] [--json]\n"
     "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv\n"
     "  Runs N generated requests (default 1000; 60% uniform in the declared ranges, 25% on edges:\n"
     "  1, min, max, 2^k, 2^k+1; 10% one dim outside its range; 5% wrong rank or dtype) through a\n"
@@ -46,11 +54,15 @@ constexpr char kUsage[] =
     "    tightness: no compile happens while an existing entry's guards all hold (Z3);\n"
     "    evaluator agreement: each entry's GuardProgram verdict equals Z3's at every shape.\n"
     "  --case replays the given shapes in order instead (exclusive with --cases).\n"
-
+    "  memory: each case is sized before anything is allocated (inputs, outputs, arena, the interpreter's\n"
+    "  intermediates); one over --max-case-bytes B (bytes, or with K/M/G/T; default a quarter of physical\n"
+    "  memory, at most half of ulimit -v) is skipped and counted as over_budget; a case that still fails\n"
+    "  to allocate is an allocation failure (a failure, not a limit refusal).\n"
     "  --mutate-guards: drops each recorded guard atom (and weakens each constant bound by one),\n"
     "  runs the entry's program where the mutant newly accepts, reports killed/survived per\n"
     "  mutant and the kill rate over the atoms Z3 shows are needed (default minimum 0.9).\n"
-    "  Exit: 0 clean, 1 any failure (or kill rate below the minimum), 2 bad usage or model.\n";
+    "  Exit: 0 clean, 1 any failure (allocation failures included, or a kill rate below the minimum),\n"
+    "  2 bad usage or model.\n";
 
 struct FuzzFlags {
   FuzzOptions options;
@@ -87,6 +99,12 @@ absl::StatusOr<FuzzFlags> ParseFuzzFlags(const ParsedArgs& args) {
     return absl::InvalidArgumentError("--reference-cache-mb: expected an integer >= 0");
   }
   flags.options.reference_cache_bytes = static_cast<size_t>(cache_mb) << 20;
+  flags.options.max_case_bytes = DefaultMaxCaseBytes();
+  if (args.Has("max-case-bytes")) {
+    absl::StatusOr<uint64_t> bytes = ParseByteCount(args.Get("max-case-bytes"));
+    if (!bytes.ok()) return bytes.status();
+    flags.options.max_case_bytes = *bytes;
+  }
   flags.explicit_cases = args.All("case");
   if (!flags.explicit_cases.empty() && args.Has("cases")) {
     return absl::InvalidArgumentError("--case and --cases are exclusive (--case replays exactly the shapes given)");
@@ -151,6 +169,10 @@ nlohmann::ordered_json ReportJson(const FuzzFlags& flags, FuzzRunner& runner, co
   j["served"] = r.served;
   j["rejected_as_expected"] = r.rejected_as_expected;
   j["limit_refusals"] = r.limit_refusals;
+  j["max_case_bytes"] = runner.max_case_bytes();
+  j["over_budget"] = r.over_budget;
+  j["largest_over_budget_bytes"] = r.largest_over_budget;
+  j["allocation_failures"] = r.allocation_failures;
   j["evaluator_checks"] = r.evaluator_checks;
   j["distinct_shapes"] = runner.visited_shapes().size();
   j["interpreter_runs"] = runner.oracle().interpreter_runs();
@@ -177,6 +199,7 @@ nlohmann::ordered_json ReportJson(const FuzzFlags& flags, FuzzRunner& runner, co
     j["needed"] = mutation->needed;
     j["killed_needed"] = mutation->killed_needed;
     j["kill_rate"] = mutation->kill_rate;
+    j["mutant_allocation_failures"] = mutation->allocation_failures;
     j["mutant_results"] = nlohmann::ordered_json::array();
     for (const MutantResult& m : mutation->mutants) {
       nlohmann::ordered_json mj;
@@ -193,6 +216,8 @@ nlohmann::ordered_json ReportJson(const FuzzFlags& flags, FuzzRunner& runner, co
         mj["killing_shape"] = ShapeJson(runner.domain(), m.killing_shape);
       }
       mj["shapes_tried"] = m.shapes_tried;
+      if (m.shapes_over_budget > 0) mj["shapes_over_budget"] = m.shapes_over_budget;
+      if (m.allocation_failures > 0) mj["allocation_failures"] = m.allocation_failures;
       if (!m.detail.empty()) mj["detail"] = m.detail;
       j["mutant_results"].push_back(mj);
     }
@@ -214,6 +239,13 @@ void PrintText(const nlohmann::ordered_json& j) {
   std::printf("  refused as expected (outside the domain, wrong rank/dtype): %lld\n",
               j["rejected_as_expected"].get<long long>());
   std::printf("  refused at the recompile limit: %lld\n", j["limit_refusals"].get<long long>());
+  std::printf("  skipped over the memory budget of %s: %lld%s\n",
+              FormatBytes(j["max_case_bytes"].get<uint64_t>()).c_str(), j["over_budget"].get<long long>(),
+              j["over_budget"].get<long long>() == 0
+                  ? ""
+                  : absl::StrCat(" (largest estimate ", FormatBytes(j["largest_over_budget_bytes"].get<uint64_t>()),
+                                 "; --max-case-bytes sets the budget)").c_str());
+  std::printf("  allocation failures: %lld\n", j["allocation_failures"].get<long long>());
   std::printf("  compiles: %lld; distinct shapes: %lld; interpreter runs: %lld; evaluator checks: %lld\n",
               j["compiles"].get<long long>(), j["distinct_shapes"].get<long long>(),
               j["interpreter_runs"].get<long long>(), j["evaluator_checks"].get<long long>());
@@ -248,7 +280,7 @@ int Fail(int code, const std::string& message) { return ReportError("fuzz", code
 int Fuzz(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
   spec.valued = {"dim",  "cases", "seed", "policy", "recompile-limit", "case", "mutant-shapes", "min-kill-rate",
-                 "reference-cache-mb"};
+                 "reference-cache-mb", "max-case-bytes"};
   spec.switches = {"json", "mutate-guards"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   absl::StatusOr<FuzzFlags> flags = args.ok() ? ParseFuzzFlags(*args) : absl::StatusOr<FuzzFlags>(args.status());
@@ -284,8 +316,8 @@ int Fuzz(const std::vector<std::string>& raw_args) {
   }
   const FuzzResults& r = (*runner)->results();
   const bool failed = r.sound_failures > 0 || r.unclear_errors > 0 || r.spurious_recompiles > 0 ||
-                      r.evaluator_disagreements > 0 ||
-                      (mutation && mutation->kill_rate < flags->min_kill_rate);
+                      r.evaluator_disagreements > 0 || r.allocation_failures > 0 ||
+                      (mutation && (mutation->kill_rate < flags->min_kill_rate || mutation->allocation_failures > 0));
   return failed ? kExitNegative : kExitOk;
 }
 

@@ -1,5 +1,6 @@
 #include "tools/fuzz_mutation.h"
 
+#include <new>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -41,26 +42,52 @@ struct Mutant {
   std::optional<Predicate> replacement;  // nullopt: dropped
 };
 
+// An allocator's refusal at `shape`: no verdict on the mutant.
+bool AllocationFailed(const absl::Status& status, MutantResult& result) {
+  if (!absl::IsResourceExhausted(status)) return false;
+  ++result.allocation_failures;
+  result.detail = absl::StrCat("allocation failure: ", status.message());
+  return true;
+}
+
 // Runs the entry's Program on `shape`: true when that kills the mutant.
-absl::StatusOr<bool> Kills(FuzzRunner& runner, const runtime::CacheEntry& entry, const std::vector<int64_t>& shape,
-                           runtime::ExecutionContext& context, MutantResult& result) {
+absl::StatusOr<bool> KillsUnguarded(FuzzRunner& runner, const runtime::CacheEntry& entry,
+                                    const std::vector<int64_t>& shape, runtime::ExecutionContext& context,
+                                    MutantResult& result) {
   absl::StatusOr<const std::vector<Tensor>*> inputs = runner.oracle().Inputs(shape);
-  if (!inputs.ok()) return inputs.status();
+  if (!inputs.ok()) {
+    if (AllocationFailed(inputs.status(), result)) return false;
+    return inputs.status();
+  }
   runtime::TensorViewList views(**inputs);
   absl::StatusOr<std::vector<Tensor>> outputs = entry.artifact->program->Run(views.span(), context);
   ++result.shapes_tried;
   if (!outputs.ok()) {
+    if (AllocationFailed(outputs.status(), result)) return false;
     result.killed_by = "runtime check";
     result.detail = std::string(outputs.status().message());
     return true;
   }
   absl::StatusOr<const std::vector<Tensor>*> expected = runner.oracle().Expected(shape);
-  if (!expected.ok()) return expected.status();
+  if (!expected.ok()) {
+    if (AllocationFailed(expected.status(), result)) return false;
+    return expected.status();
+  }
   TensorComparison comparison = CompareTensorLists(*outputs, **expected);
   if (comparison.agree) return false;
   result.killed_by = "output mismatch";
   result.detail = comparison.first_mismatch;
   return true;
+}
+
+absl::StatusOr<bool> Kills(FuzzRunner& runner, const runtime::CacheEntry& entry, const std::vector<int64_t>& shape,
+                           runtime::ExecutionContext& context, MutantResult& result) {
+  try {
+    return KillsUnguarded(runner, entry, shape, context, result);
+  } catch (const std::bad_alloc& e) {
+    AllocationFailed(absl::ResourceExhaustedError(absl::StrCat("std::bad_alloc (", e.what(), ")")), result);
+    return false;
+  }
 }
 
 }  // namespace
@@ -120,6 +147,10 @@ absl::StatusOr<MutationReport> RunGuardMutants(FuzzRunner& runner, int max_shape
           }
         }
         for (const std::vector<int64_t>& shape : shapes) {
+          if (!runner.FitsBudget(shape, CaseKind::kInDomain)) {
+            ++result.shapes_over_budget;
+            continue;
+          }
           absl::StatusOr<bool> killed = Kills(runner, *entry, shape, context, result);
           if (!killed.ok()) return killed.status();
           if (*killed) {
@@ -129,6 +160,7 @@ absl::StatusOr<MutationReport> RunGuardMutants(FuzzRunner& runner, int max_shape
           }
         }
         if (result.killed) ++report.killed;
+        report.allocation_failures += result.allocation_failures;
         if (result.necessity == "needed") {
           ++report.needed;
           if (result.killed) ++report.killed_needed;

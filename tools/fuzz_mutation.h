@@ -43,8 +43,10 @@ struct MutantResult {
   bool killed = false;
   std::string killed_by;   // "output mismatch" | "runtime check"
   std::vector<int64_t> killing_shape;
-  std::string detail;      // the kill's error or mismatch
+  std::string detail;      // the kill's error or mismatch (or the allocation failure)
   int64_t shapes_tried = 0;
+  int64_t shapes_over_budget = 0;  // skipped: over FuzzOptions::max_case_bytes (fuzz_budget.h)
+  int64_t allocation_failures = 0; // shapes whose run failed to allocate: no verdict, a failure
 };
 
 struct MutationReport {
@@ -52,12 +54,15 @@ struct MutationReport {
   int64_t needed = 0;
   int64_t killed_needed = 0;
   int64_t killed = 0;
+  int64_t allocation_failures = 0;  // over all mutants
   double kill_rate = 1.0;  // killed_needed / needed (1 when nothing is needed)
 };
 
 // Mutates every atom of every entry now in the runner's cache. Each mutant
 // tries at most `max_shapes` shapes (Z3's witness first, then the run's
-// visited shapes the mutant newly accepts).
+// visited shapes the mutant newly accepts); a shape over the runner's
+// memory budget is skipped and counted, and a run that fails to allocate
+// kills nothing (an allocation failure is not a guard check).
 absl::StatusOr<MutationReport> RunGuardMutants(FuzzRunner& runner, int max_shapes);
 
 }  // namespace shapeshift::tools

@@ -1,6 +1,9 @@
 #include "tools/fuzz_runner.h"
 
 #include <algorithm>
+#include <limits>
+#include <new>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -11,6 +14,8 @@ namespace shapeshift::tools {
 namespace {
 
 bool IsInDomainKind(CaseKind kind) { return kind == CaseKind::kInDomain || kind == CaseKind::kEdge; }
+
+constexpr char kAllocationFailure[] = "allocation failure";
 
 // The first input made malformed the way `kind` says (same data size, so
 // only the declared type is wrong).
@@ -33,12 +38,14 @@ absl::StatusOr<std::vector<Tensor>> Malformed(const std::vector<Tensor>& inputs,
 }  // namespace
 
 FuzzRunner::FuzzRunner(FuzzOptions options, FuzzDomain domain, std::vector<std::string> input_names,
-                       std::unique_ptr<runtime::SpecializingSession> session, std::unique_ptr<ReferenceOracle> oracle)
+                       std::unique_ptr<runtime::SpecializingSession> session, std::unique_ptr<ReferenceOracle> oracle,
+                       CaseFootprintEstimator footprint)
     : options_(std::move(options)),
       domain_(std::move(domain)),
       input_names_(std::move(input_names)),
       session_(std::move(session)),
       oracle_(std::move(oracle)),
+      footprint_(std::move(footprint)),
       z3_(options_.z3_timeout_ms) {}
 
 absl::StatusOr<std::unique_ptr<FuzzRunner>> FuzzRunner::Create(const FuzzOptions& options) {
@@ -46,6 +53,7 @@ absl::StatusOr<std::unique_ptr<FuzzRunner>> FuzzRunner::Create(const FuzzOptions
   if (!model.ok()) return model.status();
   std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
   std::unique_ptr<Graph> reference_graph = model->graph->Clone();
+  CaseFootprintEstimator footprint(*reference_graph);
   std::vector<std::string> input_names;
   for (const Value* v : model->graph->inputs()) input_names.push_back(v->name());
 
@@ -70,7 +78,27 @@ absl::StatusOr<std::unique_ptr<FuzzRunner>> FuzzRunner::Create(const FuzzOptions
   auto oracle = std::make_unique<ReferenceOracle>(std::move(reference_graph), std::move(recipes), domain.slots,
                                                   options.seed, options.reference_cache_bytes);
   return std::unique_ptr<FuzzRunner>(new FuzzRunner(options, std::move(domain), std::move(input_names),
-                                                    *std::move(session), std::move(oracle)));
+                                                    *std::move(session), std::move(oracle), std::move(footprint)));
+}
+
+uint64_t FuzzRunner::EstimatedBytes(const std::vector<int64_t>& values, CaseKind kind) const {
+  const Assignment dims = AssignmentOf(values);
+  CaseFootprint f = footprint_.Estimate(dims);
+  if (!IsInDomainKind(kind)) return f.refused_total();
+  // The arena the memory plan of the entries that would serve `values`
+  // allocates there (else the largest any entry plans there; before the
+  // first entry, the estimator's bound).
+  std::optional<uint64_t> serving, any;
+  for (const std::shared_ptr<const runtime::CacheEntry>& entry : session_->dispatcher().cache().entries()) {
+    absl::StatusOr<int64_t> bytes = entry->artifact->program->arena_bytes().Evaluate(dims);
+    if (!bytes.ok() && !absl::IsOutOfRange(bytes.status())) continue;  // a size the dims do not bind
+    const uint64_t arena = bytes.ok() ? static_cast<uint64_t>(std::max<int64_t>(*bytes, 0))
+                                      : std::numeric_limits<uint64_t>::max();  // overflows int64
+    any = std::max(any.value_or(0), arena);
+    if (entry->guard_program.Evaluate(values).pass) serving = std::max(serving.value_or(0), arena);
+  }
+  if (serving || any) f.arena = serving ? *serving : *any;
+  return f.served_total();
 }
 
 int64_t FuzzRunner::compiles() const { return session_->stats().dispatcher.compiles; }
@@ -82,15 +110,50 @@ Assignment FuzzRunner::AssignmentOf(const std::vector<int64_t>& values) const {
 }
 
 absl::StatusOr<FuzzRunner::Checked> FuzzRunner::CheckRequest(const FuzzCase& c) {
-  absl::StatusOr<const std::vector<Tensor>*> inputs = oracle_->Inputs(c.values);
-  if (!inputs.ok()) return inputs.status();
   Checked checked;
+  const uint64_t estimate = EstimatedBytes(c.values, c.kind);
+  if (estimate > options_.max_case_bytes) {
+    checked.outcome = Outcome::kOverBudget;
+    checked.detail = FormatBytes(estimate);
+    checked.estimate = estimate;
+    return checked;
+  }
+  try {
+    return SendAndCheck(c);
+  } catch (const std::bad_alloc& e) {
+    checked.outcome = Outcome::kAllocationFailed;
+    checked.what = kAllocationFailure;
+    checked.detail = absl::StrCat("std::bad_alloc (", e.what(), ") with an estimate of ", FormatBytes(estimate),
+                                  " against a budget of ", FormatBytes(options_.max_case_bytes));
+    return checked;
+  }
+}
+
+absl::StatusOr<FuzzRunner::Checked> FuzzRunner::SendAndCheck(const FuzzCase& c) {
+  Checked checked;
+  // An allocator's refusal (a tensor, an arena, a oneDNN buffer) is reported
+  // as what it is; only the dispatcher's recompile limit is a limit refusal.
+  auto allocation_failed = [&](const absl::Status& status, absl::string_view where) {
+    checked.outcome = Outcome::kAllocationFailed;
+    checked.what = kAllocationFailure;
+    checked.detail = absl::StrCat(where, ": ", status.message());
+    return checked;
+  };
+  absl::StatusOr<const std::vector<Tensor>*> inputs = oracle_->Inputs(c.values);
+  if (!inputs.ok()) {
+    if (absl::IsResourceExhausted(inputs.status())) return allocation_failed(inputs.status(), "request inputs");
+    return inputs.status();
+  }
   if (IsInDomainKind(c.kind)) {
+    const int64_t limit_errors_before = session_->stats().dispatcher.limit_errors;
     absl::StatusOr<std::vector<Tensor>> outputs = session_->Run(**inputs);
     if (!outputs.ok()) {
       if (absl::IsResourceExhausted(outputs.status())) {
-        checked.outcome = Outcome::kLimitRefused;
-        return checked;
+        if (session_->stats().dispatcher.limit_errors > limit_errors_before) {
+          checked.outcome = Outcome::kLimitRefused;
+          return checked;
+        }
+        return allocation_failed(outputs.status(), "compiled run");
       }
       checked.outcome = Outcome::kFailed;
       checked.what = "error for an in-domain request";
@@ -98,6 +161,9 @@ absl::StatusOr<FuzzRunner::Checked> FuzzRunner::CheckRequest(const FuzzCase& c) 
       return checked;
     }
     absl::StatusOr<const std::vector<Tensor>*> expected = oracle_->Expected(c.values);
+    if (!expected.ok() && absl::IsResourceExhausted(expected.status())) {
+      return allocation_failed(expected.status(), "reference interpreter");
+    }
     if (!expected.ok()) {
       checked.outcome = Outcome::kFailed;
       checked.what = "reference interpreter error";
@@ -122,6 +188,7 @@ absl::StatusOr<FuzzRunner::Checked> FuzzRunner::CheckRequest(const FuzzCase& c) 
     outputs = session_->Run(**inputs);
   } else {
     absl::StatusOr<std::vector<Tensor>> bad = Malformed(**inputs, c.kind);
+    if (!bad.ok() && absl::IsResourceExhausted(bad.status())) return allocation_failed(bad.status(), "malformed inputs");
     if (!bad.ok()) return bad.status();
     must_name = input_names_[0];
     outputs = session_->Run(*bad);
@@ -163,6 +230,15 @@ absl::Status FuzzRunner::RunCases(const std::vector<FuzzCase>& cases) {
         break;
       case Outcome::kLimitRefused:
         ++results_.limit_refusals;
+        break;
+      case Outcome::kOverBudget:
+        ++results_.over_budget;
+        results_.largest_over_budget = std::max(results_.largest_over_budget, checked->estimate);
+        break;
+      case Outcome::kAllocationFailed:
+        ++results_.allocation_failures;
+        results_.failures.push_back({"memory", checked->what, index, c.kind, c.values, {}, checked->detail,
+                                     compiles_before, c.bad_slot});
         break;
       case Outcome::kUnclearError:
       case Outcome::kFailed: {

@@ -9,6 +9,12 @@
 //    A bad request refused by an error that does not name what is wrong is
 //    sound (no result) but unclear: counted apart as `unclear_errors`, and
 //    a failure too (DESIGN.md: every bad input gets a clear error).
+//  - memory: every case is sized before anything is allocated
+//    (fuzz_budget.h); one over FuzzOptions::max_case_bytes is skipped and
+//    counted (`over_budget`). A case that still fails to allocate — an
+//    allocator's RESOURCE_EXHAUSTED that is not the recompile limit, or
+//    std::bad_alloc — is an `allocation_failures` failure, never a crash
+//    and never mistaken for a limit refusal.
 //  - tightness: after every compile, an entry that existed then and whose
 //    atoms all held at the trigger (Z3) makes the compile spurious.
 //  - evaluator agreement: every entry's GuardProgram verdict at every
@@ -35,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "graph/onnx/importer.h"
 #include "runtime/specialization/specializing_session.h"
+#include "tools/fuzz_budget.h"
 #include "tools/fuzz_cases.h"
 #include "tools/fuzz_guard_checks.h"
 #include "tools/fuzz_reference.h"
@@ -48,12 +55,13 @@ struct FuzzOptions {
   int recompile_limit = 64;
   uint64_t seed = 1;
   size_t reference_cache_bytes = size_t{1} << 30;
+  uint64_t max_case_bytes = uint64_t{1} << 30;  // the CLI passes DefaultMaxCaseBytes() unless told
   unsigned z3_timeout_ms = 2000;
   int max_minimized = 5;  // soundness failures minimized (each costs re-runs)
 };
 
 struct FuzzFailure {
-  std::string property;  // "soundness" | "clarity" | "tightness" | "evaluator"
+  std::string property;  // "soundness" | "clarity" | "tightness" | "evaluator" | "memory"
   std::string what;      // e.g. "output mismatch", "spurious recompile"
   int64_t case_index = -1;
   CaseKind case_kind = CaseKind::kInDomain;
@@ -69,6 +77,9 @@ struct FuzzResults {
   int64_t served = 0;               // in-domain requests answered and checked
   int64_t rejected_as_expected = 0; // out-of-domain / malformed requests refused with a clear error
   int64_t limit_refusals = 0;       // refused at the recompile limit (explicit, expected)
+  int64_t over_budget = 0;          // skipped: estimated over max_case_bytes (never attempted)
+  uint64_t largest_over_budget = 0; // the largest such estimate, in bytes
+  int64_t allocation_failures = 0;  // a case that failed to allocate (a failure)
   int64_t sound_failures = 0;
   int64_t unclear_errors = 0;       // bad requests refused without naming the dim or input
   int64_t spurious_recompiles = 0;
@@ -98,20 +109,33 @@ class FuzzRunner {
   // The trigger shape of every compile so far, in order.
   const std::vector<std::vector<int64_t>>& compile_triggers() const { return compile_triggers_; }
   int64_t compiles() const;
+  // The bytes a case of `kind` at `values` is estimated to need, and
+  // whether that fits FuzzOptions::max_case_bytes.
+  uint64_t EstimatedBytes(const std::vector<int64_t>& values, CaseKind kind) const;
+  bool FitsBudget(const std::vector<int64_t>& values, CaseKind kind) const {
+    return EstimatedBytes(values, kind) <= options_.max_case_bytes;
+  }
+  uint64_t max_case_bytes() const { return options_.max_case_bytes; }
 
  private:
   FuzzRunner(FuzzOptions options, FuzzDomain domain, std::vector<std::string> input_names,
-             std::unique_ptr<runtime::SpecializingSession> session, std::unique_ptr<ReferenceOracle> oracle);
+             std::unique_ptr<runtime::SpecializingSession> session, std::unique_ptr<ReferenceOracle> oracle,
+             CaseFootprintEstimator footprint);
 
   // One request and its soundness check.
-  enum class Outcome { kServed, kRejected, kLimitRefused, kUnclearError, kFailed };
+  enum class Outcome {
+    kServed, kRejected, kLimitRefused, kUnclearError, kFailed, kOverBudget, kAllocationFailed
+  };
   struct Checked {
     Outcome outcome = Outcome::kServed;
     std::string what;
     std::string detail;
     double max_abs_error = 0;
+    uint64_t estimate = 0;  // kOverBudget: the estimated bytes
   };
+  // The budget check, then SendAndCheck with allocation failures caught.
   absl::StatusOr<Checked> CheckRequest(const FuzzCase& c);
+  absl::StatusOr<Checked> SendAndCheck(const FuzzCase& c);
   absl::Status CheckNewCompiles(int64_t case_index, const FuzzCase& c);
   absl::Status CheckEvaluatorAgreement(int64_t case_index, const FuzzCase& c);
   // `values` as a symbol assignment.
@@ -122,6 +146,7 @@ class FuzzRunner {
   const std::vector<std::string> input_names_;
   std::unique_ptr<runtime::SpecializingSession> session_;
   std::unique_ptr<ReferenceOracle> oracle_;
+  const CaseFootprintEstimator footprint_;
   Z3GuardOracle z3_;
   FuzzResults results_;
   size_t events_seen_ = 0;

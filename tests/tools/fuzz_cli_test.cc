@@ -140,6 +140,72 @@ TEST(FuzzCliTest, HelpStatesTheTolerance) {
   EXPECT_THAT(run.out, HasSubstr("--mutate-guards"));
 }
 
+// The tiny BERT export declares no ranges: batch and sequence take the
+// importer's default 1..65536, where a uniform draw asks for tens of GB.
+const std::string kTinyBert = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/tiny_bert_opset14.onnx";
+// An address-space limit (KiB) that the compiler and Z3 start in, and that
+// an 11 GB arena cannot fit.
+constexpr char kAddressLimitKiB[] = "3000000";
+
+// `shapeshift fuzz ARGS` under `ulimit -v kAddressLimitKiB`.
+FuzzRun RunFuzzUnderAddressLimit(const std::string& args) {
+  setenv("OMP_NUM_THREADS", "1", /*overwrite=*/0);
+  const std::string err_path = shapeshift::testing::ProcessTempPath("fuzz_limited_stderr.txt");
+  testing::CliResult r = testing::RunCommand(std::string("ulimit -v ") + kAddressLimitKiB + " && " + SHAPESHIFT_CLI +
+                                             " fuzz " + args + " 2>" + err_path);
+  FuzzRun run{r.exit_code, std::move(r.output), ""};
+  std::ifstream err(err_path);
+  run.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  return run;
+}
+
+TEST(FuzzMemoryCliTest, TheDefaultDomainsRunWithoutExhaustingMemory) {
+  // This run used to reach 8.7 GB resident, and under the limit abort with
+  // std::bad_alloc (exit 134).
+  FuzzRun run = RunFuzzUnderAddressLimit(kTinyBert + " --cases 3 --seed 1 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  nlohmann::json j = ParseJson(run);
+  EXPECT_EQ(j["dims"]["batch"], "1..65536");
+  EXPECT_EQ(j["cases"], 3);
+  EXPECT_EQ(j["allocation_failures"], 0) << j["failures"].dump(2);
+  EXPECT_GE(j["over_budget"].get<int>(), 1);
+  // The default budget is at most half the address-space limit.
+  EXPECT_LE(j["max_case_bytes"].get<uint64_t>(), uint64_t{3000000} * 1024 / 2);
+  EXPECT_EQ(j["served"].get<int>() + j["rejected_as_expected"].get<int>() + j["over_budget"].get<int>() +
+                j["limit_refusals"].get<int>(),
+            3);
+}
+
+TEST(FuzzMemoryCliTest, ACaseOverTheBudgetIsSkippedCountedAndNeverAttempted) {
+  FuzzRun run = RunFuzz(kTinyBert + " --case batch=4096,sequence=256 --max-case-bytes 64M --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  nlohmann::json j = ParseJson(run);
+  EXPECT_EQ(j["max_case_bytes"], uint64_t{64} << 20);
+  EXPECT_EQ(j["over_budget"], 1);
+  EXPECT_EQ(j["served"], 0);
+  EXPECT_EQ(j["interpreter_runs"], 0);
+  // The estimate holds at least the attention scores (batch x 4 heads x
+  // sequence^2 floats, 4 GiB) for the interpreter and the compiled arena.
+  EXPECT_GE(j["largest_over_budget_bytes"].get<uint64_t>(), uint64_t{2} * 4096 * 4 * 256 * 256 * 4);
+  FuzzRun text = RunFuzz(kTinyBert + " --case batch=4096,sequence=256 --max-case-bytes 64M");
+  EXPECT_THAT(text.out, HasSubstr("skipped over the memory budget of 64.0 MiB: 1"));
+}
+
+TEST(FuzzMemoryCliTest, AFailedAllocationIsReportedAsSuchNotAsALimitRefusal) {
+  // A budget far over the address-space limit lets the case run into it:
+  // the arena allocation fails. That used to count as a recompile-limit
+  // refusal, exit 0.
+  FuzzRun run = RunFuzzUnderAddressLimit(kTinyBert + " --case batch=4096,sequence=256 --max-case-bytes 1T --json");
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  nlohmann::json j = ParseJson(run);
+  EXPECT_EQ(j["limit_refusals"], 0);
+  EXPECT_EQ(j["allocation_failures"], 1);
+  ASSERT_EQ(j["failures"].size(), 1u) << j.dump(2);
+  EXPECT_EQ(j["failures"][0]["property"], "memory");
+  EXPECT_EQ(j["failures"][0]["what"], "allocation failure");
+  EXPECT_THAT(j["failures"][0]["detail"].get<std::string>(), HasSubstr("arena"));
+}
+
 struct BadFlags {
   const char* args;
   const char* message;
@@ -168,7 +234,10 @@ INSTANTIATE_TEST_SUITE_P(
                       BadFlags{"builtin:bert --dim seq=1..16 --case batch=1,seq=4,width=3", "no dynamic dim 'width'"},
                       BadFlags{"builtin:bert --dim seq=1..16 --case batch=1,seq=x", "--case"},
                       BadFlags{"builtin:bert --dim depth=1..4", "depth"},
-                      BadFlags{"builtin:nonesuch", "builtin:nonesuch"}));
+                      BadFlags{"builtin:nonesuch", "builtin:nonesuch"},
+                      BadFlags{"builtin:bert --max-case-bytes 0", "--max-case-bytes 0"},
+                      BadFlags{"builtin:bert --max-case-bytes 2X", "--max-case-bytes 2X"},
+                      BadFlags{"builtin:bert --max-case-bytes 99999999999T", "--max-case-bytes"}));
 
 }  // namespace
 }  // namespace shapeshift
