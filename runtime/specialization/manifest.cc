@@ -85,7 +85,10 @@ std::string EncodeManifest(absl::string_view model_key, const std::vector<std::s
                         {"bucket_reasons", e->spec.bucket_reasons},
                         {"guards", std::move(guards)}});
   }
-  return json{{"format", kManifestFormat}, {"model", std::string(model_key)}, {"entries", std::move(list)}}.dump();
+  // Provenance names nodes and values as the model spells them: bytes that
+  // are not UTF-8 are replaced (U+FFFD) rather than making the dump throw.
+  return json{{"format", kManifestFormat}, {"model", std::string(model_key)}, {"entries", std::move(list)}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
 }
 
 absl::StatusOr<std::vector<ManifestEntry>> DecodeManifest(absl::string_view text, absl::string_view model_key) {
