@@ -55,10 +55,7 @@ absl::StatusOr<bool> KillsUnguarded(FuzzRunner& runner, const runtime::CacheEntr
                                     const std::vector<int64_t>& shape, runtime::ExecutionContext& context,
                                     MutantResult& result) {
   absl::StatusOr<const std::vector<Tensor>*> inputs = runner.oracle().Inputs(shape);
-  if (!inputs.ok()) {
-    if (AllocationFailed(inputs.status(), result)) return false;
-    return inputs.status();
-  }
+  if (!inputs.ok()) return inputs.status();
   runtime::TensorViewList views(**inputs);
   absl::StatusOr<std::vector<Tensor>> outputs = entry.artifact->program->Run(views.span(), context);
   ++result.shapes_tried;
@@ -69,10 +66,7 @@ absl::StatusOr<bool> KillsUnguarded(FuzzRunner& runner, const runtime::CacheEntr
     return true;
   }
   absl::StatusOr<const std::vector<Tensor>*> expected = runner.oracle().Expected(shape);
-  if (!expected.ok()) {
-    if (AllocationFailed(expected.status(), result)) return false;
-    return expected.status();
-  }
+  if (!expected.ok()) return expected.status();
   TensorComparison comparison = CompareTensorLists(*outputs, **expected);
   if (comparison.agree) return false;
   result.killed_by = "output mismatch";
@@ -83,7 +77,10 @@ absl::StatusOr<bool> KillsUnguarded(FuzzRunner& runner, const runtime::CacheEntr
 absl::StatusOr<bool> Kills(FuzzRunner& runner, const runtime::CacheEntry& entry, const std::vector<int64_t>& shape,
                            runtime::ExecutionContext& context, MutantResult& result) {
   try {
-    return KillsUnguarded(runner, entry, shape, context, result);
+    // The inputs or the interpreter failing to allocate: no verdict either.
+    absl::StatusOr<bool> killed = KillsUnguarded(runner, entry, shape, context, result);
+    if (!killed.ok() && AllocationFailed(killed.status(), result)) return false;
+    return killed;
   } catch (const std::bad_alloc& e) {
     AllocationFailed(absl::ResourceExhaustedError(absl::StrCat("std::bad_alloc (", e.what(), ")")), result);
     return false;
