@@ -4,7 +4,7 @@
 
 #include "absl/container/btree_set.h"
 #include "absl/strings/str_cat.h"
-#include "graph/op_registry.h"
+#include "graph/op_table.h"
 
 namespace shapeshift {
 namespace {
@@ -138,14 +138,14 @@ absl::Status InferenceContext::NarrowToProve(const Predicate& question, absl::St
 }
 
 absl::Status InferNode(Node& node, ShapeEnv& env, int opset, DomainNarrowing* narrowing) {
-  const OpSchema* schema = FindOpSchema(node.op_type());
+  const OpInfo* schema = FindOp(node.op_type());
   InferenceContext ctx(node, env, opset, narrowing);
   if (schema == nullptr) return ctx.Error(absl::StrCat("unsupported op at opset ", opset));
   int present = node.num_inputs();
   while (present > 0 && node.input(present - 1) == nullptr) --present;
   if (present < schema->min_inputs || present > schema->max_inputs) {
     return ctx.Error(absl::StrCat("expects ", schema->min_inputs,
-                                  schema->max_inputs == OpSchema::kVariadic
+                                  schema->max_inputs == OpInfo::kVariadic
                                       ? std::string(" or more")
                                       : absl::StrCat("..", schema->max_inputs),
                                   " inputs, got ", present));

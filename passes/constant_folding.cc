@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "graph/op_table.h"
 #include "graph/reference/kernel.h"
 #include "passes/graph_rewrite.h"
 
@@ -29,7 +30,7 @@ bool OutputsFoldable(const Graph& graph, const Node& node, int64_t cap) {
 absl::StatusOr<bool> FoldConstants(Graph& graph, int64_t max_folded_elements) {
   bool changed = false;
   for (Node* node : graph.nodes()) {
-    if (!AllInputsConstant(*node) || !HasReferenceKernel(node->op_type()) ||
+    if (!AllInputsConstant(*node) || FindOp(node->op_type()) == nullptr ||
         !OutputsFoldable(graph, *node, max_folded_elements)) {
       continue;
     }

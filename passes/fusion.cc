@@ -46,7 +46,7 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env) {
   // Matmuls first: their operand transposes and epilogues take precedence.
   for (bool matmuls : {true, false}) {
     for (Node* node : order) {
-      bool is_matmul = node->op_type() == "MatMul" || node->op_type() == "Gemm";
+      bool is_matmul = IsMatmulOp(*node);
       if (is_matmul != matmuls || g.IsAssigned(node) || g.IsCompileTime(node)) continue;
       internal::BuildAnchoredGroup(g, node);
     }

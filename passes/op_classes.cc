@@ -1,43 +1,27 @@
 #include "passes/op_classes.h"
 
-#include <string>
-
+#include "graph/op_table.h"
 #include "passes/graph_rewrite.h"
 
 namespace shapeshift::passes {
 namespace {
 
-const absl::flat_hash_set<std::string>& ElementwiseOps() {
-  static const auto* ops = new absl::flat_hash_set<std::string>{
-      "Sqrt", "Reciprocal", "Exp", "Log", "Tanh", "Erf", "Sigmoid", "Floor", "Ceil", "Round", "Sin",
-      "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus",
-      "Softsign", "Elu", "Selu", "LeakyRelu", "HardSigmoid", "HardSwish", "Celu", "Mish", "Gelu", "Neg",
-      "Abs", "Relu", "Sign", "Not", "IsNaN", "IsInf", "Add", "Sub", "Mul", "Div", "Pow", "Mod",
-      "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "PRelu",
-      "Min", "Max", "Sum", "Mean", "Where", "Clip", "Cast", "Expand", "ConstantOfShape", "Range"};
-  return *ops;
+OpClass ClassOf(const Node& node) {
+  const OpInfo* info = FindOp(node.op_type());
+  return info == nullptr ? OpClass::kOther : info->op_class;
 }
 
 }  // namespace
 
-bool IsElementwiseOp(const Node& node) { return ElementwiseOps().contains(node.op_type()); }
+bool IsElementwiseOp(const Node& node) { return ClassOf(node) == OpClass::kElementwise; }
 
-bool IsViewOp(const Node& node) {
-  const std::string& op = node.op_type();
-  return op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Identity";
-}
+bool IsViewOp(const Node& node) { return ClassOf(node) == OpClass::kView; }
+
+bool IsMatmulOp(const Node& node) { return ClassOf(node) == OpClass::kMatmul; }
 
 bool IsShapeOperand(const Node& node, int index) {
-  const std::string& op = node.op_type();
-  if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "Squeeze" || op == "Unsqueeze" ||
-      op == "Split" || op == "CumSum" || op == "Trilu") {
-    return index == 1;
-  }
-  if (op.rfind("Reduce", 0) == 0) return index == 1;
-  if (op == "ConstantOfShape") return index == 0;
-  if (op == "Range") return index <= 2;
-  if (op == "Slice") return index >= 1;
-  return false;
+  const OpInfo* info = FindOp(node.op_type());
+  return info != nullptr && info->IsShapeOperand(index);
 }
 
 absl::flat_hash_set<const Node*> CompileTimeNodes(const Graph& graph) {

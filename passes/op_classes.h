@@ -1,8 +1,9 @@
-// Op classes the fusion planner and the memory planner agree on: which ops
-// are elementwise (fusable into one loop nest), which are views (no data
-// movement), which inputs are shape operands (read at compile time from
-// Value::elements(), never as buffers), and which nodes only compute shape
-// values (compile-time nodes: they get no group).
+// The op classes passes ask about, read from the op table
+// (graph/op_table.h): which ops are elementwise (fusable into one loop nest),
+// which are views (no data movement), which are matmuls, which inputs are
+// shape operands (read at compile time from Value::elements(), never as
+// buffers); and which nodes only compute shape values (compile-time nodes:
+// they get no group).
 #ifndef SHAPESHIFT_PASSES_OP_CLASSES_H_
 #define SHAPESHIFT_PASSES_OP_CLASSES_H_
 
@@ -11,11 +12,13 @@
 
 namespace shapeshift::passes {
 
-// Unary/binary/variadic math, comparisons, Where, Clip, Cast, and the
-// generators Expand, ConstantOfShape and Range (computed from the output index).
+// OpClass::kElementwise: unary/binary/variadic math, comparisons, Where, Clip,
+// Cast, and the generators Expand, ConstantOfShape and Range.
 bool IsElementwiseOp(const Node& node);
-// Reshape, Squeeze, Unsqueeze, Flatten, Identity: same elements, new shape.
+// OpClass::kView: Reshape, Squeeze, Unsqueeze, Flatten, Identity.
 bool IsViewOp(const Node& node);
+// OpClass::kMatmul: MatMul, Gemm.
+bool IsMatmulOp(const Node& node);
 // True when input `index` of `node` is read as shape parameters (Reshape's
 // shape, Slice's starts/ends/axes/steps, Range's start/limit/delta, ...).
 bool IsShapeOperand(const Node& node, int index);

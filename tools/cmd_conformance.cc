@@ -1,9 +1,11 @@
-// `shapeshift conformance --onnx-node-tests DIR [--json] [--filter SUBSTR]`
+// `shapeshift conformance --onnx-node-tests DIR [--compiled] [--json] [--filter SUBSTR]`
 //
 // Runs the ONNX backend node tests (DIR/<test>/{model.onnx,
 // test_data_set_*/{input_N.pb,output_N.pb}}) through the importer and the
-// reference interpreter and compares every output: floats with rtol 1e-4 /
-// atol 1e-5 (NaN equals NaN), integers and bools exactly.
+// reference interpreter — or, with --compiled, through the compiler
+// (check, then a Session: passes, lowering, LLVM, oneDNN) — and compares
+// every output: floats with rtol 1e-4 / atol 1e-5 (NaN equals NaN),
+// integers and bools exactly.
 //
 // Why the classification is strict: the pass count is a project metric that
 // must not fall, so it must not be inflated by hiding errors. A test is
@@ -32,12 +34,16 @@
 #include "absl/strings/strip.h"
 #include "graph/interpreter.h"
 #include "graph/onnx/importer.h"
+#include "graph/op_table.h"
 #include "graph/reference/kernel.h"
 #include "graph/tensor_compare.h"
 #include "graph/tensor_proto.h"
 #include "nlohmann/json.hpp"
 #include "onnx/onnx_pb.h"
+#include "runtime/session.h"
+#include "runtime/specialization/compile_tiers.h"
 #include "tools/args.h"
+#include "tools/check_report.h"
 #include "tools/command.h"
 #include "tools/terminal_text.h"
 
@@ -113,7 +119,7 @@ std::optional<std::string> UnsupportedFeature(const onnx::ModelProto& model) {
   for (const onnx::NodeProto& node : model.graph().node()) {
     const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
     if (!default_domain) return absl::StrCat("op ", node.domain(), "::", node.op_type());
-    if (!HasReferenceKernel(node.op_type())) return absl::StrCat("op ", node.op_type());
+    if (FindOp(node.op_type()) == nullptr) return absl::StrCat("op ", node.op_type());
   }
   for (const auto* values : {&model.graph().input(), &model.graph().output()}) {
     for (const onnx::ValueInfoProto& v : *values) {
@@ -177,7 +183,24 @@ std::string Compare(const Tensor& actual, const Tensor& expected) {
   return "";
 }
 
-TestResult RunTest(const std::string& name, const fs::path& dir) {
+// Compiled mode: the test runs only when `check` accepts the model (the op
+// table and the lowering agree it compiles); a model it refuses is
+// unsupported with the first reason, so "what check accepts, run compiles"
+// is tested on every node test: an accepted model that fails to compile or
+// computes a wrong result is a failure.
+std::optional<TestResult> CompileForTest(const std::string& name, ImportedModel& model,
+                                         std::unique_ptr<runtime::Session>* session) {
+  const std::vector<std::string> slots = RequestSlots(*model.graph);
+  const runtime::TierCheck check = runtime::CheckTier(*model.graph, *model.env, slots, runtime::Tier::kPolymorphic);
+  if (!check.check.compilable()) return Unsupported(name, check.check.problems.front().reason);
+  absl::StatusOr<std::unique_ptr<runtime::Session>> created =
+      runtime::Session::Create(runtime::ModelSource::Built(std::move(model.graph), std::move(model.env)));
+  if (!created.ok()) return Failed(name, absl::StrCat("compile (check accepted it): ", created.status().message()));
+  *session = *std::move(created);
+  return std::nullopt;
+}
+
+TestResult RunTest(const std::string& name, const fs::path& dir, bool compiled) {
   absl::StatusOr<std::string> bytes = ReadFile(dir / "model.onnx");
   if (!bytes.ok()) return Failed(name, std::string(bytes.status().message()));
   onnx::ModelProto proto;
@@ -188,6 +211,10 @@ TestResult RunTest(const std::string& name, const fs::path& dir) {
   options.base_dir = dir.string();
   absl::StatusOr<ImportedModel> model = ImportOnnxBytes(*bytes, options, kModelWhat);
   if (!model.ok()) return FromError(name, "import", model.status());
+  std::unique_ptr<runtime::Session> session;
+  if (compiled) {
+    if (std::optional<TestResult> refused = CompileForTest(name, *model, &session)) return *refused;
+  }
 
   std::vector<fs::path> data_sets;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
@@ -203,8 +230,13 @@ TestResult RunTest(const std::string& name, const fs::path& dir) {
     if (!inputs.ok()) return FromError(name, absl::StrCat(where, " inputs"), inputs.status());
     absl::StatusOr<std::vector<Tensor>> expected = ReadTensors(set, "output");
     if (!expected.ok()) return FromError(name, absl::StrCat(where, " outputs"), expected.status());
-    absl::StatusOr<std::vector<Tensor>> actual = Interpret(*model->graph, *inputs);
-    if (!actual.ok()) return FromError(name, absl::StrCat(where, " interpret"), actual.status());
+    absl::StatusOr<std::vector<Tensor>> actual =
+        compiled ? session->Run(*inputs) : Interpret(*model->graph, *inputs);
+    if (!actual.ok()) {
+      // A compiled run has no "unsupported" left: check accepted the model.
+      if (compiled) return Failed(name, absl::StrCat(where, " run: ", actual.status().message()));
+      return FromError(name, absl::StrCat(where, " interpret"), actual.status());
+    }
     if (actual->size() != expected->size()) {
       return Failed(name, absl::StrCat(where, ": ", actual->size(), " outputs but expected ", expected->size()));
     }
@@ -222,9 +254,9 @@ TestResult RunTest(const std::string& name, const fs::path& dir) {
 }
 
 // Last line of defence: a library exception must not end the whole run.
-TestResult RunTestSafely(const std::string& name, const fs::path& dir) {
+TestResult RunTestSafely(const std::string& name, const fs::path& dir, bool compiled) {
   try {
-    return RunTest(name, dir);
+    return RunTest(name, dir, compiled);
   } catch (const std::exception& e) {
     return Failed(name, absl::StrCat("exception: ", e.what()));
   }
@@ -278,7 +310,7 @@ void PrintTable(const std::vector<TestResult>& results, const Totals& totals) {
   for (const auto& [reason, count] : reasons) std::printf("  %4d  %s\n", count, Escaped(reason).c_str());
 }
 
-void PrintJson(const std::vector<TestResult>& results, const Totals& totals) {
+void PrintJson(const std::vector<TestResult>& results, const Totals& totals, bool compiled) {
   nlohmann::json failures = nlohmann::json::array();
   nlohmann::json unsupported_tests = nlohmann::json::array();
   nlohmann::json excluded_tests = nlohmann::json::array();
@@ -288,6 +320,7 @@ void PrintJson(const std::vector<TestResult>& results, const Totals& totals) {
     if (r.outcome == Outcome::kExcluded) excluded_tests.push_back({{"test", r.name}, {"reason", r.detail}});
   }
   nlohmann::json out = {
+      {"mode", compiled ? "compiled" : "interpreter"},
       {"total", results.size()},
       {"passed", totals.passed},
       {"failed", totals.failed},
@@ -302,16 +335,18 @@ void PrintJson(const std::vector<TestResult>& results, const Totals& totals) {
 }
 
 constexpr char kUsage[] =
-    "usage: shapeshift conformance --onnx-node-tests DIR [--json] [--filter SUBSTR]\n"
+    "usage: shapeshift conformance --onnx-node-tests DIR [--compiled] [--json] [--filter SUBSTR]\n"
     "  Runs ONNX's backend node tests (DIR/<test>/model.onnx, test_data_set_*/) through the importer\n"
     "  and the reference interpreter: passed, failed, unsupported (an op or type outside the op set) or\n"
-    "  excluded (known-bad expected data). --filter keeps the tests whose name contains SUBSTR.\n"
+    "  excluded (known-bad expected data). --compiled runs them through the compiler instead: a test\n"
+    "  `check` refuses is unsupported with its reason, one it accepts must pass. --filter keeps the\n"
+    "  tests whose name contains SUBSTR.\n"
     "  Exit: 0 no test failed, 1 some failed, 2 bad usage or an unreadable DIR.\n";
 
 int RunConformance(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
   spec.valued = {"onnx-node-tests", "filter"};
-  spec.switches = {"json"};
+  spec.switches = {"json", "compiled"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return UsageError("conformance", kUsage, std::string(args.status().message()));
   if (!args->positional.empty()) {
@@ -338,10 +373,11 @@ int RunConformance(const std::vector<std::string>& raw_args) {
   }
   std::sort(names.begin(), names.end());
   std::vector<TestResult> results;
-  for (const std::string& name : names) results.push_back(RunTestSafely(name, root / name));
+  const bool compiled = args->Has("compiled");
+  for (const std::string& name : names) results.push_back(RunTestSafely(name, root / name, compiled));
   const Totals totals = Tally(results);
   if (args->Has("json")) {
-    PrintJson(results, totals);
+    PrintJson(results, totals, compiled);
   } else {
     PrintTable(results, totals);
   }

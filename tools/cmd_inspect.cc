@@ -24,7 +24,9 @@
 #include "graph/onnx/model_summary.h"
 #include "graph/printer.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/specialization/compile_tiers.h"
 #include "tools/args.h"
+#include "tools/check_report.h"
 #include "tools/command.h"
 #include "tools/terminal_text.h"
 
@@ -35,8 +37,10 @@ constexpr char kUsage[] =
     "usage: shapeshift inspect MODEL.onnx [--dim name=lo..hi | name=a+b]... [--print-ir]\n"
     "  Prints the model's symbols with their ranges, inputs and outputs with symbolic shapes, the\n"
     "  importer's notes, the op histogram and every unsupported op; --print-ir adds the imported graph.\n"
-    "  Exit: 0 imports, 1 a valid ONNX model shapeshift cannot import (unsupported ops, shapes it cannot\n"
-    "  prove valid), 2 bad usage, an unreadable file, or a model the ONNX checker rejects.\n";
+    "  Then whether the default policy's first compile can lower every node (`check` for every tier).\n"
+    "  Exit: 0 imports and compiles, 1 a valid ONNX model shapeshift cannot import (unsupported ops,\n"
+    "  shapes it cannot prove valid) or compile (each node named), 2 bad usage, an unreadable file, or\n"
+    "  a model the ONNX checker rejects.\n";
 
 int Fail(int code, absl::string_view message) { return ReportError("inspect", code, message); }
 
@@ -130,8 +134,13 @@ int RunInspect(const std::vector<std::string>& raw_args) {
   }
   PrintSummary(summary);
   if (!model.ok()) return Fail(flags_at_fault ? kExitUsage : kExitNegative, model.status().message());
+  // The IR as imported, before the check's passes run on their copy.
   if (args->Has("print-ir")) std::printf("\n%s", EscapedLines(model->graph->ToString()).c_str());
-  return kExitOk;
+  const std::vector<std::string> slots = RequestSlots(*model->graph);
+  const runtime::TierCheck tier = runtime::CheckTier(*model->graph, *model->env, slots, runtime::Tier::kPolymorphic);
+  std::printf("compiled lowering: ");
+  PrintTierCheck(stdout, tier, slots);
+  return tier.check.compilable() ? kExitOk : kExitNegative;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/lower/special_math.h"
 #include "graph/dtype.h"
+#include "passes/op_classes.h"
 
 namespace shapeshift::codegen::lower {
 namespace {
@@ -50,10 +51,6 @@ std::optional<double> ScalarConstant(const GraphValue* v) {
   const Tensor* t = v == nullptr ? nullptr : v->constant();
   if (t == nullptr || t->num_elements() != 1) return std::nullopt;
   return t->GetAsDouble(0);
-}
-
-bool IsViewOp(const std::string& op) {
-  return op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Identity";
 }
 
 }  // namespace
@@ -321,7 +318,7 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
   if (op == "Expand" || op == "Identity" || op == "Dropout") {
     return arg(0);
   }
-  if (IsViewOp(op)) {
+  if (passes::IsViewOp(*node)) {
     absl::StatusOr<std::vector<SymExpr>> in_idx = ReshapeIndex(node->input(0), v, idx);
     if (!in_idx.ok()) return in_idx.status();
     return Emit(node->input(0), *in_idx);

@@ -14,7 +14,7 @@
 #include "graph/onnx/exporter.h"
 #include "graph/onnx/model_checker.h"
 #include "graph/onnx/node_attributes.h"
-#include "graph/op_registry.h"
+#include "graph/op_table.h"
 #include "graph/shape_inference.h"
 #include "graph/tensor_proto.h"
 #include "onnx/onnx_pb.h"
@@ -87,7 +87,7 @@ class Importer {
       if (!IsDefaultDomain(node.domain())) {
         problems.push_back(absl::StrCat("'", node.domain(), "::", node.op_type(), "' (node '", node.name(),
                                         "', custom domain)"));
-      } else if (FindOpSchema(node.op_type()) == nullptr) {
+      } else if (FindOp(node.op_type()) == nullptr) {
         problems.push_back(absl::StrCat("'", node.op_type(), "' (node '", node.name(), "', opset ",
                                         result_.opset, ")"));
       }

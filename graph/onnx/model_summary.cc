@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/onnx/importer.h"
-#include "graph/op_registry.h"
+#include "graph/op_table.h"
 #include "onnx/onnx_pb.h"
 
 namespace shapeshift {
@@ -23,7 +23,7 @@ ModelSummary SummarizeOnnxModel(const onnx::ModelProto& model) {
     bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
     std::string op = default_domain ? node.op_type() : absl::StrCat(node.domain(), "::", node.op_type());
     ++summary.op_histogram[op];
-    if (!default_domain || FindOpSchema(node.op_type()) == nullptr) {
+    if (!default_domain || FindOp(node.op_type()) == nullptr) {
       summary.unsupported.push_back({op, node.name(), summary.opset});
     }
   }

@@ -11,7 +11,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "graph/op_registry.h"
+#include "graph/ops/rules.h"
 #include "graph/ops/common.h"
 
 namespace shapeshift {
@@ -32,15 +32,21 @@ absl::Status RequireFloat(InferenceContext& ctx, int i) {
   return absl::OkStatus();
 }
 
-absl::Status FloatUnary(InferenceContext& ctx) {
+}  // namespace
+
+absl::Status rules::FloatUnary(InferenceContext& ctx) {
   if (absl::Status s = RequireFloat(ctx, 0); !s.ok()) return s;
   return SameTypeAsInput0(ctx);
 }
 
+namespace {
+
 // Gelu is ONNX opset 20; shapeshift accepts it at every supported opset (an
 // extension below 20) because the passes rewrite recognized GELU
 // decompositions into it and the optimized graph must stay interpretable.
-absl::Status Gelu(InferenceContext& ctx) {
+}  // namespace
+
+absl::Status rules::Gelu(InferenceContext& ctx) {
   absl::StatusOr<std::string> approximate = ctx.attrs().GetString("approximate", "none");
   if (!approximate.ok()) return ctx.Error(approximate.status().message());
   if (*approximate != "none" && *approximate != "tanh") {
@@ -49,8 +55,12 @@ absl::Status Gelu(InferenceContext& ctx) {
   return FloatUnary(ctx);
 }
 
+namespace {
+
 // Unary ops defined on integers too, with their effect on shape values.
-absl::Status NumericUnary(InferenceContext& ctx) {
+}  // namespace
+
+absl::Status rules::NumericUnary(InferenceContext& ctx) {
   const TensorType& t = ctx.input_type(0);
   std::optional<std::vector<SymExpr>> elements;
   const auto& in = ctx.input_elements(0);
@@ -78,12 +88,12 @@ absl::Status NumericUnary(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Trilu(InferenceContext& ctx) {
+absl::Status rules::Trilu(InferenceContext& ctx) {
   if (ctx.input_rank(0) < 2) return ctx.Error("input must have rank >= 2");
   return SameTypeAsInput0(ctx);
 }
 
-absl::Status BoolUnary(InferenceContext& ctx) {  // Not
+absl::Status rules::BoolUnary(InferenceContext& ctx) {  // Not
   if (ctx.input_dtype(0) != DType::kBool) return ctx.Error("input must be bool");
   std::optional<std::vector<SymExpr>> elements;
   if (auto in = ctx.input_constant_ints(0)) {
@@ -94,11 +104,13 @@ absl::Status BoolUnary(InferenceContext& ctx) {  // Not
   return absl::OkStatus();
 }
 
-absl::Status FloatPredicate(InferenceContext& ctx) {  // IsNaN, IsInf
+absl::Status rules::FloatPredicate(InferenceContext& ctx) {  // IsNaN, IsInf
   if (absl::Status s = RequireFloat(ctx, 0); !s.ok()) return s;
   ctx.SetOutput(0, TensorType(DType::kBool, ctx.input_shape(0)));
   return absl::OkStatus();
 }
+
+namespace {
 
 std::optional<SymExpr> ConstPair(SymExpr a, SymExpr b, int64_t* x, int64_t* y) {
   auto ca = a.AsConst(), cb = b.AsConst();
@@ -193,7 +205,9 @@ bool IsComparison(const std::string& op) {
 bool IsLogic(const std::string& op) { return op == "And" || op == "Or" || op == "Xor"; }
 
 // Binary and variadic broadcasting ops (Add ... Xor, Min/Max/Sum/Mean, PRelu).
-absl::Status Broadcasting(InferenceContext& ctx) {
+}  // namespace
+
+absl::Status rules::Broadcasting(InferenceContext& ctx) {
   const std::string& op = ctx.op_type();
   if (ctx.attrs().Has("broadcast")) {
     return ctx.Error("the legacy 'broadcast' attribute (opset < 7) is not supported");
@@ -225,7 +239,7 @@ absl::Status Broadcasting(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Where(InferenceContext& ctx) {
+absl::Status rules::Where(InferenceContext& ctx) {
   if (ctx.input_dtype(0) != DType::kBool) return ctx.Error("condition (input 0) must be bool");
   if (ctx.input_dtype(1) != ctx.input_dtype(2)) {
     return ctx.Error(absl::StrCat("X and Y dtypes differ: ", ctx.input_type(1).ToString(), " vs ",
@@ -262,7 +276,7 @@ absl::Status Where(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Clip(InferenceContext& ctx) {
+absl::Status rules::Clip(InferenceContext& ctx) {
   for (int i = 1; i < ctx.num_inputs(); ++i) {
     if (ctx.HasInput(i) && ctx.input_dtype(i) != ctx.input_dtype(0)) {
       return ctx.Error(absl::StrCat("min/max input ", i, " has dtype ", DTypeName(ctx.input_dtype(i)),
@@ -276,7 +290,7 @@ absl::Status Clip(InferenceContext& ctx) {
   return SameTypeAsInput0(ctx);
 }
 
-absl::Status Cast(InferenceContext& ctx) {
+absl::Status rules::Cast(InferenceContext& ctx) {
   absl::StatusOr<int64_t> to = ctx.attrs().GetInt("to");
   if (!to.ok()) return ctx.Error(to.status().message());
   std::optional<DType> dtype = DTypeFromOnnx(static_cast<int>(*to));
@@ -308,13 +322,13 @@ absl::Status Cast(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Dropout(InferenceContext& ctx) {
+absl::Status rules::Dropout(InferenceContext& ctx) {
   ctx.SetOutput(0, ctx.input_type(0), ctx.input_elements(0));
   if (ctx.num_outputs() > 1) ctx.SetOutput(1, TensorType(DType::kBool, ctx.input_shape(0)));
   return absl::OkStatus();
 }
 
-absl::Status SoftmaxLike(InferenceContext& ctx) {  // Softmax, LogSoftmax, CumSum
+absl::Status rules::SoftmaxLike(InferenceContext& ctx) {  // Softmax, LogSoftmax, CumSum
   int64_t rank = ctx.input_rank(0);
   if (ctx.op_type() != "CumSum") {
     int64_t fallback = ctx.opset() >= 13 ? -1 : 1;
@@ -330,7 +344,7 @@ absl::Status SoftmaxLike(InferenceContext& ctx) {  // Softmax, LogSoftmax, CumSu
   return SameTypeAsInput0(ctx);
 }
 
-absl::Status LayerNormalization(InferenceContext& ctx) {
+absl::Status rules::LayerNormalization(InferenceContext& ctx) {
   if (absl::Status s = RequireFloat(ctx, 0); !s.ok()) return s;
   int64_t rank = ctx.input_rank(0);
   absl::StatusOr<int64_t> axis_attr = ctx.attrs().GetInt("axis", -1);
@@ -354,40 +368,6 @@ absl::Status LayerNormalization(InferenceContext& ctx) {
   for (int64_t d = *axis; d < rank; ++d) stats[d] = 1;
   for (int i = 1; i < ctx.num_outputs(); ++i) ctx.SetOutput(i, TensorType(DType::kF32, stats));
   return absl::OkStatus();
-}
-
-}  // namespace
-
-void RegisterElementwiseOps(std::vector<OpSchema>& table) {
-  for (const char* op : {"Sqrt", "Reciprocal", "Exp", "Log", "Tanh", "Erf", "Sigmoid", "Floor",
-                         "Ceil", "Round", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh",
-                         "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Softsign", "Elu", "Selu",
-                         "LeakyRelu", "HardSigmoid", "HardSwish", "Celu", "Mish"}) {
-    table.push_back({op, 1, 1, 1, 1, FloatUnary});
-  }
-  table.push_back({"Gelu", 1, 1, 1, 1, Gelu});
-  for (const char* op : {"Neg", "Abs", "Relu", "Sign", "Identity"}) {
-    table.push_back({op, 1, 1, 1, 1, NumericUnary});
-  }
-  table.push_back({"Not", 1, 1, 1, 1, BoolUnary});
-  table.push_back({"IsNaN", 1, 1, 1, 1, FloatPredicate});
-  table.push_back({"IsInf", 1, 1, 1, 1, FloatPredicate});
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater",
-                         "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "PRelu"}) {
-    table.push_back({op, 2, 2, 1, 1, Broadcasting});
-  }
-  for (const char* op : {"Min", "Max", "Sum", "Mean"}) {
-    table.push_back({op, 1, OpSchema::kVariadic, 1, 1, Broadcasting});
-  }
-  table.push_back({"Where", 3, 3, 1, 1, Where});
-  table.push_back({"Clip", 1, 3, 1, 1, Clip});
-  table.push_back({"Cast", 1, 1, 1, 1, Cast});
-  table.push_back({"Dropout", 1, 3, 1, 2, Dropout});
-  table.push_back({"Softmax", 1, 1, 1, 1, SoftmaxLike});
-  table.push_back({"LogSoftmax", 1, 1, 1, 1, SoftmaxLike});
-  table.push_back({"CumSum", 2, 2, 1, 1, SoftmaxLike});
-  table.push_back({"Trilu", 1, 2, 1, 1, Trilu});
-  table.push_back({"LayerNormalization", 2, 3, 1, 3, LayerNormalization});
 }
 
 }  // namespace shapeshift

@@ -6,13 +6,12 @@
 // (indices.shape[:-1] ++ data.shape[batch_dims + K:]) so that passes can
 // prove it equal to a view of the mask. The tuple length K must be static.
 #include "absl/strings/str_cat.h"
-#include "graph/op_registry.h"
+#include "graph/ops/rules.h"
 #include "graph/ops/common.h"
 
 namespace shapeshift {
-namespace {
 
-absl::Status GatherND(InferenceContext& ctx) {
+absl::Status rules::GatherND(InferenceContext& ctx) {
   DType index_type = ctx.input_dtype(1);
   if (index_type != DType::kI64) return ctx.Error("indices must be i64");
   absl::StatusOr<int64_t> batch_dims = ctx.attrs().GetInt("batch_dims", 0);
@@ -38,9 +37,5 @@ absl::Status GatherND(InferenceContext& ctx) {
   ctx.SetOutput(0, TensorType(ctx.input_dtype(0), std::move(shape)));
   return absl::OkStatus();
 }
-
-}  // namespace
-
-void RegisterGatherNDOp(std::vector<OpSchema>& table) { table.push_back({"GatherND", 2, 2, 1, 1, GatherND}); }
 
 }  // namespace shapeshift

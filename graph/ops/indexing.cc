@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "graph/op_registry.h"
+#include "graph/ops/rules.h"
 #include "graph/ops/common.h"
 
 namespace shapeshift {
@@ -36,7 +36,9 @@ std::optional<SymExpr> FromEnd(InferenceContext& ctx, SymExpr index, SymExpr dim
   return std::nullopt;
 }
 
-absl::Status Slice(InferenceContext& ctx) {
+}  // namespace
+
+absl::Status rules::Slice(InferenceContext& ctx) {
   const auto& in = ctx.input_shape(0);
   int64_t rank = ctx.input_rank(0);
   std::vector<SymExpr> starts, ends;
@@ -133,7 +135,7 @@ absl::Status Slice(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Gather(InferenceContext& ctx) {
+absl::Status rules::Gather(InferenceContext& ctx) {
   DType index_type = ctx.input_dtype(1);
   if (index_type != DType::kI64 && index_type != DType::kI32) return ctx.Error("indices must be i32 or i64");
   absl::StatusOr<int64_t> axis_attr = ctx.attrs().GetInt("axis", 0);
@@ -175,7 +177,7 @@ absl::Status Gather(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status GatherElements(InferenceContext& ctx) {
+absl::Status rules::GatherElements(InferenceContext& ctx) {
   if (ctx.input_rank(0) != ctx.input_rank(1)) {
     return ctx.Error(absl::StrCat("data ", ctx.input_type(0).ToString(), " and indices ",
                                   ctx.input_type(1).ToString(), " must have the same rank"));
@@ -185,14 +187,6 @@ absl::Status GatherElements(InferenceContext& ctx) {
   if (auto a = NormalizeAxis(ctx, *axis_attr, ctx.input_rank(0)); !a.ok()) return a.status();
   ctx.SetOutput(0, TensorType(ctx.input_dtype(0), ctx.input_shape(1)));
   return absl::OkStatus();
-}
-
-}  // namespace
-
-void RegisterIndexingOps(std::vector<OpSchema>& table) {
-  table.push_back({"Slice", 1, 5, 1, 1, Slice});
-  table.push_back({"Gather", 2, 2, 1, 1, Gather});
-  table.push_back({"GatherElements", 2, 2, 1, 1, GatherElements});
 }
 
 }  // namespace shapeshift

@@ -4,13 +4,12 @@
 // equal: proven from the shapes, or a guard the env records; otherwise the
 // error names both dims.
 #include "absl/strings/str_cat.h"
-#include "graph/op_registry.h"
+#include "graph/ops/rules.h"
 #include "graph/ops/common.h"
 
 namespace shapeshift {
-namespace {
 
-absl::Status MatMul(InferenceContext& ctx) {
+absl::Status rules::MatMul(InferenceContext& ctx) {
   if (ctx.input_dtype(0) != ctx.input_dtype(1)) {
     return ctx.Error(absl::StrCat("input dtypes differ: ", ctx.input_type(0).ToString(), " vs ",
                                   ctx.input_type(1).ToString()));
@@ -32,7 +31,7 @@ absl::Status MatMul(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Gemm(InferenceContext& ctx) {
+absl::Status rules::Gemm(InferenceContext& ctx) {
   if (ctx.input_rank(0) != 2 || ctx.input_rank(1) != 2) {
     return ctx.Error(absl::StrCat("A and B must be 2-D, got ", ctx.input_type(0).ToString(), " and ",
                                   ctx.input_type(1).ToString()));
@@ -61,13 +60,6 @@ absl::Status Gemm(InferenceContext& ctx) {
   }
   ctx.SetOutput(0, TensorType(ctx.input_dtype(0), std::move(shape)));
   return absl::OkStatus();
-}
-
-}  // namespace
-
-void RegisterLinalgOps(std::vector<OpSchema>& table) {
-  table.push_back({"MatMul", 2, 2, 1, 1, MatMul});
-  table.push_back({"Gemm", 2, 3, 1, 1, Gemm});
 }
 
 }  // namespace shapeshift

@@ -5,7 +5,7 @@
 // shape value.
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "graph/op_registry.h"
+#include "graph/ops/rules.h"
 #include "graph/ops/common.h"
 
 namespace shapeshift {
@@ -34,7 +34,9 @@ std::optional<SymExpr> FoldAll(InferenceContext& ctx, const std::vector<SymExpr>
   return acc;
 }
 
-absl::Status Reduce(InferenceContext& ctx) {
+}  // namespace
+
+absl::Status rules::Reduce(InferenceContext& ctx) {
   int since = ctx.op_type() == "ReduceSum" ? 13 : 18;
   absl::StatusOr<int64_t> keepdims = ctx.attrs().GetInt("keepdims", 1);
   absl::StatusOr<int64_t> noop = ctx.attrs().GetInt("noop_with_empty_axes", 0);
@@ -85,7 +87,7 @@ absl::Status Reduce(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status ArgReduce(InferenceContext& ctx) {  // ArgMax, ArgMin
+absl::Status rules::ArgReduce(InferenceContext& ctx) {  // ArgMax, ArgMin
   absl::StatusOr<int64_t> axis_attr = ctx.attrs().GetInt("axis", 0);
   absl::StatusOr<int64_t> keepdims = ctx.attrs().GetInt("keepdims", 1);
   if (!axis_attr.ok()) return ctx.Error(axis_attr.status().message());
@@ -103,18 +105,6 @@ absl::Status ArgReduce(InferenceContext& ctx) {  // ArgMax, ArgMin
   }
   ctx.SetOutput(0, TensorType(DType::kI64, std::move(shape)));
   return absl::OkStatus();
-}
-
-}  // namespace
-
-void RegisterReductionOps(std::vector<OpSchema>& table) {
-  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
-                         "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
-                         "ReduceSumSquare"}) {
-    table.push_back({op, 1, 2, 1, 1, Reduce});
-  }
-  table.push_back({"ArgMax", 1, 1, 1, 1, ArgReduce});
-  table.push_back({"ArgMin", 1, 1, 1, 1, ArgReduce});
 }
 
 }  // namespace shapeshift

@@ -10,7 +10,7 @@
 // `total` (a guard when specialized; an error when undecidable or false).
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "graph/op_registry.h"
+#include "graph/ops/rules.h"
 #include "graph/ops/common.h"
 
 namespace shapeshift {
@@ -36,7 +36,9 @@ absl::StatusOr<SymExpr> InferMinusOne(InferenceContext& ctx, SymExpr total, SymE
   return FloorDiv(total, known);
 }
 
-absl::Status Reshape(InferenceContext& ctx) {
+}  // namespace
+
+absl::Status rules::Reshape(InferenceContext& ctx) {
   const auto& in = ctx.input_shape(0);
   if (ctx.input_rank(1) != 1) return ctx.Error("shape input must be 1-D");
   const auto& target = ctx.input_elements(1);
@@ -87,7 +89,7 @@ absl::Status Reshape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Flatten(InferenceContext& ctx) {
+absl::Status rules::Flatten(InferenceContext& ctx) {
   int64_t rank = ctx.input_rank(0);
   absl::StatusOr<int64_t> axis_attr = ctx.attrs().GetInt("axis", 1);
   if (!axis_attr.ok()) return ctx.Error(axis_attr.status().message());
@@ -98,7 +100,7 @@ absl::Status Flatten(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Squeeze(InferenceContext& ctx) {
+absl::Status rules::Squeeze(InferenceContext& ctx) {
   absl::StatusOr<std::optional<int64_t>> runtime = RuntimeListLength(ctx, 1, 13);
   if (!runtime.ok()) return runtime.status();
   if (runtime->has_value()) {
@@ -138,7 +140,7 @@ absl::Status Squeeze(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Unsqueeze(InferenceContext& ctx) {
+absl::Status rules::Unsqueeze(InferenceContext& ctx) {
   absl::StatusOr<std::optional<int64_t>> runtime = RuntimeListLength(ctx, 1, 13);
   if (!runtime.ok()) return runtime.status();
   if (runtime->has_value()) {
@@ -163,7 +165,7 @@ absl::Status Unsqueeze(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Transpose(InferenceContext& ctx) {
+absl::Status rules::Transpose(InferenceContext& ctx) {
   int64_t rank = ctx.input_rank(0);
   std::vector<int64_t> reversed;
   for (int64_t d = rank - 1; d >= 0; --d) reversed.push_back(d);
@@ -184,6 +186,8 @@ absl::Status Transpose(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+namespace {
+
 // Target dims of Expand/Tile from input 1's elements, or data-dependent dims.
 absl::StatusOr<std::vector<SymExpr>> ShapeOperand(InferenceContext& ctx, int i) {
   if (ctx.input_rank(i) != 1) return ctx.Error(absl::StrCat("input ", i, " must be 1-D"));
@@ -195,7 +199,9 @@ absl::StatusOr<std::vector<SymExpr>> ShapeOperand(InferenceContext& ctx, int i) 
   return dims;
 }
 
-absl::Status Expand(InferenceContext& ctx) {
+}  // namespace
+
+absl::Status rules::Expand(InferenceContext& ctx) {
   if (ctx.input_rank(1) == 1 && !ctx.input_elements(1)) {
     // Target shape is data: only the output rank is known.
     std::optional<int64_t> n = ctx.input_shape(1)[0].AsConst();
@@ -219,7 +225,7 @@ absl::Status Expand(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Tile(InferenceContext& ctx) {
+absl::Status rules::Tile(InferenceContext& ctx) {
   absl::StatusOr<std::vector<SymExpr>> repeats = ShapeOperand(ctx, 1);
   if (!repeats.ok()) return repeats.status();
   if (static_cast<int64_t>(repeats->size()) != ctx.input_rank(0)) {
@@ -231,7 +237,7 @@ absl::Status Tile(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Concat(InferenceContext& ctx) {
+absl::Status rules::Concat(InferenceContext& ctx) {
   absl::StatusOr<int64_t> axis_attr = ctx.attrs().GetInt("axis");
   if (!axis_attr.ok()) return ctx.Error(axis_attr.status().message());
   int64_t rank = ctx.input_rank(0);
@@ -268,7 +274,7 @@ absl::Status Concat(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Split(InferenceContext& ctx) {
+absl::Status rules::Split(InferenceContext& ctx) {
   absl::StatusOr<int64_t> axis_attr = ctx.attrs().GetInt("axis", 0);
   if (!axis_attr.ok()) return ctx.Error(axis_attr.status().message());
   int64_t rank = ctx.input_rank(0);
@@ -329,20 +335,6 @@ absl::Status Split(InferenceContext& ctx) {
     ctx.SetOutput(i, TensorType(ctx.input_dtype(0), std::move(shape)), std::move(part));
   }
   return absl::OkStatus();
-}
-
-}  // namespace
-
-void RegisterShapeOps(std::vector<OpSchema>& table) {
-  table.push_back({"Reshape", 2, 2, 1, 1, Reshape});
-  table.push_back({"Flatten", 1, 1, 1, 1, Flatten});
-  table.push_back({"Squeeze", 1, 2, 1, 1, Squeeze});
-  table.push_back({"Unsqueeze", 1, 2, 1, 1, Unsqueeze});
-  table.push_back({"Transpose", 1, 1, 1, 1, Transpose});
-  table.push_back({"Expand", 2, 2, 1, 1, Expand});
-  table.push_back({"Tile", 2, 2, 1, 1, Tile});
-  table.push_back({"Concat", 1, OpSchema::kVariadic, 1, 1, Concat});
-  table.push_back({"Split", 1, 2, 1, OpSchema::kVariadic, Split});
 }
 
 }  // namespace shapeshift

@@ -2,13 +2,12 @@
 // Size, Constant, ConstantOfShape, Range. `Shape` is where shape-value
 // propagation starts: its output's elements are the input's symbolic dims.
 #include "absl/strings/str_cat.h"
-#include "graph/op_registry.h"
+#include "graph/ops/rules.h"
 #include "graph/ops/common.h"
 
 namespace shapeshift {
-namespace {
 
-absl::Status Shape(InferenceContext& ctx) {
+absl::Status rules::Shape(InferenceContext& ctx) {
   int64_t rank = ctx.input_rank(0);
   absl::StatusOr<int64_t> start_attr = ctx.attrs().GetInt("start", 0);
   absl::StatusOr<int64_t> end_attr = ctx.attrs().GetInt("end", rank);
@@ -24,10 +23,12 @@ absl::Status Shape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Size(InferenceContext& ctx) {
+absl::Status rules::Size(InferenceContext& ctx) {
   ctx.SetOutput(0, TensorType(DType::kI64, {}), std::vector<SymExpr>{ctx.input_type(0).NumElements()});
   return absl::OkStatus();
 }
+
+namespace {
 
 // The tensor a Constant node holds, from whichever value* attribute is set.
 absl::StatusOr<Tensor> ConstantValue(InferenceContext& ctx) {
@@ -65,7 +66,9 @@ std::optional<std::vector<SymExpr>> TrackedElements(const Tensor& t) {
   return out;
 }
 
-absl::Status Constant(InferenceContext& ctx) {
+}  // namespace
+
+absl::Status rules::Constant(InferenceContext& ctx) {
   absl::StatusOr<Tensor> value = ConstantValue(ctx);
   if (!value.ok()) return ctx.Error(value.status().message());
   std::vector<SymExpr> shape(value->shape().begin(), value->shape().end());
@@ -73,7 +76,7 @@ absl::Status Constant(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status ConstantOfShape(InferenceContext& ctx) {
+absl::Status rules::ConstantOfShape(InferenceContext& ctx) {
   if (ctx.input_rank(0) != 1) return ctx.Error("input must be a 1-D shape");
   Tensor fill = Tensor::Scalar(0.0f);
   if (ctx.attrs().Has("value")) {
@@ -100,7 +103,7 @@ absl::Status ConstantOfShape(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Range(InferenceContext& ctx) {
+absl::Status rules::Range(InferenceContext& ctx) {
   for (int i = 0; i < 3; ++i) {
     if (ctx.input_rank(i) != 0) return ctx.Error(absl::StrCat("input ", i, " must be a scalar"));
     if (ctx.input_dtype(i) != ctx.input_dtype(0)) return ctx.Error("start, limit and delta dtypes differ");
@@ -127,16 +130,6 @@ absl::Status Range(InferenceContext& ctx) {
   }
   ctx.SetOutput(0, TensorType(dtype, {len}), std::move(elements));
   return absl::OkStatus();
-}
-
-}  // namespace
-
-void RegisterShapeValueOps(std::vector<OpSchema>& table) {
-  table.push_back({"Shape", 1, 1, 1, 1, Shape});
-  table.push_back({"Size", 1, 1, 1, 1, Size});
-  table.push_back({"Constant", 0, 0, 1, 1, Constant});
-  table.push_back({"ConstantOfShape", 1, 1, 1, 1, ConstantOfShape});
-  table.push_back({"Range", 3, 3, 1, 1, Range});
 }
 
 }  // namespace shapeshift

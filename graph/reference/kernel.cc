@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "graph/op_table.h"
 #include "graph/reference/float16.h"
 #include "graph/reference/kernel_util.h"
 
@@ -85,18 +86,19 @@ absl::StatusOr<std::vector<Tensor>> RunViaF32(const KernelEntry& entry, const Ke
 
 absl::StatusOr<std::vector<Tensor>> RunReferenceKernel(const KernelArgs& args) {
   const std::string where = absl::StrCat("node '", args.node_name, "' (", args.op_type, "): ");
-  auto it = Registry().all().find(args.op_type);
-  if (it == Registry().all().end()) {
+  const OpInfo* op = FindOp(args.op_type);
+  if (op == nullptr || op->reference == nullptr) {
     return absl::UnimplementedError(
         absl::StrCat(where, "unsupported op ", args.op_type, " (no reference kernel)"));
   }
+  const KernelEntry& entry = *op->reference;
   static const Attributes kNoAttributes;
   KernelArgs checked = args;
   if (checked.attrs == nullptr) checked.attrs = &kNoAttributes;
   const std::optional<DType> half =
-      it->second.halves == HalfPrecision::kViaF32 ? UniformHalfType(checked) : std::nullopt;
+      entry.halves == HalfPrecision::kViaF32 ? UniformHalfType(checked) : std::nullopt;
   absl::StatusOr<std::vector<Tensor>> result =
-      half ? RunViaF32(it->second, checked, *half) : it->second.fn(checked);
+      half ? RunViaF32(entry, checked, *half) : entry.fn(checked);
   if (!result.ok()) {
     return absl::Status(result.status().code(), absl::StrCat(where, result.status().message()));
   }
@@ -108,14 +110,13 @@ absl::StatusOr<std::vector<Tensor>> RunReferenceKernel(const KernelArgs& args) {
   return result;
 }
 
-bool HasReferenceKernel(absl::string_view op_type) {
-  return Registry().all().count(std::string(op_type)) > 0;
+namespace reference {
+
+const KernelEntry* FindKernelEntry(absl::string_view op_type) {
+  auto it = Registry().all().find(std::string(op_type));
+  return it == Registry().all().end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> ReferenceKernelOps() {
-  std::vector<std::string> ops;
-  for (const auto& [name, entry] : Registry().all()) ops.push_back(name);
-  return ops;
-}
+}  // namespace reference
 
 }  // namespace shapeshift

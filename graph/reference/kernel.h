@@ -2,7 +2,8 @@
 // supported op on concrete tensors. They are the oracle the compiled code, the
 // conformance suite and the guard fuzzer compare against: clarity over speed.
 //
-// One entry point dispatches on the op type; the graph interpreter
+// One entry point dispatches on the op type through the op table
+// (graph/op_table.h: `OpInfo::reference`); the graph interpreter
 // (graph/interpreter.h) walks a Graph and calls it per node.
 #ifndef SHAPESHIFT_GRAPH_REFERENCE_KERNEL_H_
 #define SHAPESHIFT_GRAPH_REFERENCE_KERNEL_H_
@@ -29,10 +30,6 @@ struct KernelArgs {
 // Runs one op. Errors name the node and op and say what is wrong (bad rank,
 // unsupported dtype for this op, out-of-range index, ...).
 absl::StatusOr<std::vector<Tensor>> RunReferenceKernel(const KernelArgs& args);
-
-// True if RunReferenceKernel knows `op_type` (default ONNX domain).
-bool HasReferenceKernel(absl::string_view op_type);
-std::vector<std::string> ReferenceKernelOps();  // sorted
 
 }  // namespace shapeshift
 

@@ -51,6 +51,11 @@ class KernelRegistry {
   std::map<std::string, KernelEntry> kernels_;
 };
 
+// The registered kernel of `op_type`, or nullptr. Only the op table
+// (graph/op_table.cc) calls this: it is the table's reference column, and
+// everything else finds a kernel through FindOp(op)->reference.
+const KernelEntry* FindKernelEntry(absl::string_view op_type);
+
 void RegisterElementwiseUnaryKernels(KernelRegistry& registry);
 void RegisterElementwiseBinaryKernels(KernelRegistry& registry);
 void RegisterReduceKernels(KernelRegistry& registry);

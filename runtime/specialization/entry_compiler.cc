@@ -41,9 +41,8 @@ std::string Origin(const Provenance& p) {
 
 }  // namespace
 
-absl::StatusOr<CompiledEntry> CompileSpecializedEntry(const Graph& model, const ShapeEnv& env,
-                                                      const std::vector<std::string>& slots, const EntrySpec& spec,
-                                                      const CompileOptions& options, Z3Bridge& z3) {
+absl::StatusOr<TierModel> PrepareTierModel(const Graph& model, const ShapeEnv& env,
+                                           const std::vector<std::string>& slots, const EntrySpec& spec) {
   if (absl::Status s = CheckSpec(slots, spec); !s.ok()) return s;
   const bool specialized = spec.tier != Tier::kPolymorphic;
   std::map<std::string, size_t> slot_of;
@@ -51,10 +50,9 @@ absl::StatusOr<CompiledEntry> CompileSpecializedEntry(const Graph& model, const 
 
   // The tier's own copy of the model and its env; the dispatcher's records
   // are guards too, placed first.
-  auto artifact = std::make_shared<SpecializedArtifact>();
-  artifact->graph = model.Clone();
-  artifact->env = std::make_unique<ShapeEnv>();
-  std::vector<GuardAtom> guards;
+  TierModel out;
+  out.graph = model.Clone();
+  out.env = std::make_unique<ShapeEnv>();
   std::map<std::string, int64_t> pins;
   for (SymbolInfo info : env.symbols()) {
     info.policy = SymbolPolicyFor(spec.tier);
@@ -66,23 +64,35 @@ absl::StatusOr<CompiledEntry> CompileSpecializedEntry(const Graph& model, const 
       if (spec.tier == Tier::kStatic) {
         info.min = info.max = value;
         pins[info.name] = value;
-        guards.push_back({Predicate::Eq(symbol, SymExpr(value)),
-                          Provenance{"dispatcher", "", absl::StrCat("static tier pins ", info.name)}});
+        out.guards.push_back({Predicate::Eq(symbol, SymExpr(value)),
+                              Provenance{"dispatcher", "", absl::StrCat("static tier pins ", info.name)}});
       } else {
         const Bucket& b = spec.buckets[slot->second];
         info.min = b.lo;
         info.max = b.hi;
         const Provenance why{"dispatcher", "", spec.bucket_reasons[slot->second]};
-        guards.push_back({Predicate::Ge(symbol, SymExpr(b.lo)), why});
-        guards.push_back({Predicate::Le(symbol, SymExpr(b.hi)), why});
+        out.guards.push_back({Predicate::Ge(symbol, SymExpr(b.lo)), why});
+        out.guards.push_back({Predicate::Le(symbol, SymExpr(b.hi)), why});
       }
     }
-    absl::StatusOr<SymExpr> declared = artifact->env->DeclareSymbol(info);
+    absl::StatusOr<SymExpr> declared = out.env->DeclareSymbol(info);
     if (!declared.ok()) return declared.status();
   }
   if (!pins.empty()) {
-    if (absl::Status s = PinDims(*artifact->graph, pins); !s.ok()) return s;
+    if (absl::Status s = PinDims(*out.graph, pins); !s.ok()) return s;
   }
+  return out;
+}
+
+absl::StatusOr<CompiledEntry> CompileSpecializedEntry(const Graph& model, const ShapeEnv& env,
+                                                      const std::vector<std::string>& slots, const EntrySpec& spec,
+                                                      const CompileOptions& options, Z3Bridge& z3) {
+  absl::StatusOr<TierModel> tier_model = PrepareTierModel(model, env, slots, spec);
+  if (!tier_model.ok()) return tier_model.status();
+  auto artifact = std::make_shared<SpecializedArtifact>();
+  artifact->graph = std::move(tier_model->graph);
+  artifact->env = std::move(tier_model->env);
+  std::vector<GuardAtom> guards = std::move(tier_model->guards);
 
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<Program>> program = Program::Compile(*artifact->graph, *artifact->env, options);

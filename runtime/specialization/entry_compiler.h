@@ -53,6 +53,18 @@ struct CompiledEntry {
   double compile_ms = 0;  // Program::Compile wall time
 };
 
+// The first half of the recipe: the tier's copy of the model (pinned for
+// static), its fresh ShapeEnv, and the dispatcher's own guard atoms (pins or
+// bucket bounds), before any pass runs. CompileSpecializedEntry compiles it;
+// CheckTiers (compile_tiers.h) checks it without compiling.
+struct TierModel {
+  std::unique_ptr<Graph> graph;
+  std::unique_ptr<ShapeEnv> env;
+  std::vector<GuardAtom> guards;
+};
+absl::StatusOr<TierModel> PrepareTierModel(const Graph& model, const ShapeEnv& env,
+                                           const std::vector<std::string>& slots, const EntrySpec& spec);
+
 // `model`/`env`: the unoptimized model and its declared ranges; `slots`: the
 // dispatcher's symbols in binding order. Errors: a failed compile (naming
 // the tier and trigger), a contradictory guard set, or a guard false at the

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "gmock/gmock.h"
-#include "graph/op_registry.h"
+#include "graph/op_table.h"
 #include "gtest/gtest.h"
 #include "tests/graph/shape_test_util.h"
 
@@ -219,10 +219,10 @@ TEST(OpRegistryTest, EveryRequiredOpHasAShapeRule) {
         "IsInf", "Mod", "GreaterOrEqual", "LessOrEqual", "Xor", "PRelu", "ReduceMin", "ReduceProd", "ReduceL1",
         "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "LogSoftmax",
         "Tile", "Sum", "Mean", "GatherElements", "Dropout"}) {
-    EXPECT_NE(FindOpSchema(op), nullptr) << op;
+    EXPECT_NE(FindOp(op), nullptr) << op;
   }
-  EXPECT_EQ(FindOpSchema("If"), nullptr);
-  EXPECT_EQ(FindOpSchema("NonZero"), nullptr);
+  EXPECT_EQ(FindOp("If"), nullptr);
+  EXPECT_EQ(FindOp("NonZero"), nullptr);
 }
 
 TEST_F(ShapeRuleTest, UnsupportedOpAndArityAreErrors) {

@@ -52,6 +52,14 @@ class ModelBuilder {
     EXPECT_TRUE(s.ok()) << s;
     return n->output(0);
   }
+  // A node named `name` with `num_outputs` outputs (tests that look a node up by name).
+  Node* NamedNode(const std::string& name, const std::string& op, std::vector<Value*> inputs, Attributes attrs = {},
+                  int num_outputs = 1) {
+    Node* n = graph_->AddNode(op, std::move(inputs), num_outputs, std::move(attrs), name);
+    absl::Status s = InferNode(*n, *env_, graph_->opset());
+    EXPECT_TRUE(s.ok()) << op << ": " << s;
+    return n;
+  }
   static Attributes Attr(const std::string& name, AttrValue v) {
     Attributes a;
     a.Set(name, std::move(v));

@@ -1,0 +1,218 @@
+#include "graph/op_table.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "graph/ops/rules.h"
+#include "graph/reference/kernel_util.h"
+
+namespace shapeshift {
+namespace {
+
+constexpr int kVar = OpInfo::kVariadic;
+constexpr uint32_t In(int i) { return 1u << i; }
+
+using C = OpClass;
+using L = Lowering;
+
+struct Row {
+  const char* op;
+  OpClass op_class;
+  int min_in, max_in, min_out, max_out;
+  ShapeRule infer;
+  uint32_t shape_operands;
+  Lowering cpu;
+  const char* pattern = "";
+};
+
+// The table. Columns: op, class, inputs min..max, outputs min..max, shape
+// rule, shape-operand inputs, CPU lowering (and, for kPattern, the forms
+// compiled). No op has a CUDA lowering that runs yet: codegen/cuda emits
+// CUDA C for kernels but no device program exists (codegen/README.md).
+const Row kRows[] = {
+    // Float math, one input.
+    {"Sqrt", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kCompiled},
+    {"Reciprocal", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kCompiled},
+    {"Exp", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kCompiled},
+    {"Log", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kCompiled},
+    {"Tanh", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kCompiled},
+    {"Erf", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kCompiled},
+    {"Sigmoid", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kCompiled},
+    {"Floor", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Ceil", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Round", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Sin", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Cos", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Tan", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Asin", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Acos", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Atan", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Sinh", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Cosh", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Asinh", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Acosh", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Atanh", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Softplus", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Softsign", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Elu", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Selu", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"LeakyRelu", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"HardSigmoid", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"HardSwish", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Celu", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Mish", C::kElementwise, 1, 1, 1, 1, rules::FloatUnary, 0, L::kNone},
+    {"Gelu", C::kElementwise, 1, 1, 1, 1, rules::Gelu, 0, L::kCompiled},
+    // Numeric and boolean, one input.
+    {"Neg", C::kElementwise, 1, 1, 1, 1, rules::NumericUnary, 0, L::kCompiled},
+    {"Abs", C::kElementwise, 1, 1, 1, 1, rules::NumericUnary, 0, L::kCompiled},
+    {"Relu", C::kElementwise, 1, 1, 1, 1, rules::NumericUnary, 0, L::kCompiled},
+    {"Sign", C::kElementwise, 1, 1, 1, 1, rules::NumericUnary, 0, L::kNone},
+    {"Not", C::kElementwise, 1, 1, 1, 1, rules::BoolUnary, 0, L::kCompiled},
+    {"IsNaN", C::kElementwise, 1, 1, 1, 1, rules::FloatPredicate, 0, L::kCompiled},
+    {"IsInf", C::kElementwise, 1, 1, 1, 1, rules::FloatPredicate, 0, L::kNone},
+    // Broadcasting binary and variadic.
+    {"Add", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Sub", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Mul", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Div", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Pow", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Mod", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kNone},
+    {"Equal", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Less", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Greater", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"LessOrEqual", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"GreaterOrEqual", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"And", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Or", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Xor", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kNone},
+    {"PRelu", C::kElementwise, 2, 2, 1, 1, rules::Broadcasting, 0, L::kNone},
+    {"Min", C::kElementwise, 1, kVar, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Max", C::kElementwise, 1, kVar, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Sum", C::kElementwise, 1, kVar, 1, 1, rules::Broadcasting, 0, L::kCompiled},
+    {"Mean", C::kElementwise, 1, kVar, 1, 1, rules::Broadcasting, 0, L::kNone},
+    {"Where", C::kElementwise, 3, 3, 1, 1, rules::Where, 0, L::kCompiled},
+    {"Clip", C::kElementwise, 1, 3, 1, 1, rules::Clip, 0, L::kCompiled},
+    {"Cast", C::kElementwise, 1, 1, 1, 1, rules::Cast, 0, L::kCompiled},
+    // Generators: elementwise over the output index.
+    {"Expand", C::kElementwise, 2, 2, 1, 1, rules::Expand, In(1), L::kCompiled},
+    {"ConstantOfShape", C::kElementwise, 1, 1, 1, 1, rules::ConstantOfShape, In(0), L::kCompiled},
+    {"Range", C::kElementwise, 3, 3, 1, 1, rules::Range, In(0) | In(1) | In(2), L::kCompiled},
+    // Views.
+    {"Identity", C::kView, 1, 1, 1, 1, rules::NumericUnary, 0, L::kCompiled},
+    {"Reshape", C::kView, 2, 2, 1, 1, rules::Reshape, In(1), L::kCompiled},
+    {"Flatten", C::kView, 1, 1, 1, 1, rules::Flatten, 0, L::kCompiled},
+    {"Squeeze", C::kView, 1, 2, 1, 1, rules::Squeeze, In(1), L::kCompiled},
+    {"Unsqueeze", C::kView, 1, 2, 1, 1, rules::Unsqueeze, In(1), L::kCompiled},
+    {"Dropout", C::kOther, 1, 3, 1, 2, rules::Dropout, 0, L::kPattern,
+     "at inference (no training_mode, or false), where `simplify` removes it"},
+    // Matmuls.
+    {"MatMul", C::kMatmul, 2, 2, 1, 1, rules::MatMul, 0, L::kCompiled},
+    {"Gemm", C::kMatmul, 2, 3, 1, 1, rules::Gemm, 0, L::kCompiled},
+    // Row kernels.
+    {"Softmax", C::kNormalization, 1, 1, 1, 1, rules::SoftmaxLike, 0, L::kCompiled},
+    {"LogSoftmax", C::kNormalization, 1, 1, 1, 1, rules::SoftmaxLike, 0, L::kNone},
+    {"LayerNormalization", C::kNormalization, 2, 3, 1, 3, rules::LayerNormalization, 0, L::kCompiled},
+    // Reductions (axes: attribute, or input 1 from opset 13/18).
+    {"ReduceMean", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},
+    {"ReduceSum", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},
+    {"ReduceMax", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},
+    {"ReduceMin", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},
+    {"ReduceSumSquare", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},
+    {"ReduceProd", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kNone},
+    {"ReduceL1", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kNone},
+    {"ReduceL2", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kNone},
+    {"ReduceLogSum", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kNone},
+    {"ReduceLogSumExp", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kNone},
+    {"ArgMax", C::kReduction, 1, 1, 1, 1, rules::ArgReduce, 0, L::kNone},
+    {"ArgMin", C::kReduction, 1, 1, 1, 1, rules::ArgReduce, 0, L::kNone},
+    // Layout.
+    {"Transpose", C::kLayout, 1, 1, 1, 1, rules::Transpose, 0, L::kCompiled},
+    {"Concat", C::kLayout, 1, kVar, 1, 1, rules::Concat, 0, L::kCompiled},
+    {"Slice", C::kLayout, 1, 5, 1, 1, rules::Slice, In(1) | In(2) | In(3) | In(4), L::kCompiled},
+    {"Split", C::kLayout, 1, 2, 1, kVar, rules::Split, In(1), L::kPattern,
+     "with part sizes known at compile time, which `split-to-slices` turns into Slices"},
+    {"Tile", C::kLayout, 2, 2, 1, 1, rules::Tile, In(1), L::kNone},
+    {"Trilu", C::kLayout, 1, 2, 1, 1, rules::Trilu, In(1), L::kNone},
+    // Indexing.
+    {"Gather", C::kIndexing, 2, 2, 1, 1, rules::Gather, 0, L::kCompiled},
+    {"GatherElements", C::kIndexing, 2, 2, 1, 1, rules::GatherElements, 0, L::kPattern,
+     "reading a tensor whose elements are all equal, which `uniform-gather` turns into ConstantOfShape"},
+    {"GatherND", C::kIndexing, 2, 2, 1, 1, rules::GatherND, 0, L::kPattern,
+     "whose indices are each element's own row-major position, which `gather-as-view` turns into a Reshape"},
+    // Scans.
+    {"CumSum", C::kScan, 2, 2, 1, 1, rules::SoftmaxLike, In(1), L::kPattern,
+     "over the last axis of a 0/1 mask, which `cumsum-as-matmul` turns into a MatMul"},
+    // Shape values.
+    {"Shape", C::kShapeValue, 1, 1, 1, 1, rules::Shape, 0, L::kCompileTime},
+    {"Size", C::kShapeValue, 1, 1, 1, 1, rules::Size, 0, L::kCompileTime},
+    {"Constant", C::kShapeValue, 0, 0, 1, 1, rules::Constant, 0, L::kCompileTime},
+};
+
+struct Table {
+  absl::flat_hash_map<std::string, OpInfo> by_name;
+  std::vector<const OpInfo*> sorted;
+};
+
+const Table& TheTable() {
+  static const Table* table = [] {
+    auto* t = new Table;
+    for (const Row& r : kRows) {
+      OpInfo info;
+      info.op_type = r.op;
+      info.op_class = r.op_class;
+      info.min_inputs = r.min_in;
+      info.max_inputs = r.max_in;
+      info.min_outputs = r.min_out;
+      info.max_outputs = r.max_out;
+      info.infer = r.infer;
+      info.shape_operands = r.shape_operands;
+      info.cpu = r.cpu;
+      info.pattern = r.pattern;
+      info.reference = reference::FindKernelEntry(r.op);
+      t->by_name.emplace(info.op_type, std::move(info));
+    }
+    for (const auto& [name, info] : t->by_name) t->sorted.push_back(&info);
+    std::sort(t->sorted.begin(), t->sorted.end(),
+              [](const OpInfo* a, const OpInfo* b) { return a->op_type < b->op_type; });
+    return t;
+  }();
+  return *table;
+}
+
+}  // namespace
+
+const OpInfo* FindOp(absl::string_view op_type) {
+  const auto& map = TheTable().by_name;
+  auto it = map.find(op_type);
+  return it == map.end() ? nullptr : &it->second;
+}
+
+const std::vector<const OpInfo*>& AllOps() { return TheTable().sorted; }
+
+const char* OpClassName(OpClass c) {
+  switch (c) {
+    case OpClass::kElementwise: return "elementwise";
+    case OpClass::kView: return "view";
+    case OpClass::kMatmul: return "matmul";
+    case OpClass::kNormalization: return "normalization";
+    case OpClass::kReduction: return "reduction";
+    case OpClass::kLayout: return "layout";
+    case OpClass::kIndexing: return "indexing";
+    case OpClass::kScan: return "scan";
+    case OpClass::kShapeValue: return "shape-value";
+    case OpClass::kOther: return "other";
+  }
+  return "?";
+}
+
+const char* LoweringName(Lowering l) {
+  switch (l) {
+    case Lowering::kNone: return "none";
+    case Lowering::kCompiled: return "compiled";
+    case Lowering::kPattern: return "pattern";
+    case Lowering::kCompileTime: return "compile-time";
+  }
+  return "?";
+}
+
+}  // namespace shapeshift
