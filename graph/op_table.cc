@@ -104,7 +104,7 @@ const Row kRows[] = {
     {"Squeeze", C::kView, 1, 2, 1, 1, rules::Squeeze, In(1), L::kCompiled},
     {"Unsqueeze", C::kView, 1, 2, 1, 1, rules::Unsqueeze, In(1), L::kCompiled},
     {"Dropout", C::kOther, 1, 3, 1, 2, rules::Dropout, 0, L::kPattern,
-     "at inference (no training_mode, or false), where `simplify` removes it"},
+     "at inference (training_mode absent or false), where `simplify` removes it"},
     // Matmuls.
     {"MatMul", C::kMatmul, 2, 2, 1, 1, rules::MatMul, 0, L::kCompiled},
     {"Gemm", C::kMatmul, 2, 3, 1, 1, rules::Gemm, 0, L::kCompiled},
@@ -130,18 +130,18 @@ const Row kRows[] = {
     {"Concat", C::kLayout, 1, kVar, 1, 1, rules::Concat, 0, L::kCompiled},
     {"Slice", C::kLayout, 1, 5, 1, 1, rules::Slice, In(1) | In(2) | In(3) | In(4), L::kCompiled},
     {"Split", C::kLayout, 1, 2, 1, kVar, rules::Split, In(1), L::kPattern,
-     "with part sizes known at compile time, which `split-to-slices` turns into Slices"},
+     "when its part sizes are known at compile time (`split-to-slices` turns it into Slices)"},
     {"Tile", C::kLayout, 2, 2, 1, 1, rules::Tile, In(1), L::kNone},
     {"Trilu", C::kLayout, 1, 2, 1, 1, rules::Trilu, In(1), L::kNone},
     // Indexing.
     {"Gather", C::kIndexing, 2, 2, 1, 1, rules::Gather, 0, L::kCompiled},
     {"GatherElements", C::kIndexing, 2, 2, 1, 1, rules::GatherElements, 0, L::kPattern,
-     "reading a tensor whose elements are all equal, which `uniform-gather` turns into ConstantOfShape"},
+     "when it reads a tensor whose elements are all equal (`uniform-gather` turns it into ConstantOfShape)"},
     {"GatherND", C::kIndexing, 2, 2, 1, 1, rules::GatherND, 0, L::kPattern,
-     "whose indices are each element's own row-major position, which `gather-as-view` turns into a Reshape"},
+     "when its indices are each element's own row-major position (`gather-as-view` turns it into a Reshape)"},
     // Scans.
     {"CumSum", C::kScan, 2, 2, 1, 1, rules::SoftmaxLike, In(1), L::kPattern,
-     "over the last axis of a 0/1 mask, which `cumsum-as-matmul` turns into a MatMul"},
+     "when it runs over the last axis of a 0/1 mask (`cumsum-as-matmul` turns it into a MatMul)"},
     // Shape values.
     {"Shape", C::kShapeValue, 1, 1, 1, 1, rules::Shape, 0, L::kCompileTime},
     {"Size", C::kShapeValue, 1, 1, 1, 1, rules::Size, 0, L::kCompileTime},

@@ -76,7 +76,8 @@ struct OpInfo {
   uint32_t shape_operands = 0;
   Lowering cpu = Lowering::kNone;
   Lowering cuda = Lowering::kNone;
-  // For kPattern: the forms that are compiled, as a sentence for `check`.
+  // For kPattern: the forms that are compiled, as a clause that completes
+  // "op X is compiled only ..." in `check`'s messages.
   const char* pattern = "";
   // The interpreter's kernel (graph/reference/); every op has one.
   const reference::KernelEntry* reference = nullptr;

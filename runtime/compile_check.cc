@@ -3,8 +3,10 @@
 #include <optional>
 #include <variant>
 
+#include "absl/container/btree_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "codegen/kernel_ir.h"
 #include "codegen/lower/lower_group.h"
 #include "graph/op_table.h"
 #include "passes/pipeline.h"
@@ -39,6 +41,44 @@ const Node* NodeNamedIn(const passes::Group& group, absl::string_view message) {
   return nullptr;
 }
 
+// Symbols a request binds: those that are exactly a graph input's dim.
+absl::btree_set<std::string> BoundSymbols(const Graph& graph) {
+  absl::btree_set<std::string> bound;
+  for (const Value* in : graph.inputs()) {
+    for (SymExpr d : in->type().shape) {
+      if (d.IsSymbol()) bound.insert(d.symbol_name());
+    }
+  }
+  return bound;
+}
+
+// Sizes a program evaluates per request must follow from the bound
+// symbols: a data-dependent dim (a shape computed from input data) has no
+// value before the program runs, so the compile cannot plan it.
+std::optional<std::string> UnboundSymbol(const std::vector<SymExpr>& exprs, const absl::btree_set<std::string>& bound) {
+  for (SymExpr e : exprs) {
+    for (const std::string& name : e.Symbols()) {
+      if (!bound.contains(name)) return name;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<SymExpr> SizesOf(const passes::Group& group, const codegen::lower::LoweredStep& step) {
+  std::vector<SymExpr> sizes;
+  for (const std::vector<Value*>* values : {&group.inputs, &group.outputs}) {
+    for (const Value* v : *values) sizes.insert(sizes.end(), v->type().shape.begin(), v->type().shape.end());
+  }
+  if (const auto* k = std::get_if<codegen::lower::KernelCall>(&step)) {
+    sizes.insert(sizes.end(), k->dim_values.begin(), k->dim_values.end());
+  } else if (const auto* mm = std::get_if<codegen::lower::MatmulCall>(&step)) {
+    sizes.insert(sizes.end(), {mm->batch, mm->m, mm->k, mm->n});
+  } else if (const auto* g = std::get_if<codegen::lower::GatherRowsCall>(&step)) {
+    sizes.push_back(g->num_indices);
+  }
+  return sizes;
+}
+
 }  // namespace
 
 ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env) {
@@ -49,6 +89,19 @@ ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env) {
     return check;
   }
   check.groups = static_cast<int64_t>(pipeline->fusion.groups.size());
+  const absl::btree_set<std::string> bound = BoundSymbols(graph);
+  if (std::optional<std::string> dyn = UnboundSymbol({pipeline->memory.arena_bytes}, bound)) {
+    check.problems.push_back({"", "", absl::StrCat("the arena size depends on '", *dyn,
+                                                   "', a dim computed from input data at run time")});
+  }
+  for (const Value* out : graph.outputs()) {
+    if (std::optional<std::string> dyn = UnboundSymbol(out->type().shape, bound)) {
+      const Node* p = out->producer();
+      check.problems.push_back({p ? p->name() : "", p ? p->op_type() : "",
+                                absl::StrCat("output '", out->name(), "' has a dim computed from input data at run time ('",
+                                             *dyn, "'); compiled programs need every output shape to follow from the input dims")});
+    }
+  }
   for (const passes::Group& group : pipeline->fusion.groups) {
     bool refused = false;
     for (const Node* node : group.nodes) {
@@ -64,8 +117,25 @@ ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env) {
       check.problems.push_back({at ? at->name() : "", at ? at->op_type() : "", std::string(steps.status().message())});
       continue;
     }
+    const Node* first = group.nodes.empty() ? nullptr : group.nodes.front();
+    auto problem = [&](std::string why) {
+      check.problems.push_back({first ? first->name() : "", first ? first->op_type() : "", std::move(why)});
+    };
     for (const codegen::lower::LoweredStep& step : *steps) {
-      if (std::holds_alternative<codegen::lower::KernelCall>(step)) ++check.kernels;
+      if (std::optional<std::string> dyn = UnboundSymbol(SizesOf(group, step), bound)) {
+        problem(absl::StrCat("a size depends on '", *dyn,
+                             "', a dim computed from input data at run time; compiled programs need every size "
+                             "to follow from the input dims"));
+        break;
+      }
+      if (const auto* k = std::get_if<codegen::lower::KernelCall>(&step)) {
+        // The backend verifies every kernel before compiling it; so does the check.
+        if (absl::Status s = codegen::Verify(k->kernel); !s.ok()) {
+          problem(absl::StrCat("the lowered kernel is invalid: ", s.message()));
+          break;
+        }
+        ++check.kernels;
+      }
       if (std::holds_alternative<codegen::lower::MatmulCall>(step)) ++check.gemms;
     }
   }

@@ -25,6 +25,9 @@ constexpr char kNodeTests[] = "/usr/share/libonnx-testdata/data/node";
 // The pass count must not fall; raise it (rounded down to a multiple of 10)
 // when more tests pass.
 constexpr int kPassedFloor = 530;
+// The same for --compiled (the tests `check` accepts, run through the
+// compiler); raise it as lowerings land.
+constexpr int kCompiledPassedFloor = 160;
 
 using shapeshift::testing::CliResult;
 
@@ -48,6 +51,20 @@ TEST(ConformanceCliTest, WholeNodeSuiteHasNoFailuresAndKeepsThePassCount) {
   }
   EXPECT_EQ(histogram_total, report["unsupported"].get<int>());
   EXPECT_LE(report["excluded"].get<int>(), 6) << report["excluded_tests"].dump(2);
+}
+
+// What `check` accepts, the compiler compiles and computes right: every node
+// test check accepts either passes or is a failure here, never unsupported.
+TEST(ConformanceCliTest, CompiledNodeSuiteHasNoFailuresAndKeepsThePassCount) {
+  CliResult r = RunConformance(std::string("--onnx-node-tests ") + kNodeTests + " --compiled --json");
+  nlohmann::json report = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(report.is_discarded()) << r.output;
+  EXPECT_EQ(report["mode"], "compiled");
+  EXPECT_EQ(report["failed"], 0) << report["failures"].dump(2);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_GE(report["passed"].get<int>(), kCompiledPassedFloor);
+  std::printf("conformance --compiled: passed %d, failed %d, unsupported %d\n", report["passed"].get<int>(),
+              report["failed"].get<int>(), report["unsupported"].get<int>());
 }
 
 TEST(ConformanceCliTest, FilterPrintsOneRowPerTestAndTotals) {
