@@ -30,7 +30,7 @@
 #include "graph/builder.h"
 #include "graph/interpreter.h"
 #include "graph/onnx/importer.h"
-#include "graph/op_registry.h"
+#include "graph/op_table.h"
 #include "graph/tensor_compare.h"
 #include "graph/tensor_proto.h"
 #include "gtest/gtest.h"
@@ -149,8 +149,8 @@ Probe MakeProbe(const std::string& op, const std::vector<std::vector<int64_t>>& 
     std::vector<SymExpr> dims(shapes[i].begin(), shapes[i].end());
     inputs.push_back(b.Input("x" + std::to_string(i), TensorType{DType::kF32, dims}));
   }
-  const OpSchema* schema = FindOpSchema(op);
-  absl::StatusOr<std::vector<Value*>> out = b.MultiOp(op, inputs, schema ? schema->min_outputs : 1);
+  const OpInfo* info = FindOp(op);
+  absl::StatusOr<std::vector<Value*>> out = b.MultiOp(op, inputs, info ? info->min_outputs : 1);
   if (!out.ok() || (*out)[0]->type().dtype != DType::kF32) return {};
   b.Output((*out)[0]);
   return p;
@@ -189,7 +189,8 @@ TEST(SpecialValuesCoverageTest, EveryMathOpTheCompiledPathComputesHasACase) {
   // An op is computed when some probe plans it into a math group and
   // compiles; refused when probes plan it so but none compiles.
   std::set<std::string> computed, refused;
-  for (const std::string& op : SupportedOps()) {
+  for (const OpInfo* info : AllOps()) {
+    const std::string& op = info->op_type;
     bool planned_as_math = false;
     for (const auto& shapes : probes) {
       std::optional<passes::GroupKind> kind = PlannedKind(op, shapes);
