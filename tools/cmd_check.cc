@@ -71,7 +71,7 @@ std::optional<ImportedModel> Load(const std::string& path, const std::vector<std
   if (!model.ok()) {
     const std::string message(model.status().message());
     if (json) {
-      std::printf("%s\n", JsonText({{"model", path}, {"importable", false}, {"error", message}}, 2).c_str());
+      std::printf("%s\n", JsonText(nlohmann::ordered_json{{"model", path}, {"importable", false}, {"error", message}}, 2).c_str());
     } else {
       std::printf("model: %s\nverdict: NOT importable: %s\n", Escaped(path).c_str(), Escaped(message).c_str());
     }
