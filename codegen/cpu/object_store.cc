@@ -1,15 +1,12 @@
 #include "codegen/cpu/object_store.h"
 
-#include <elf.h>
-#include <link.h>
-
 #include <cstdint>
-#include <cstring>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SHA1.h"
+#include "source_identity.h"  // generated: cmake/SourceIdentity.cmake
 
 #ifndef SHAPESHIFT_VERSION
 #error "SHAPESHIFT_VERSION must be defined for this file (see the top-level CMakeLists.txt)"
@@ -36,42 +33,6 @@ bool ReadField(absl::string_view* in, std::string* field) {
   return true;
 }
 
-// The GNU build-id note of the loaded ELF object that contains `address`.
-struct BuildIdSearch {
-  uintptr_t address = 0;
-  std::string build_id;
-};
-
-int FindBuildId(dl_phdr_info* info, size_t, void* data) {
-  auto* search = static_cast<BuildIdSearch*>(data);
-  bool contains = false;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
-    if (ph.p_type == PT_LOAD && search->address >= begin && search->address < begin + ph.p_memsz) contains = true;
-  }
-  if (!contains) return 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_NOTE) continue;
-    const char* note = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
-    const char* end = note + ph.p_memsz;
-    while (note + sizeof(ElfW(Nhdr)) <= end) {
-      ElfW(Nhdr) header;
-      std::memcpy(&header, note, sizeof(header));
-      const char* name = note + sizeof(header);
-      const char* desc = name + ((header.n_namesz + 3) & ~3u);
-      const char* next = desc + ((header.n_descsz + 3) & ~3u);
-      if (next > end) break;
-      if (header.n_type == NT_GNU_BUILD_ID && header.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-        search->build_id = absl::BytesToHexString(absl::string_view(desc, header.n_descsz));
-        return 1;
-      }
-      note = next;
-    }
-  }
-  return 1;  // the right object, without a build-id
-}
 
 }  // namespace
 
@@ -124,13 +85,8 @@ std::string ObjectKeyDigest(absl::string_view key_material) {
 }
 
 const std::string& CompilerIdentity() {
-  static const std::string* identity = [] {
-    BuildIdSearch search;
-    search.address = reinterpret_cast<uintptr_t>(&FindBuildId);
-    dl_iterate_phdr(&FindBuildId, &search);
-    return new std::string(absl::StrCat("shapeshift ", SHAPESHIFT_VERSION, " build ",
-                                        search.build_id.empty() ? "unknown" : search.build_id));
-  }();
+  static const std::string* identity =
+      new std::string(absl::StrCat("shapeshift ", SHAPESHIFT_VERSION, " source ", SHAPESHIFT_SOURCE_IDENTITY));
   return *identity;
 }
 

@@ -11,9 +11,11 @@
 // it byte for byte, so a digest collision or a record filed under the wrong
 // key is a miss, never the wrong kernel.
 //
-// The compiler's identity is its version *and* the GNU build-id of the binary
-// holding the code generator: the lowering changes far more often than the
-// version number, and an object from an older lowering must never load.
+// The compiler's identity is its version *and* a digest of the sources that
+// decide the generated code (cmake/SourceIdentity.cmake): the lowering changes
+// far more often than the version number, and an object from an older lowering
+// must never load; every binary built from one tree (CLI, Python module, tests)
+// shares the identity, so their objects and bundles are interchangeable.
 #ifndef SHAPESHIFT_CODEGEN_CPU_OBJECT_STORE_H_
 #define SHAPESHIFT_CODEGEN_CPU_OBJECT_STORE_H_
 
@@ -68,8 +70,7 @@ absl::StatusOr<ObjectRecord> DecodeObjectRecord(absl::string_view bytes);
 // (absl::Hash is seeded per process and must never key anything on disk).
 std::string ObjectKeyDigest(absl::string_view key_material);
 
-// "shapeshift <version> build <hex build-id>" for the binary that contains
-// this code generator ("build unknown" when the linker wrote no build-id).
+// "shapeshift <version> source <hex digest of the code generator's sources>".
 const std::string& CompilerIdentity();
 
 }  // namespace shapeshift::codegen::cpu

@@ -52,8 +52,8 @@ TEST(ObjectKeyTest, DigestIsSha1Hex) {
   EXPECT_EQ(ObjectKeyDigest("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
 }
 
-TEST(ObjectKeyTest, CompilerIdentityNamesVersionAndBuild) {
-  EXPECT_THAT(CompilerIdentity(), ::testing::MatchesRegex("shapeshift [0-9.]+ build ([0-9a-f]+|unknown)"));
+TEST(ObjectKeyTest, CompilerIdentityNamesVersionAndSourceDigest) {
+  EXPECT_THAT(CompilerIdentity(), ::testing::MatchesRegex("shapeshift [0-9.]+ source [0-9a-f]{24}"));
 }
 
 TEST(ObjectKeyTest, MaterialIgnoresNamesButNotConstantsOrWidth) {

@@ -9,7 +9,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "runtime/bundle/bundle.h"
 #include "runtime/bundle/bundle_file.h"
+#include "tests/runtime/runtime_test_util.h"
 #include "tests/tools/cli_test_util.h"
 
 namespace {
@@ -42,6 +44,26 @@ TEST(BundleCliTest, CompileRunAndProveABundle) {
   EXPECT_EQ(prove.exit_code, 0) << prove.output;
   EXPECT_THAT(prove.output, HasSubstr("covered\n"));
   EXPECT_THAT(prove.output, HasSubstr("check exactly the certified guards"));
+}
+
+// The compiler identity is a digest of the code generator's sources, not of
+// one binary: a bundle the CLI compiled loads, with 0 compiles, in this test
+// binary (as it does in the Python module) — built from the same tree.
+TEST(BundleCliTest, ABundleFromTheCliLoadsInAnotherBinaryOfTheSameTree) {
+  const std::string path = Compile("cross_binary.ssb", "--policy polymorphic");
+  namespace rb = shapeshift::runtime::bundle;
+  absl::StatusOr<rb::Bundle> bundle = rb::ReadBundle(path, "");
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  absl::StatusOr<shapeshift::ImportedModel> model = rb::ImportBundleModel(*bundle);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const size_t num_inputs = model->graph->inputs().size();
+  auto session = rb::OpenBundleSession(*bundle, *std::move(model), {});
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<shapeshift::Tensor> inputs = shapeshift::runtime::testing::TokenInputs(2, 11, 30, 7);
+  inputs.resize(num_inputs);
+  ASSERT_TRUE((*session)->Run(inputs).ok());
+  EXPECT_EQ((*session)->stats().dispatcher.compiles, 0);
+  EXPECT_EQ((*session)->stats().dispatcher.llvm_compiles, 0);
 }
 
 TEST(BundleCliTest, ProveFailsOnATamperedBundle) {
