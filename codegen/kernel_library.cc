@@ -75,6 +75,17 @@ Kernel LayerNormKernel(float epsilon) {
   return k;
 }
 
+Value Gelu(Value v, GeluForm form) {
+  Value gate;
+  if (form == GeluForm::kErf) {
+    gate = F32(1) + Unary(UnaryOp::kErf, v * F32(M_SQRT1_2));
+  } else {
+    Value inner = F32(std::sqrt(2.0 / M_PI)) * (v + F32(0.044715) * v * v * v);
+    gate = F32(1) + Unary(UnaryOp::kTanh, inner);
+  }
+  return F32(0.5) * v * gate;
+}
+
 Kernel BiasGeluKernel(GeluForm form) {
   Kernel k;
   k.name = form == GeluForm::kErf ? "bias_gelu_erf" : "bias_gelu_tanh";
@@ -87,15 +98,7 @@ Kernel BiasGeluKernel(GeluForm form) {
   SymExpr j = SymExpr::Symbol("j");
   k.parallel_extent = rows;
   Value v = Var("v", ScalarType::kF32);
-  Value gate;
-  if (form == GeluForm::kErf) {
-    gate = F32(1) + Unary(UnaryOp::kErf, v * F32(M_SQRT1_2));
-  } else {
-    Value inner = F32(std::sqrt(2.0 / M_PI)) * (v + F32(0.044715) * v * v * v);
-    gate = F32(1) + Unary(UnaryOp::kTanh, inner);
-  }
-  k.body = {Loop("j", 0, n,
-                 {Let("v", Load(x, r * n + j) + Load(bias, j)), Store(y, r * n + j, F32(0.5) * v * gate)})};
+  k.body = {Loop("j", 0, n, {Let("v", Load(x, r * n + j) + Load(bias, j)), Store(y, r * n + j, Gelu(v, form))})};
   return k;
 }
 

@@ -28,6 +28,11 @@ Kernel SoftmaxKernel(float scale);
 Kernel LayerNormKernel(float epsilon);
 
 enum class GeluForm { kErf, kTanh };
+// gelu(x): 0.5 x (1 + erf(x / sqrt 2)), or its tanh approximation
+// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))). `x` should be a Var (it
+// is used several times).
+Value Gelu(Value x, GeluForm form);
+
 // y[r, j] = gelu(x[r, j] + bias[j]). Buffers (x, bias, y); dims (rows, n).
 Kernel BiasGeluKernel(GeluForm form);
 

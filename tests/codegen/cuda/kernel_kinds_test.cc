@@ -1,0 +1,458 @@
+// Every kernel kind the CPU path lowers, on the CUDA backend's terms:
+//  - under the host emulation (emitted CUDA C compiled by the host compiler,
+//    threads forward and reversed) against the interpreter, and on the CPU
+//    backend, at row lengths 0, 1, 7, 17, 33, 97, 511 and 513;
+//  - (with the CUDA toolkit) compiled by NVRTC to cubins for sm_80 and
+//    sm_90 in one module, with ptxas's register/spill report per kernel.
+// The kinds are the groups the lowering produces (codegen/lower/README.md),
+// the shapes RMSNorm and RoPE decompose into, the GEMM epilogue kernels of
+// the CUDA GEMM plan, the embedding gather, and the kernel library.
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <set>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "codegen/cuda/gather_kernel.h"
+#include "codegen/cuda/gemm_plan.h"
+#include "codegen/kernel_library.h"
+#include "tests/codegen/lower/lower_test_util.h"
+#include "tests/codegen/test_util.h"
+#include "tests/support/cuda/host_module.h"
+
+#ifdef SHAPESHIFT_HAVE_CUDA
+#include "codegen/cuda/nvrtc_compiler.h"
+#endif
+
+namespace shapeshift::codegen::lower::testing {
+namespace {
+
+using passes::GroupKind;
+
+const std::vector<int64_t> kLengths = {0, 1, 7, 17, 33, 97, 511, 513};
+
+struct KindCase {
+  std::string name;
+  std::vector<LoweredStep> steps;
+  std::function<std::vector<Tensor>(int64_t n)> inputs;
+  bool cpu_runs = true;  // the CPU fixture has no gather step
+};
+
+class KernelKindsTest : public LowerTest {
+ protected:
+  KernelKindsTest() { n = env.DeclareSymbol({"n", 0, 600}).value(); }
+
+  // A fresh graph for the next kind (groups of the previous one are dead).
+  void Fresh() {
+    Graph fresh(17);
+    std::swap(g, fresh);
+    retired_.push_back(std::move(fresh));
+  }
+
+  std::vector<LoweredStep> Lower(const passes::Group& group) {
+    absl::StatusOr<std::vector<LoweredStep>> steps = LowerGroup(group, &env);
+    EXPECT_TRUE(steps.ok()) << steps.status();
+    return steps.ok() ? *steps : std::vector<LoweredStep>{};
+  }
+  passes::Group Elementwise(std::vector<Node*> nodes, std::vector<GraphValue*> inputs,
+                            std::vector<GraphValue*> outputs) {
+    passes::Group group = MakeGroup(GroupKind::kElementwise, std::move(nodes), std::move(inputs));
+    group.outputs = std::move(outputs);
+    group.elementwise.domain = group.outputs[0]->type().shape;
+    return group;
+  }
+  static Tensor Ints(std::vector<int64_t> shape, int64_t mod, DType dtype = DType::kI64) {
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    std::vector<int64_t> v(count);
+    for (int64_t i = 0; i < count; ++i) v[i] = (i * 7 + 3) % mod;
+    if (dtype == DType::kI32) return Tensor::FromVector<int32_t>(dtype, shape, std::vector<int32_t>(v.begin(), v.end()));
+    return Tensor::FromVector<int64_t>(dtype, shape, v);
+  }
+
+  // Builds kind `index` (0-based) on a fresh graph; false past the last.
+  bool Build(int index, KindCase* out);
+
+  // CPU backend, emulated CUDA (both thread orders) and the interpreter agree.
+  void ExpectAgree(const KindCase& kind, int64_t len) {
+    SCOPED_TRACE(absl::StrCat(kind.name, " n=", len));
+    std::vector<Tensor> in = kind.inputs(len);
+    absl::StatusOr<std::vector<Tensor>> want = Interpret(g, in);
+    ASSERT_TRUE(want.ok()) << want.status();
+    auto check = [&](const std::vector<Tensor>& got, const char* backend) {
+      ASSERT_EQ(got.size(), want->size()) << backend;
+      for (size_t o = 0; o < got.size(); ++o) {
+        ASSERT_EQ(got[o].shape(), (*want)[o].shape()) << backend;
+        for (int64_t i = 0; i < got[o].num_elements(); ++i) {
+          double w = (*want)[o].GetAsDouble(i), v = got[o].GetAsDouble(i);
+          ASSERT_TRUE(codegen::testing::Close(v, w, 1e-4, 1e-4))
+              << backend << " output " << o << " element " << i << ": " << v << " vs " << w;
+        }
+      }
+    };
+    if (kind.cpu_runs) {
+      absl::StatusOr<std::vector<Tensor>> cpu = RunSteps(kind.steps, in);
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      check(*cpu, "cpu");
+    }
+    absl::StatusOr<std::vector<Tensor>> cuda = cuda::testing::RunStepsEmulated(g, kind.steps, in);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    check(*cuda, "cuda (emulated)");
+    // The other thread and block order gives the same bits (anything else
+    // would be a race on a GPU); another block size, another reduction
+    // tree, so only the same values within tolerance.
+    absl::StatusOr<std::vector<Tensor>> reversed = cuda::testing::RunStepsEmulated(g, kind.steps, in, {.reverse = true});
+    ASSERT_TRUE(reversed.ok()) << reversed.status();
+    for (size_t o = 0; o < cuda->size(); ++o) {
+      EXPECT_EQ(std::memcmp((*cuda)[o].raw(), (*reversed)[o].raw(), (*cuda)[o].byte_size()), 0)
+          << "output " << o << " depends on the CUDA thread order";
+    }
+    absl::StatusOr<std::vector<Tensor>> narrow = cuda::testing::RunStepsEmulated(g, kind.steps, in, {.block_override = 64});
+    ASSERT_TRUE(narrow.ok()) << narrow.status();
+    check(*narrow, "cuda (emulated, 64-thread blocks)");
+  }
+
+  SymExpr n;
+  std::vector<Graph> retired_;
+};
+
+bool KernelKindsTest::Build(int index, KindCase* kind) {
+  Fresh();
+  auto attr_axes = [](std::vector<int64_t> axes) {
+    Attributes a = Attr("axes", std::move(axes));
+    a.Set("keepdims", int64_t{1});
+    return a;
+  };
+  switch (index) {
+    case 0: {  // arithmetic and transcendental math with broadcasting
+      GraphValue* x = In("x", {batch, n});
+      GraphValue* y = In("y", {n});
+      Node* sig = Op("Sigmoid", {x});
+      Node* mul = Op("Mul", {sig->output(0), y});
+      Node* abs = Op("Abs", {x});
+      Node* sqrt = Op("Sqrt", {abs->output(0)});
+      Node* log = Op("Log", {Op("Add", {abs->output(0), Scalar(1)})->output(0)});
+      Node* tanh = Op("Tanh", {y});
+      Node* sum = Op("Sum", {mul->output(0), sqrt->output(0), log->output(0)});
+      Node* out = Op("Div", {sum->output(0), Op("Add", {Op("Exp", {tanh->output(0)})->output(0), Scalar(1)})->output(0)});
+      g.AddOutput(out->output(0));
+      std::vector<Node*> nodes = g.nodes();
+      *kind = {"elementwise math", Lower(Elementwise(nodes, {x, y}, g.outputs())),
+               [this](int64_t len) { return std::vector<Tensor>{RandomTensor({2, len}, 1), RandomTensor({len}, 2)}; }};
+      return true;
+    }
+    case 1: {  // compare, select, min/max, IsNaN to bool: two outputs, two dtypes
+      GraphValue* x = In("x", {batch, n});
+      GraphValue* y = In("y", {batch, n});
+      Node* less = Op("Less", {x, y});
+      Node* where = Op("Where", {less->output(0), Op("Max", {x, Scalar(0.25f)})->output(0),
+                                 Op("Min", {y, Scalar(-0.5f)})->output(0)});
+      Node* nan = Op("IsNaN", {Op("Div", {x, y})->output(0)});
+      g.AddOutput(where->output(0));
+      g.AddOutput(nan->output(0));
+      std::vector<Node*> nodes = g.nodes();
+      *kind = {"select, compare, IsNaN", Lower(Elementwise(nodes, {x, y}, g.outputs())),
+               [this](int64_t len) { return std::vector<Tensor>{RandomTensor({2, len}, 3), RandomTensor({2, len}, 4)}; }};
+      return true;
+    }
+    case 2:
+    case 3: {  // the Gelu node, erf and tanh forms, after a bias
+      bool erf = index == 2;
+      GraphValue* x = In("x", {batch, seq, 24});
+      Node* add = Op("Add", {x, Const({24}, 1)});
+      Node* gelu = Op("Gelu", {add->output(0)}, Attr("approximate", std::string(erf ? "none" : "tanh")));
+      g.AddOutput(gelu->output(0));
+      *kind = {erf ? "bias + gelu (erf)" : "bias + gelu (tanh)",
+               Lower(Elementwise({add, gelu}, {x}, g.outputs())),
+               [this](int64_t len) { return std::vector<Tensor>{RandomTensor({2, std::max<int64_t>(len, 1), 24}, 5)}; }};
+      return true;
+    }
+    case 4: {  // attention mask from ids: unsqueeze, cast, broadcast
+      GraphValue* mask = In("mask", {batch, n}, DType::kI64);
+      Node* u1 = Op("Unsqueeze", {mask, LowerTest::Ints({1})});
+      Node* u2 = Op("Unsqueeze", {u1->output(0), LowerTest::Ints({2})});
+      Node* cast = Op("Cast", {u2->output(0)}, Attr("to", int64_t{1}));
+      Node* sub = Op("Sub", {Scalar(1), cast->output(0)});
+      Node* mul = Op("Mul", {sub->output(0), Scalar(-10000.0f)});
+      g.AddOutput(mul->output(0));
+      *kind = {"mask broadcast + cast", Lower(Elementwise({u1, u2, cast, sub, mul}, {mask}, g.outputs())),
+               [](int64_t len) { return std::vector<Tensor>{KernelKindsTest::Ints({2, len}, 2)}; }};
+      return true;
+    }
+    case 5: {  // head transpose
+      GraphValue* x = In("x", {batch, n, 3, 16});
+      Node* t = Op("Transpose", {x}, Attr("perm", std::vector<int64_t>{0, 2, 1, 3}));
+      g.AddOutput(t->output(0));
+      passes::Group group = MakeGroup(GroupKind::kTranspose, {t}, {x});
+      group.transpose.perm = {0, 2, 1, 3};
+      *kind = {"transpose", Lower(group),
+               [this](int64_t len) { return std::vector<Tensor>{RandomTensor({2, len, 3, 16}, 6)}; }};
+      return true;
+    }
+    case 6: {  // a reshape that cannot alias: a copy
+      GraphValue* x = In("x", {batch, n, 6});
+      Node* t = Op("Transpose", {x}, Attr("perm", std::vector<int64_t>{0, 2, 1}));
+      Node* reshape = Op("Reshape", {t->output(0), LowerTest::Ints({0, -1})});
+      g.AddOutput(reshape->output(0));
+      *kind = {"reshape copy", Lower(MakeGroup(GroupKind::kCopy, {t, reshape}, {x})),
+               [this](int64_t len) { return std::vector<Tensor>{RandomTensor({2, len, 6}, 7)}; }};
+      return true;
+    }
+    case 7: {  // softmax(x * scale + mask)
+      GraphValue* scores = In("scores", {batch, 2, 3, n});
+      GraphValue* mask = In("mask", {batch, 1, 1, n});
+      Node* mul = Op("Mul", {scores, Scalar(0.125f)});
+      Node* add = Op("Add", {mul->output(0), mask});
+      Node* softmax = Op("Softmax", {add->output(0)}, Attr("axis", int64_t{-1}));
+      g.AddOutput(softmax->output(0));
+      passes::Group group = MakeGroup(GroupKind::kSoftmax, {mul, add, softmax}, {scores, mask});
+      group.softmax = {scores, 0.125f, mask};
+      *kind = {"softmax", Lower(group), [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({2, 2, 3, len}, 8), RandomTensor({2, 1, 1, len}, 9)};
+               }};
+      return true;
+    }
+    case 8: {  // residual + layer norm, the sum also stored
+      GraphValue* x = In("x", {batch, n});
+      GraphValue* r = In("r", {batch, n});
+      GraphValue* gamma = In("gamma", {n});
+      GraphValue* beta = In("beta", {n});
+      Node* add = Op("Add", {x, r});
+      Node* ln = Op("LayerNormalization", {add->output(0), gamma, beta}, Attr("epsilon", 1e-5f));
+      g.AddOutput(ln->output(0));
+      g.AddOutput(add->output(0));
+      passes::Group group = MakeGroup(GroupKind::kLayerNorm, {add, ln}, {x, r, gamma, beta});
+      group.layer_norm = {x, r, gamma, beta, 1e-5f, add->output(0)};
+      *kind = {"residual + layer norm", Lower(group), [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({3, len}, 10), RandomTensor({3, len}, 11),
+                                            RandomTensor({len}, 12), RandomTensor({len}, 13)};
+               }};
+      return true;
+    }
+    case 9:
+    case 10:
+    case 11:
+    case 12:
+    case 13: {  // trailing-axis reductions with an epilogue
+      const char* ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare"};
+      const char* op = ops[index - 9];
+      GraphValue* x = In("x", {batch, 3, n});
+      // From opset 13 ReduceSum takes its axes as an input, the others until 18 as an attribute.
+      Node* reduce = std::string(op) == "ReduceSum" ? Op(op, {x, LowerTest::Ints({2})}, Attr("keepdims", int64_t{1}))
+                                                    : Op(op, {x}, attr_axes({2}));
+      Node* epilogue = Op("Mul", {reduce->output(0), Scalar(0.5f)});
+      g.AddOutput(epilogue->output(0));
+      passes::Group group = MakeGroup(GroupKind::kReduction, {reduce, epilogue}, {x});
+      group.reduction = {reduce, 1, true};
+      *kind = {op, Lower(group), [this](int64_t len) { return std::vector<Tensor>{RandomTensor({2, 3, len}, 14)}; }};
+      return true;
+    }
+    case 14: {  // RMSNorm as exporters write it: x / sqrt(mean(x*x) + eps) * w
+      GraphValue* x = In("x", {batch, seq, n});
+      GraphValue* w = In("w", {n});
+      Node* sq = Op("Mul", {x, x});
+      Node* mean = Op("ReduceMean", {sq->output(0)}, attr_axes({2}));
+      Node* eps = Op("Add", {mean->output(0), Scalar(1e-6f)});
+      Node* root = Op("Sqrt", {eps->output(0)});
+      Node* div = Op("Div", {x, root->output(0)});
+      Node* scale = Op("Mul", {div->output(0), w});
+      g.AddOutput(scale->output(0));
+      std::vector<LoweredStep> steps = Lower(Elementwise({sq}, {x}, {sq->output(0)}));
+      passes::Group reduction = MakeGroup(GroupKind::kReduction, {mean, eps, root}, {sq->output(0)});
+      reduction.outputs = {root->output(0)};
+      reduction.reduction = {mean, 1, true};
+      for (LoweredStep& s : Lower(reduction)) steps.push_back(std::move(s));
+      for (LoweredStep& s : Lower(Elementwise({div, scale}, {x, root->output(0), w}, g.outputs()))) {
+        steps.push_back(std::move(s));
+      }
+      *kind = {"RMSNorm (reduction + elementwise)", std::move(steps), [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({2, 3, len}, 15), RandomTensor({len}, 16)};
+               }};
+      return true;
+    }
+    case 15: {  // RoPE, rotate-half form: x*cos + concat(-x2, x1)*sin
+      GraphValue* x = In("x", {batch, n, 8});
+      GraphValue* cos = In("cos", {n, 8});
+      GraphValue* sin = In("sin", {n, 8});
+      Node* x1 = Op("Slice", {x, LowerTest::Ints({0}), LowerTest::Ints({4}), LowerTest::Ints({2})});
+      Node* x2 = Op("Slice", {x, LowerTest::Ints({4}), LowerTest::Ints({8}), LowerTest::Ints({2})});
+      Node* neg = Op("Neg", {x2->output(0)});
+      Node* rot = Op("Concat", {neg->output(0), x1->output(0)}, Attr("axis", int64_t{2}));
+      Node* a = Op("Mul", {x, cos});
+      Node* b = Op("Mul", {rot->output(0), sin});
+      Node* out = Op("Add", {a->output(0), b->output(0)});
+      g.AddOutput(out->output(0));
+      std::vector<LoweredStep> steps;
+      for (auto [node, start] : {std::pair{x1, 0}, std::pair{x2, 4}}) {
+        passes::Group slice = MakeGroup(GroupKind::kSlice, {node}, {x});
+        slice.outputs = {node->output(0)};
+        slice.slice.starts = {0, 0, start};
+        slice.slice.steps = {1, 1, 1};
+        for (LoweredStep& s : Lower(slice)) steps.push_back(std::move(s));
+      }
+      for (LoweredStep& s : Lower(Elementwise({neg}, {x2->output(0)}, {neg->output(0)}))) steps.push_back(std::move(s));
+      passes::Group concat = MakeGroup(GroupKind::kConcat, {rot}, {neg->output(0), x1->output(0)});
+      concat.outputs = {rot->output(0)};
+      concat.concat.axis = 2;
+      for (LoweredStep& s : Lower(concat)) steps.push_back(std::move(s));
+      for (LoweredStep& s : Lower(Elementwise({a, b, out}, {x, cos, sin, rot->output(0)}, g.outputs()))) {
+        steps.push_back(std::move(s));
+      }
+      *kind = {"RoPE (slices, concat, elementwise)", std::move(steps), [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({2, len, 8}, 17), RandomTensor({len, 8}, 18),
+                                            RandomTensor({len, 8}, 19)};
+               }};
+      return true;
+    }
+    case 16: {  // KV-cache concat, past of length n (0 included)
+      GraphValue* cache = In("past_k", {batch, 2, n, 8});
+      GraphValue* cur = In("k", {batch, 2, seq, 8});
+      Node* concat = Op("Concat", {cache, cur}, Attr("axis", int64_t{2}));
+      g.AddOutput(concat->output(0));
+      passes::Group group = MakeGroup(GroupKind::kConcat, {concat}, {cache, cur});
+      group.concat.axis = 2;
+      *kind = {"KV-cache concat", Lower(group), [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({2, 2, len, 8}, 20), RandomTensor({2, 2, 3, 8}, 21)};
+               }};
+      return true;
+    }
+    case 17: {  // strided slice
+      GraphValue* x = In("x", {batch, n, 12});
+      Node* slice = Op("Slice", {x, LowerTest::Ints({1}), LowerTest::Ints({11}), LowerTest::Ints({2}),
+                                 LowerTest::Ints({3})});
+      g.AddOutput(slice->output(0));
+      passes::Group group = MakeGroup(GroupKind::kSlice, {slice}, {x});
+      group.slice.starts = {0, 0, 1};
+      group.slice.steps = {1, 1, 3};
+      *kind = {"strided slice", Lower(group),
+               [this](int64_t len) { return std::vector<Tensor>{RandomTensor({2, len, 12}, 22)}; }};
+      return true;
+    }
+    case 18: {  // embedding gather (the hand-written CUDA kernel)
+      GraphValue* ids = In("ids", {batch, n}, DType::kI64);
+      GraphValue* table = Const({30, 8}, 23);
+      Node* gather = Op("Gather", {table, ids});
+      g.AddOutput(gather->output(0));
+      *kind = {"embedding gather", Lower(MakeGroup(GroupKind::kGather, {gather}, {table, ids})),
+               [](int64_t len) { return std::vector<Tensor>{KernelKindsTest::Ints({2, len}, 30)}; }, false};
+      return true;
+    }
+    case 19: {  // a dense GEMM whose erf GELU and residual run in the epilogue kernel
+      GraphValue* x = In("x", {batch, n, 32});
+      GraphValue* res = In("res", {batch, n, 24});
+      GraphValue* w = Const({32, 24}, 24);
+      GraphValue* bias = Const({24}, 25);
+      Node* mm = Op("MatMul", {x, w});
+      Node* add = Op("Add", {mm->output(0), bias});
+      Node* gelu = Op("Gelu", {add->output(0)});
+      Node* residual = Op("Add", {gelu->output(0), res});
+      g.AddOutput(residual->output(0));
+      passes::Group group = MakeGroup(GroupKind::kMatmul, {mm, add, gelu, residual}, {x, w, bias, res});
+      group.matmul.a = x;
+      group.matmul.b = w;
+      group.matmul.b_is_2d = true;
+      group.matmul.bias = bias;
+      group.matmul.activation = passes::GeluForm::kErf;
+      group.matmul.residual = res;
+      *kind = {"GEMM + epilogue kernel (erf GELU, residual)", Lower(group), [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({2, len, 32}, 26), RandomTensor({2, len, 24}, 27)};
+               }};
+      return true;
+    }
+    default: return false;
+  }
+}
+
+constexpr int kLoweredKinds = 20;
+
+TEST_F(KernelKindsTest, EveryKindMatchesTheInterpreterOnCpuAndUnderCudaEmulation) {
+  int kinds = 0;
+  for (int i = 0;; ++i) {
+    KindCase kind;
+    if (!Build(i, &kind)) break;
+    ASSERT_FALSE(kind.steps.empty()) << kind.name;
+    ++kinds;
+    for (int64_t len : kLengths) ExpectAgree(kind, len);
+  }
+  EXPECT_EQ(kinds, kLoweredKinds);
+}
+
+// The kernels of every kind, the GEMM epilogue variants and the library,
+// structurally distinct, with the kind each belongs to.
+struct NamedKernel {
+  std::string kind;
+  Kernel kernel;
+};
+
+TEST_F(KernelKindsTest, EveryKindCompilesToCubinForSm80AndSm90) {
+  std::vector<NamedKernel> kernels;
+  std::set<std::string> kinds;
+  auto add = [&](const std::string& kind, const Kernel& k) {
+    kinds.insert(kind);
+    for (const NamedKernel& have : kernels) {
+      if (StructurallyEqual(have.kernel, k)) return;
+    }
+    kernels.push_back({kind, k});
+  };
+  for (int i = 0;; ++i) {
+    KindCase kind;
+    if (!Build(i, &kind)) break;
+    for (const LoweredStep& step : kind.steps) {
+      if (const auto* k = std::get_if<KernelCall>(&step)) add(kind.name, k->kernel);
+      if (const auto* m = std::get_if<MatmulCall>(&step)) {
+        if (auto plan = cuda::PlanGemm(m->config); plan.epilogue) add(kind.name, *plan.epilogue);
+      }
+      if (std::holds_alternative<GatherRowsCall>(step)) kinds.insert(kind.name);
+    }
+  }
+  for (const Kernel& k : {SoftmaxKernel(0.125f), LayerNormKernel(1e-12f), BiasGeluKernel(GeluForm::kErf),
+                          BiasGeluKernel(GeluForm::kTanh), BiasResidualKernel(), Transpose0213Kernel()}) {
+    add("library " + k.name, k);
+  }
+  std::string module = cuda::CudaPrelude() + cuda::GatherRowsKernel().function;
+  std::vector<std::string> entries = {cuda::kGatherRowsEntry};
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    std::string entry = absl::StrCat("k", i, "_", kernels[i].kernel.name);
+    absl::StatusOr<cuda::CudaKernelSource> source = cuda::EmitCudaKernel(kernels[i].kernel, entry);
+    ASSERT_TRUE(source.ok()) << kernels[i].kind << ": " << source.status();
+    module += source->function;
+    entries.push_back(entry);
+  }
+  std::cout << "kernel kinds covered: " << kinds.size() << " (" << kLoweredKinds << " lowered kinds + 6 library kernels)"
+            << "; distinct kernels: " << entries.size() << " (gather included)\n";
+  EXPECT_EQ(kinds.size(), static_cast<size_t>(kLoweredKinds + 6));
+  // Every emitted kernel also compiles as one host module.
+  auto host = cuda::testing::HostModule::Compile(module);
+  ASSERT_TRUE(host.ok()) << host.status();
+  for (const std::string& entry : entries) EXPECT_TRUE((*host)->Entry(entry).ok()) << entry;
+#ifdef SHAPESHIFT_HAVE_CUDA
+  std::cout << "NVRTC " << cuda::NvrtcVersion() << ", ptxas -v per kernel:\n";
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    absl::StatusOr<cuda::Cubin> cubin = cuda::CompileToCubin(module, "kernel_kinds", arch);
+    ASSERT_TRUE(cubin.ok()) << cubin.status();
+    EXPECT_GT(cubin->image.size(), 1000u);
+    EXPECT_EQ(cubin->image.substr(0, 4), std::string("\x7f" "ELF", 4));
+    ASSERT_EQ(cubin->reports.size(), entries.size()) << cubin->log;
+    for (const cuda::PtxasReport& r : cubin->reports) {
+      std::cout << "  " << r.ToString() << "\n";
+      EXPECT_EQ(r.arch, arch);
+      EXPECT_GT(r.registers, 0) << r.entry;
+      EXPECT_LE(r.registers, 255) << r.entry;
+      EXPECT_EQ(r.spill_store_bytes, 0) << r.ToString();
+      EXPECT_EQ(r.spill_load_bytes, 0) << r.ToString();
+      EXPECT_LE(r.shared_bytes, 48 * 1024) << r.ToString();  // static shared memory limit
+      RecordProperty(absl::StrCat(arch, "_", r.entry), r.ToString());
+    }
+    std::set<std::string> reported;
+    for (const cuda::PtxasReport& r : cubin->reports) reported.insert(r.entry);
+    for (const std::string& entry : entries) EXPECT_TRUE(reported.count(entry)) << entry << " has no ptxas report";
+  }
+#else
+  std::cout << "no CUDA toolkit in this build: NVRTC compilation not checked\n";
+#endif
+}
+
+}  // namespace
+}  // namespace shapeshift::codegen::lower::testing

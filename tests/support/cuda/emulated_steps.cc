@@ -1,0 +1,114 @@
+#include "tests/support/cuda/emulated_steps.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cuda/gather_kernel.h"
+#include "codegen/cuda/gemm_plan.h"
+#include "graph/interpreter.h"
+#include "tests/support/cuda/emulated_device.h"
+#include "tests/support/cuda/host_module.h"
+
+namespace shapeshift::codegen::cuda::testing {
+namespace {
+
+absl::StatusOr<int64_t> Eval(SymExpr e, const Kernel& k, const std::vector<int64_t>& dims) {
+  Assignment a;
+  for (size_t i = 0; i < k.dims.size(); ++i) a[k.dims[i]] = dims[i];
+  return e.Evaluate(a);
+}
+
+absl::Status Run(const CudaKernelSource& source, int64_t work, int64_t row_length, const std::vector<void*>& buffers,
+                 const std::vector<int64_t>& dims, const EmulatedRunOptions& options) {
+  absl::StatusOr<std::shared_ptr<const HostModule>> module = HostModule::Compile(CudaPrelude() + source.function);
+  if (!module.ok()) return module.status();
+  absl::StatusOr<void*> entry = (*module)->Entry(source.entry);
+  if (!entry.ok()) return entry.status();
+  LaunchShape shape = ChooseLaunch(source.mapping, work, row_length);
+  if (options.block_override > 0) {
+    shape.block = options.block_override;
+    if (source.mapping != ThreadMapping::kBlockPerRow) {
+      shape.grid = static_cast<uint32_t>(std::clamp<int64_t>((work + shape.block - 1) / shape.block, 1, kMaxGridBlocks));
+    }
+  }
+  std::vector<long long> d(dims.begin(), dims.end());
+  return (*module)->Launch(*entry, shape, options.reverse, buffers.data(), d.data());
+}
+
+}  // namespace
+
+absl::Status RunKernelEmulated(const Kernel& kernel, const std::vector<void*>& buffers,
+                               const std::vector<int64_t>& dims, const EmulatedRunOptions& options) {
+  absl::StatusOr<CudaKernelSource> source = EmitCudaKernel(kernel, "k_" + kernel.name);
+  if (!source.ok()) return source.status();
+  absl::StatusOr<int64_t> work = Eval(source->work, kernel, dims);
+  absl::StatusOr<int64_t> row = Eval(source->row_length, kernel, dims);
+  if (!work.ok()) return work.status();
+  if (!row.ok()) return row.status();
+  return Run(*source, *work, *row, buffers, dims, options);
+}
+
+absl::StatusOr<std::vector<Tensor>> RunStepsEmulated(const Graph& graph, const std::vector<lower::LoweredStep>& steps,
+                                                     const std::vector<Tensor>& inputs,
+                                                     const EmulatedRunOptions& options) {
+  absl::StatusOr<Assignment> bound = BindInputSymbols(graph, inputs);
+  if (!bound.ok()) return bound.status();
+  std::map<const lower::GraphValue*, Tensor> store;
+  for (size_t i = 0; i < inputs.size(); ++i) store[graph.inputs()[i]] = inputs[i];
+  auto tensor = [&](const lower::GraphValue* v) -> Tensor& {
+    if (auto it = store.find(v); it != store.end()) return it->second;
+    if (v->is_constant()) return store[v] = *v->constant();
+    std::vector<int64_t> shape = v->type().Evaluate(*bound).value();
+    return store[v] = Tensor::Zeros(v->type().dtype, shape).value();
+  };
+  auto eval = [&](SymExpr e) { return e.Evaluate(*bound).value(); };
+  for (const lower::LoweredStep& step : steps) {
+    if (const auto* k = std::get_if<lower::KernelCall>(&step)) {
+      std::vector<void*> ptrs;
+      for (const lower::GraphValue* v : k->buffers) ptrs.push_back(tensor(v).mutable_raw());
+      std::vector<int64_t> dims;
+      for (SymExpr e : k->dim_values) dims.push_back(eval(e));
+      if (absl::Status s = RunKernelEmulated(k->kernel, ptrs, dims, options); !s.ok()) return s;
+    } else if (const auto* m = std::get_if<lower::MatmulCall>(&step)) {
+      GemmPlan plan = PlanGemm(m->config);
+      GemmShape shape{eval(m->batch), eval(m->m), eval(m->k), eval(m->n)};
+      GemmOperands ops;
+      ops.a = reinterpret_cast<DevicePtr>(tensor(m->a).raw());
+      ops.b = reinterpret_cast<DevicePtr>(tensor(m->b).raw());
+      if (m->bias) ops.bias = reinterpret_cast<DevicePtr>(tensor(m->bias).raw());
+      if (m->residual) ops.residual = reinterpret_cast<DevicePtr>(tensor(m->residual).raw());
+      ops.d = reinterpret_cast<DevicePtr>(tensor(m->c).mutable_raw());
+      RunGemmOpOnHost(plan.op, shape, ops);
+      if (plan.epilogue) {
+        std::vector<void*> ptrs = {reinterpret_cast<void*>(ops.d)};
+        if (plan.epilogue_reads_bias) ptrs.push_back(reinterpret_cast<void*>(ops.bias));
+        if (plan.epilogue_reads_residual) ptrs.push_back(reinterpret_cast<void*>(ops.residual));
+        int64_t rows = (plan.op.batched ? shape.batch : 1) * shape.m;
+        if (absl::Status s = RunKernelEmulated(*plan.epilogue, ptrs, {rows, shape.n}, options); !s.ok()) return s;
+      }
+    } else if (const auto* a = std::get_if<lower::AliasCall>(&step)) {
+      store[a->alias] = tensor(a->source).Reshaped(a->alias->type().Evaluate(*bound).value()).value();
+    } else {
+      const auto& g = std::get<lower::GatherRowsCall>(step);
+      int64_t status = kGatherNoBadIndex;
+      std::vector<void*> ptrs = {const_cast<void*>(tensor(g.table).raw()), const_cast<void*>(tensor(g.indices).raw()),
+                                 tensor(g.output).mutable_raw(), &status};
+      int64_t count = eval(g.num_indices);
+      std::vector<int64_t> dims = {count, g.row_bytes, g.table_rows,
+                                   g.indices->type().dtype == DType::kI32 ? 1 : 0};
+      if (absl::Status s = Run(GatherRowsKernel(), count * GatherWordsPerRow(g.row_bytes), 1, ptrs, dims, options);
+          !s.ok()) {
+        return s;
+      }
+      if (status != kGatherNoBadIndex) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node '", g.node_name, "': bad index at position ", status));
+      }
+    }
+  }
+  std::vector<Tensor> outs;
+  for (const lower::GraphValue* v : graph.outputs()) outs.push_back(tensor(v));
+  return outs;
+}
+
+}  // namespace shapeshift::codegen::cuda::testing
