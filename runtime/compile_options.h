@@ -4,17 +4,48 @@
 #define SHAPESHIFT_RUNTIME_COMPILE_OPTIONS_H_
 
 #include <map>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "graph/onnx/importer.h"
 
 namespace shapeshift::codegen::cpu {
 class ObjectStore;
 }  // namespace shapeshift::codegen::cpu
+namespace shapeshift::codegen::cuda {
+class DeviceApi;
+}  // namespace shapeshift::codegen::cuda
 
 namespace shapeshift::runtime {
+
+// Where a Program runs. kCuda without a usable GPU is a compile error,
+// never a silent CPU run.
+enum class Device { kCpu, kCuda };
+const char* DeviceName(Device device);                      // "cpu" | "cuda"
+absl::StatusOr<Device> ParseDevice(absl::string_view text);  // "cpu" | "cuda" (or "gpu")
+
+// The CUDA device program's choices (runtime/device/README.md).
+struct CudaOptions {
+  // The device; null opens GPU `ordinal` (codegen::cuda::OpenCudaDevice)
+  // when the program is compiled. Tests pass the host-emulated device.
+  std::shared_ptr<codegen::cuda::DeviceApi> device;
+  int ordinal = 0;
+  // Replays CUDA graphs captured per bucket of `graph_symbol` (empty: the
+  // dynamic symbol with the widest declared range), once a bucket key has
+  // been seen `capture_after` times.
+  bool graphs = true;
+  std::string graph_symbol;
+  int capture_after = 2;
+  bool learned_buckets = false;  // bucket bounds from traffic quantiles, not powers of two
+  // cuBLASLt applies a tanh GELU in its epilogue (else a generated kernel).
+  bool gelu_in_gemm = true;
+  // TF32 tensor cores in GEMMs: faster, ~1e-3 relative error.
+  bool allow_tf32 = false;
+};
 
 struct CompileOptions {
   // Dim name → declared inclusive range (`--dim seq=1..512`). For ONNX models
@@ -34,6 +65,10 @@ struct CompileOptions {
   // copy of the weights for short requests (codegen/cpu/small_rows_matmul.h):
   // faster for 4..32 rows, at the memory of a second copy of those weights.
   bool pack_small_row_gemms = true;
+  // The device the program runs on (`--device cpu|cuda`); `cuda` below
+  // applies to Device::kCuda only.
+  Device device = Device::kCpu;
+  CudaOptions cuda;
 };
 
 }  // namespace shapeshift::runtime

@@ -15,6 +15,15 @@
 
 namespace shapeshift::runtime {
 
+// The per-context state of a device Program (its stream, device arena,
+// parameter block and CUDA graphs; runtime/device/device_state.h). Owned by
+// the context so that it follows the context between threads and dies with
+// it; opaque here so that the CPU path knows nothing about devices.
+class DeviceContextState {
+ public:
+  virtual ~DeviceContextState() = default;
+};
+
 class ExecutionContext {
  public:
   ExecutionContext() = default;
@@ -26,6 +35,10 @@ class ExecutionContext {
   size_t arena_capacity() const { return arena_capacity_; }
   // How many times the arena was (re)allocated; stays put in steady state.
   int64_t arena_allocations() const { return arena_allocations_; }
+
+  // For device programs (runtime-internal): the state they keep here.
+  DeviceContextState* device_state() const { return device_state_.get(); }
+  void set_device_state(std::unique_ptr<DeviceContextState> state) { device_state_ = std::move(state); }
 
  private:
   friend class Program;
@@ -39,6 +52,7 @@ class ExecutionContext {
   std::vector<void*> buffers_;       // resolved buffer pointers
   std::vector<void*> call_buffers_;  // one kernel call's buffer array
   std::vector<int64_t> call_dims_;   // one kernel call's dims array
+  std::unique_ptr<DeviceContextState> device_state_;
 };
 
 }  // namespace shapeshift::runtime

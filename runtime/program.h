@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "runtime/compile_options.h"
+#include "runtime/device/cuda_graphs.h"
+#include "runtime/device/device_stats.h"
 #include "runtime/execution_context.h"
 #include "runtime/tensor_view.h"
 #include "shapes/shape_env.h"
@@ -33,6 +36,7 @@
 namespace shapeshift::runtime {
 
 struct ProgramStats {
+  std::string device = "cpu";  // "cpu" | "cuda" (CompileOptions::device)
   double compile_ms = 0;      // passes + lowering + JIT + primitive creation
   int64_t kernels = 0;        // distinct compiled kernels (after dedup)
   int64_t kernels_from_store = 0;  // of `kernels`, linked from CompileOptions::object_store
@@ -71,6 +75,11 @@ class Program {
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs, ExecutionContext& context) const;
 
   const ProgramStats& stats() const { return stats_; }
+  // Device::kCuda only (empty otherwise): the device, its module, the CUDA
+  // graph plan and what happened to each bucket so far.
+  std::string device_report() const;
+  std::optional<DeviceStats> device_stats() const;
+  const CudaGraphPlan* cuda_graph_plan() const;  // null unless Device::kCuda
   // The optimized graph, the fusion plan and the memory plan, as text.
   const std::string& plan_text() const { return plan_text_; }
   // The arena one request allocates, in bytes, as an expression of the

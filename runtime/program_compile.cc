@@ -31,13 +31,20 @@ class ProgramBuilder {
 
   absl::Status Build(const CompileOptions& options) {
     if (absl::Status s = PlanInputs(); !s.ok()) return s;
-    cpu::CpuBackendOptions backend_options;
-    backend_options.vector_width = options.vector_width;
-    backend_options.object_store = options.object_store;
-    pack_small_row_gemms_ = options.pack_small_row_gemms;
-    SS_ASSIGN_OR_RETURN(backend, cpu::CpuBackend::Create(backend_options));
-    impl_.backend = std::move(backend);
-    impl_.kernel_cache = std::make_unique<cpu::KernelCache>(impl_.backend.get());
+    resolver_.slot = [this](SymExpr e) { return Slot(e); };
+    resolver_.buffer = [this](const GraphValue* v) { return Buffer(v); };
+    if (options.device == Device::kCuda) {
+      SS_ASSIGN_OR_RETURN(device, DeviceProgram::Create(options));
+      impl_.device = std::move(device);
+    } else {
+      cpu::CpuBackendOptions backend_options;
+      backend_options.vector_width = options.vector_width;
+      backend_options.object_store = options.object_store;
+      pack_small_row_gemms_ = options.pack_small_row_gemms;
+      SS_ASSIGN_OR_RETURN(backend, cpu::CpuBackend::Create(backend_options));
+      impl_.backend = std::move(backend);
+      impl_.kernel_cache = std::make_unique<cpu::KernelCache>(impl_.backend.get());
+    }
     for (const passes::Group& group : pipeline_.fusion.groups) {
       SS_ASSIGN_OR_RETURN(steps, lower::LowerGroup(group, &env_));
       for (lower::LoweredStep& step : steps) {
@@ -51,6 +58,15 @@ class ProgramBuilder {
     SS_ASSIGN_OR_RETURN(arena_slot, Slot(pipeline_.memory.arena_bytes));
     impl_.arena_slot = arena_slot;
     stats_.groups = static_cast<int64_t>(pipeline_.fusion.groups.size());
+    if (impl_.device != nullptr) {
+      if (absl::Status s = impl_.device->Finish(impl_, graph_, env_, pipeline_.memory, resolver_); !s.ok()) return s;
+      DeviceStats device = impl_.device->stats();
+      stats_.device = "cuda";
+      stats_.kernels = device.kernels;
+      stats_.gemms = device.gemm_configs;
+      stats_.steps = kernel_calls_ + stats_.gemm_calls;
+      return absl::OkStatus();
+    }
     stats_.kernels = impl_.kernel_cache->compiles();
     stats_.kernels_from_store = impl_.kernel_cache->loaded_from_store();
     cpu::CpuBackendStats backend_stats = impl_.backend->stats();
@@ -153,6 +169,7 @@ class ProgramBuilder {
         }
         src.kind = BufferSource::Kind::kConstant;
         src.constant = root->constant()->raw();
+        src.constant_bytes = root->constant()->byte_size();
         break;
       case passes::BufferStorage::kGraphOutput:
         src.kind = BufferSource::Kind::kOutput;
@@ -171,6 +188,11 @@ class ProgramBuilder {
   }
 
   absl::Status AddStep(const lower::KernelCall& call) {
+    if (impl_.device != nullptr) {
+      ++stats_.kernel_calls;
+      ++kernel_calls_;
+      return impl_.device->Add(call, resolver_);
+    }
     SS_ASSIGN_OR_RETURN(compiled, impl_.kernel_cache->GetOrCompile(call.kernel));
     KernelStep step;
     step.kernel = std::move(compiled);
@@ -196,6 +218,10 @@ class ProgramBuilder {
   }
 
   absl::Status AddStep(const lower::MatmulCall& call) {
+    if (impl_.device != nullptr) {
+      ++stats_.gemm_calls;
+      return impl_.device->Add(call, resolver_);
+    }
     // Layers with the same configuration share one primitive.
     std::string key = cpu::DescribeConfig(call.config);
     const cpu::OnednnMatmul*& matmul = matmul_by_config_[key];
@@ -274,6 +300,10 @@ class ProgramBuilder {
   }
 
   absl::Status AddStep(const lower::GatherRowsCall& call) {
+    if (impl_.device != nullptr) {
+      ++kernel_calls_;
+      return impl_.device->Add(call, resolver_);
+    }
     GatherStep step;
     SS_ASSIGN_OR_RETURN(table, Buffer(call.table));
     SS_ASSIGN_OR_RETURN(indices, Buffer(call.indices));
@@ -342,6 +372,8 @@ class ProgramBuilder {
   absl::flat_hash_map<std::string, const cpu::OnednnMatmul*> matmul_by_config_;
   absl::flat_hash_map<std::string, const cpu::SmallRowsMatmul*> small_rows_by_config_;
   bool pack_small_row_gemms_ = true;
+  StepResolver resolver_;  // Slot and Buffer, for the device program
+  int64_t kernel_calls_ = 0;  // device kernel and gather steps
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "codegen/cpu/onednn_matmul.h"
 #include "codegen/cpu/small_rows_matmul.h"
 #include "graph/dtype.h"
+#include "runtime/device/device_program.h"
 #include "runtime/output_pool.h"
 #include "runtime/program.h"
 #include "runtime/sym_tape.h"
@@ -28,6 +29,7 @@ struct BufferSource {
   Kind kind = Kind::kArena;
   int index = -1;                  // kInput / kOutput: position in the graph's list
   const void* constant = nullptr;  // kConstant
+  size_t constant_bytes = 0;       // kConstant: its size (a device program uploads it)
   int offset_slot = -1;            // kArena: tape slot of the byte offset
 };
 
@@ -113,6 +115,8 @@ struct Program::Impl {
   // tensors handed out can return their blocks while the Program lives.
   std::shared_ptr<OutputPool> output_pool = std::make_shared<OutputPool>();
   int arena_slot = -1;
+  // Device::kCuda: the steps run here instead (steps above stay empty).
+  std::unique_ptr<DeviceProgram> device;
   size_t max_call_buffers = 0;
   size_t max_call_dims = 0;
 };

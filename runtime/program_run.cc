@@ -100,6 +100,10 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> in
       return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has dtype ", DTypeName(in.dtype),
                                                      ", expected ", DTypeName(spec.dtype)));
     }
+    if (in.space != MemorySpace::kHost && p.device == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name,
+                                                     "' is in CUDA device memory, but this program runs on the CPU"));
+    }
     if (in.shape.size() != spec.dims.size()) {
       return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has rank ", in.shape.size(),
                                                      ", expected ", spec.dims.size()));
@@ -144,6 +148,8 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> in
       return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has no data"));
     }
   }
+  // On a device the steps, storage and copies are the device program's.
+  if (p.device != nullptr) return p.device->Run(p, inputs, ctx.slots_, ctx);
   // 4. Storage: arena, outputs, then every buffer's address.
   int64_t arena_bytes = slots[p.arena_slot];
   std::byte* arena = ctx.Arena(static_cast<size_t>(std::max<int64_t>(arena_bytes, 1)));
@@ -199,6 +205,15 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> in
     }
   }
   return outputs;
+}
+
+std::string Program::device_report() const { return impl_->device ? impl_->device->Report() : ""; }
+const CudaGraphPlan* Program::cuda_graph_plan() const {
+  return impl_->device ? &impl_->device->graph_plan() : nullptr;
+}
+std::optional<DeviceStats> Program::device_stats() const {
+  if (impl_->device == nullptr) return std::nullopt;
+  return impl_->device->stats();
 }
 
 }  // namespace shapeshift::runtime

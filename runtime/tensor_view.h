@@ -19,10 +19,16 @@
 
 namespace shapeshift::runtime {
 
+// Where a view's bytes are: host memory, or device memory of the CUDA
+// device a Program runs on (the caller's device buffer, used in place by a
+// Device::kCuda program; a CPU program refuses it).
+enum class MemorySpace { kHost, kCuda };
+
 struct TensorView {
   DType dtype = DType::kF32;
   absl::Span<const int64_t> shape;
-  const void* data = nullptr;
+  const void* data = nullptr;  // for kCuda, a CUdeviceptr
+  MemorySpace space = MemorySpace::kHost;
 
   // A view of an owning tensor (valid while `t` lives).
   static TensorView Of(const Tensor& t) { return TensorView{t.dtype(), t.shape(), t.raw()}; }

@@ -1,0 +1,15 @@
+#include "runtime/compile_options.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace shapeshift::runtime {
+
+const char* DeviceName(Device device) { return device == Device::kCuda ? "cuda" : "cpu"; }
+
+absl::StatusOr<Device> ParseDevice(absl::string_view text) {
+  if (text == "cpu") return Device::kCpu;
+  if (text == "cuda" || text == "gpu") return Device::kCuda;
+  return absl::InvalidArgumentError(absl::StrCat("unknown device '", text, "' (expected cpu or cuda)"));
+}
+
+}  // namespace shapeshift::runtime
