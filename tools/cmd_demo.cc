@@ -1,4 +1,4 @@
-// `shapeshift demo [--json] [--requests N] [--seed S] [--sample K]`
+// `shapeshift demo [--json] [--requests N] [--seed S] [--sample K] [--device cpu|cuda] [--no-cuda-graphs] ...`
 //
 // The product in one command: builds builtin:bert (4 layers, hidden 256,
 // 4 heads), compiles it ONCE for batch 1..8 × seq 1..512, and serves N
@@ -14,7 +14,9 @@
 // Prints compiles, recompiles, distinct kernels, compile time, p50/p99
 // latency and the speed-up; `--json` prints one object with at least
 // requests, compiles, recompiles, kernels, max_abs_error, compile_ms,
-// p50_us, p99_us, speedup_vs_interpreter.
+// p50_us, p99_us, speedup_vs_interpreter. `--device cuda` serves the requests
+// on the GPU (tools/device_flags.h); the report adds `device` and the CUDA
+// graph counters (`graph_captures`, `graph_replays`, `direct_runs`).
 //
 // Exit codes: 0 ok; 1 the sample disagrees with the interpreter (max abs
 // error > 1e-3) or the model compiled more than once; 2 bad usage or a
@@ -23,6 +25,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <cstdlib>
 #include <limits>
 #include <set>
@@ -38,6 +41,7 @@
 #include "tools/args.h"
 #include "tools/command.h"
 #include "tools/terminal_text.h"
+#include "tools/device_flags.h"
 #include "tools/model_loader.h"
 
 namespace shapeshift::tools {
@@ -56,6 +60,7 @@ struct DemoFlags {
   uint64_t seed = 7;
   int64_t sample = 20;
   bool json = false;
+  runtime::CompileOptions device;  // --device and the CUDA flags
 };
 
 struct Request {
@@ -66,6 +71,7 @@ struct Request {
 
 constexpr char kUsage[] =
     "usage: shapeshift demo [--json] [--requests N] [--seed S] [--sample K]\n"
+    SHAPESHIFT_DEVICE_USAGE
     "  Builds builtin:bert, compiles it once for batch 1..8 x seq 1..512 and serves N (default 2000)\n"
     "  variable-length requests; K (default 20) sampled requests are checked against the reference\n"
     "  interpreter. Prints compiles, recompiles, kernels, compile time, p50/p99 latency, the speed-up.\n"
@@ -78,6 +84,7 @@ absl::StatusOr<DemoFlags> ParseDemoFlags(const std::vector<std::string>& raw_arg
   FlagSpec spec;
   spec.valued = {"requests", "seed", "sample"};
   spec.switches = {"json"};
+  AddDeviceFlags(&spec);
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return args.status();
   if (!args->positional.empty()) return absl::InvalidArgumentError("demo takes no positional arguments");
@@ -92,6 +99,7 @@ absl::StatusOr<DemoFlags> ParseDemoFlags(const std::vector<std::string>& raw_arg
     return absl::InvalidArgumentError("--sample: expected an integer >= 1");
   }
   flags.json = args->Has("json");
+  if (absl::Status s = ApplyDeviceFlags(*args, &flags.device); !s.ok()) return s;
   return flags;
 }
 
@@ -168,6 +176,11 @@ void PrintText(const nlohmann::json& r) {
               r["sampled"].get<long long>(), r["max_abs_error"].get<double>());
   std::printf("  speed-up:    %.1fx over the interpreter on the sampled requests\n",
               r["speedup_vs_interpreter"].get<double>());
+  if (r.contains("device_name")) {
+    std::printf("  device:      %s; CUDA graphs: %lld captured, %lld replays, %lld direct runs\n",
+                r["device_name"].get<std::string>().c_str(), r["graph_captures"].get<long long>(),
+                r["graph_replays"].get<long long>(), r["direct_runs"].get<long long>());
+  }
 }
 
 int Demo(const DemoFlags& flags) {
@@ -183,8 +196,11 @@ int Demo(const DemoFlags& flags) {
     if (recipe.name == "input_ids") vocab = recipe.limit;
   }
 
+  runtime::CompileOptions options;
+  options.device = flags.device.device;
+  options.cuda = flags.device.cuda;
   absl::StatusOr<std::unique_ptr<runtime::Session>> session = runtime::Session::Create(
-      runtime::ModelSource::Built(std::move(compiled_model->graph), std::move(compiled_model->env)));
+      runtime::ModelSource::Built(std::move(compiled_model->graph), std::move(compiled_model->env)), options);
   if (!session.ok()) return Fail(kExitUsage, absl::StrCat("compile: ", session.status().message()));
 
   examples::WeightGenerator rng(flags.seed);
@@ -248,6 +264,13 @@ int Demo(const DemoFlags& flags) {
   r["seq_max"] = static_cast<int64_t>(Percentile(seqs, 1.0));
   r["distinct_shapes"] = shapes.size();
   r["seed"] = flags.seed;
+  r["device"] = stats.program.device;
+  if (std::optional<runtime::DeviceStats> device = (*session)->program().device_stats()) {
+    r["device_name"] = device->device;
+    r["graph_captures"] = device->graph_captures;
+    r["graph_replays"] = device->graph_replays;
+    r["direct_runs"] = device->direct_runs;
+  }
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");  // latency depends on it when cores are shared
   r["omp_wait_policy"] = wait_policy != nullptr ? wait_policy : "default";
   if (flags.json) {

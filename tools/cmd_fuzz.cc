@@ -4,7 +4,8 @@
 // specialization policy (fuzz_runner.h says what each means); with
 // `--mutate-guards`, the mutation self-test that shows the checks have
 // teeth (fuzz_mutation.h). Every failure comes with a minimized shape and a
-// command that replays it.
+// command that replays it. `--device cuda` fuzzes the device programs
+// (tools/device_flags.h) against the same interpreter.
 //
 // Every case is sized first (fuzz_budget.h): one over `--max-case-bytes`
 // (default: a quarter of physical memory, at most half of `ulimit -v`) is
@@ -29,6 +30,7 @@
 #include "tools/args.h"
 #include "tools/command.h"
 #include "tools/fuzz_budget.h"
+#include "tools/device_flags.h"
 #include "tools/fuzz_mutation.h"
 #include "tools/fuzz_runner.h"
 #include "tools/model_loader.h"
@@ -42,6 +44,7 @@ constexpr char kUsage[] =
     "                       [--policy polymorphic|bucketed|static|auto] [--recompile-limit N]\n"
     "                       [--case dim=N,dim=N]... [--mutate-guards [--mutant-shapes K] [--min-kill-rate R]]\n"
     "                       [--reference-cache-mb M] [--max-case-bytes B] [--json]\n"
+    SHAPESHIFT_DEVICE_USAGE
     "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv\n"
     "  Runs N generated requests (default 1000; 60% uniform in the declared ranges, 25% on edges:\n"
     "  1, min, max, 2^k, 2^k+1; 10% one dim outside its range; 5% wrong rank or dtype) through a\n"
@@ -81,6 +84,7 @@ absl::StatusOr<FuzzFlags> ParseFuzzFlags(const ParsedArgs& args) {
   absl::StatusOr<std::map<std::string, DimRange>> dims = ParseDimFlags(args.All("dim"));
   if (!dims.ok()) return dims.status();
   flags.options.dims = *dims;
+  if (absl::Status s = ApplyDeviceFlags(args, &flags.options.device); !s.ok()) return s;
   if (!absl::SimpleAtoi(args.Get("cases", "1000"), &flags.cases) || flags.cases < 1) {
     return absl::InvalidArgumentError("--cases: expected an integer >= 1");
   }
@@ -282,6 +286,7 @@ int Fuzz(const std::vector<std::string>& raw_args) {
   spec.valued = {"dim",  "cases", "seed", "policy", "recompile-limit", "case", "mutant-shapes", "min-kill-rate",
                  "reference-cache-mb", "max-case-bytes"};
   spec.switches = {"json", "mutate-guards"};
+  AddDeviceFlags(&spec);
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   absl::StatusOr<FuzzFlags> flags = args.ok() ? ParseFuzzFlags(*args) : absl::StatusOr<FuzzFlags>(args.status());
   if (!flags.ok()) return UsageError("fuzz", kUsage, std::string(flags.status().message()));

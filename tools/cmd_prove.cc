@@ -21,6 +21,11 @@
 //
 // The bundle form (`--bundle MODEL.ssb [--sign-key-file K]`) re-checks the
 // coverage certificate a `shapeshift compile` recorded (ProveBundle below).
+// With `--device cuda` (tools/device_flags.h) the entries are device
+// programs, and each entry also lists its CUDA graph buckets — every
+// bucket's guard atoms with their provenance ("dispatcher: CUDA graph
+// bucket 65..128 of seq") — and whether Z3 proves they cover the bucketed
+// symbol's declared range (runtime/device/cuda_graphs.h).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -44,6 +49,7 @@
 #include "tools/args.h"
 #include "tools/command.h"
 #include "tools/fleet_flags.h"
+#include "tools/device_flags.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
 #include "tools/terminal_text.h"
@@ -58,6 +64,7 @@ constexpr char kUsage[] =
     "usage: shapeshift prove MODEL [--dim NAME=LO..HI]... [--policy polymorphic|bucketed|static|auto]\n"
     "                        [--warm TRACE] [--cache-dir DIR | --no-cache] [--json]\n"
     "                        [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
+    "                        [--device cpu|cuda] [--no-cuda-graphs] [--cuda-graph-symbol SYM] [--cuda-tf32]\n"
     "       shapeshift prove --dim NAME=LO..HI [--dim ...] --guards 'PRED' [--guards ...] [--json]\n"
     "       shapeshift prove --bundle MODEL.ssb [--sign-key-file FILE] [--json]\n"
     "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv. The artifacts its policy\n"
@@ -67,6 +74,9 @@ constexpr char kUsage[] =
     "  Prints `covered` (exit 0) or an uncovered shape (exit 1), then the domain and each entry's guards.\n"
     "  --bundle re-checks a bundle's coverage certificate (exit 1 when it does not hold or the file was\n"
     "  tampered with).\n"
+    "  With --device cuda each entry also lists its CUDA graph buckets (guard atoms, provenance) and\n"
+    "  whether they cover the symbol's range.\n"
+    SHAPESHIFT_DEVICE_USAGE
     "  Exit: 0 covered, 1 uncovered (or the solver could not decide), 2 bad usage or model.\n";
 
 // One `--dim` of the guard-text form: the domain is their box.
@@ -207,6 +217,7 @@ int ProveModel(const ParsedArgs& args) {
   options.policy = policy;
   options.cache_dir = *cache_dir;
   options.remote_cache = *std::move(remote);
+  if (absl::Status s = ApplyDeviceFlags(args, &options.compile); !s.ok()) return UsageError(s.message());
   absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
       runtime::SpecializingSession::CreateFromBuilt(std::move(model->graph), std::move(model->env), options);
   if (!session.ok()) return UsageError(absl::StrCat("compile: ", session.status().message()));
@@ -237,7 +248,27 @@ int ProveModel(const ParsedArgs& args) {
   for (const std::shared_ptr<const runtime::CacheEntry>& e : cache.entries()) {
     std::vector<std::string> guards;
     for (const GuardAtom& g : e->guards) guards.push_back(g.predicate.ToString());
-    out["entries"].push_back({{"id", e->id}, {"tier", runtime::TierName(e->tier)}, {"guards", guards}});
+    nlohmann::ordered_json entry = {{"id", e->id}, {"tier", runtime::TierName(e->tier)}, {"guards", guards}};
+    // --device cuda: the entry's CUDA graph buckets, their guard atoms with
+    // provenance, and Z3's verdict that they cover the symbol's range.
+    if (const runtime::CudaGraphPlan* plan = e->artifact->program->cuda_graph_plan(); plan != nullptr) {
+      nlohmann::ordered_json graphs = {{"enabled", plan->enabled}};
+      if (!plan->enabled) graphs["reason"] = plan->disabled_reason;
+      if (plan->enabled) {
+        graphs["symbol"] = plan->symbol;
+        graphs["buckets"] = nlohmann::ordered_json::array();
+        for (const runtime::Bucket& b : runtime::AllBuckets(*plan)) {
+          std::vector<std::string> atoms;
+          for (const GuardAtom& a : plan->BucketGuards(b)) atoms.push_back(a.predicate.ToString());
+          graphs["buckets"].push_back({{"lo", b.lo}, {"hi", b.hi}, {"guards", atoms},
+                                       {"provenance", absl::StrCat("dispatcher: ", plan->Describe(b))}});
+        }
+        CoverageResult c = runtime::ProveBucketCoverage(*plan, z3);
+        graphs["coverage"] = VerdictName(c.verdict);
+      }
+      entry["cuda_graphs"] = graphs;
+    }
+    out["entries"].push_back(entry);
   }
   if (args.Has("json")) {
     std::printf("%s\n", JsonText(out).c_str());
@@ -268,6 +299,18 @@ int ProveModel(const ParsedArgs& args) {
       std::printf("  entry #%lld (%s): %s\n", e["id"].get<long long>(), e["tier"].get<std::string>().c_str(),
                   guards.empty() ? "no guards (the whole declared domain)"
                                  : Escaped(absl::StrJoin(guards, " && ")).c_str());
+      if (!e.contains("cuda_graphs")) continue;
+      const auto& graphs = e["cuda_graphs"];
+      if (!graphs["enabled"].get<bool>()) {
+        std::printf("    CUDA graphs: none (%s)\n", Escaped(graphs["reason"].get<std::string>()).c_str());
+        continue;
+      }
+      std::printf("    CUDA graph buckets of %s (cover its range: %s):\n",
+                  Escaped(graphs["symbol"].get<std::string>()).c_str(), graphs["coverage"].get<std::string>().c_str());
+      for (const auto& b : graphs["buckets"]) {
+        std::printf("      %s  (%s)\n", Escaped(absl::StrJoin(b["guards"].get<std::vector<std::string>>(), " && ")).c_str(),
+                    Escaped(b["provenance"].get<std::string>()).c_str());
+      }
     }
   }
   return covered ? kExitOk : kExitNegative;
@@ -357,11 +400,13 @@ int RunProve(const std::vector<std::string>& argv) {
   spec.valued = {"dim", "guards", "policy", "warm", kCacheDirFlag, "bundle", kSignKeyFileFlag};
   for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.switches = {"json", kNoCacheFlag};
+  AddDeviceFlags(&spec);
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
   if (!args.ok()) return tools::UsageError("prove", kUsage, std::string(args.status().message()));
   if (args->Has("bundle")) {
     std::vector<std::string> not_for_bundles = {"dim", "guards", "policy", "warm", kCacheDirFlag, kNoCacheFlag};
     for (const std::string& flag : RemoteCacheFlagNames()) not_for_bundles.push_back(flag);
+    for (const std::string& flag : DeviceFlagNames()) not_for_bundles.push_back(flag);  // a bundle holds CPU code
     for (const std::string& flag : not_for_bundles) {
       if (args->Has(flag)) return UsageError(absl::StrCat("--", flag, " does not apply to --bundle"));
     }
@@ -378,6 +423,9 @@ int RunProve(const std::vector<std::string>& argv) {
       return UsageError("--policy, --warm, --cache-dir and --no-cache need a MODEL, not --guards");
     }
     for (const std::string& flag : RemoteCacheFlagNames()) {
+      if (args->Has(flag)) return UsageError(absl::StrCat("--", flag, " needs a MODEL, not --guards"));
+    }
+    for (const std::string& flag : DeviceFlagNames()) {  // nothing runs: a --device would be ignored
       if (args->Has(flag)) return UsageError(absl::StrCat("--", flag, " needs a MODEL, not --guards"));
     }
     return ProveGuardText(*args);

@@ -4,7 +4,8 @@
 //                  (a request trace:)    [--trace lognormal:N[:SEED]|decode:N|file:PATH] [--check-every K]
 //                  [--metrics] [--metrics-format text|prometheus] [--cache-dir DIR | --no-cache]
 //                  [--seed S] [--json] [--print-after=PASS]... [--no-small-row-packing]
-//                  [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE] [--sign-key-file FILE]`
+//                  [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE] [--sign-key-file FILE]
+//                  [--device cpu|cuda] [--no-cuda-graphs] [--cuda-graph-symbol SYM] [--cuda-tf32]`
 //
 // MODEL may be a bundle (`MODEL.ssb`, from `shapeshift compile`): its entries
 // are re-created from its machine code with 0 compiles, after its checksum,
@@ -55,6 +56,14 @@
 // path (codegen/cpu/small_rows_matmul.h): one copy of the weights instead of
 // two, at the cost of slower requests of 4..32 rows.
 //
+// `--device cuda` compiles every entry for the GPU (runtime/device/README.md;
+// no GPU: exit 2 with the device's message, nothing runs on the CPU);
+// the report then has a `cuda` object (device, module architecture, CUDA
+// graph captures, replays, direct runs, copies) and the text form prints
+// each entry's device report (the graph plan and one line per capture).
+// `--no-cuda-graphs`, `--cuda-graph-symbol SYM` and `--cuda-tf32` set
+// runtime::CudaOptions (tools/device_flags.h).
+//
 // Exit codes: 0 ok; 1 a check found a mismatch, or a trace request was
 // refused; 2 bad usage, a model that cannot be loaded or compiled, or a
 // request outside the declared ranges.
@@ -82,6 +91,7 @@
 #include "tools/args.h"
 #include "tools/command.h"
 #include "tools/fleet_flags.h"
+#include "tools/device_flags.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
 #include "tools/run_io.h"
@@ -107,6 +117,7 @@ constexpr char kUsage[] =
     "         fleet:       [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
     "                      [--remote-cache-ttl-s S] [--remote-cache-max-entry-mb N] [--remote-cache-timeout-ms N]\n"
     "                      [--remote-cache-wait-s S] [--sign-key-file FILE]   (a signed MODEL.ssb)\n"
+    SHAPESHIFT_DEVICE_USAGE
     "  MODEL: path/to/model.onnx, builtin:bert, builtin:gpt2, builtin:gpt2-kv, or a bundle MODEL.ssb\n"
     "  Exit: 0 ok, 1 a check found a mismatch or a trace request was refused, 2 bad usage, a model that\n"
     "  cannot be loaded or compiled, or a request outside the declared ranges.\n";
@@ -129,6 +140,7 @@ struct RunFlags {
   uint64_t seed = 1;
   bool check = false;
   bool pack_small_row_gemms = true;  // --no-small-row-packing: one copy of the weights, slower short requests
+  runtime::CompileOptions device;    // --device and the CUDA flags (tools/device_flags.h); only those fields
   bool json = false;
   bool metrics = false;
   bool prometheus = false;  // --metrics-format prometheus
@@ -164,6 +176,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing"};
   for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.valued.insert(kSignKeyFileFlag);
+  AddDeviceFlags(&spec);
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return args.status();
   if (args->positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL argument");
@@ -217,6 +230,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   }
   flags.check = args->Has("check");
   flags.pack_small_row_gemms = !args->Has("no-small-row-packing");
+  if (absl::Status s = ApplyDeviceFlags(*args, &flags.device); !s.ok()) return s;
   flags.json = args->Has("json");
   const std::string metrics_format = args->Get("metrics-format", "text");
   if (metrics_format != "text" && metrics_format != "prometheus") {
@@ -232,7 +246,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   if (!key.ok()) return key.status();
   flags.sign_key = *std::move(key);
   if (IsBundlePath(flags.model)) {
-    for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing"}) {
+    for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing", "device"}) {
       if (args->Has(flag)) {
         return absl::InvalidArgumentError(absl::StrCat("--", flag, " cannot change a bundle (", flags.model,
                                                        " fixes its domain, policy and code)"));
@@ -273,6 +287,8 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   prepared.ir_stream = std::make_unique<EscapedLineStream>(stderr);
   options.compile.print_stream = prepared.ir_stream.get();
   options.compile.pack_small_row_gemms = flags.pack_small_row_gemms;
+  options.compile.device = flags.device.device;
+  options.compile.cuda = flags.device.cuda;
   options.policy = flags.policy;
   if (flags.recompile_limit) options.recompile_limit = *flags.recompile_limit;
   options.recompile_log = flags.recompile_log;
@@ -342,6 +358,37 @@ void EmitMetrics(const RunFlags& flags, const runtime::SpecializingSession& sess
   const std::string text =
       flags.prometheus ? runtime::FormatMetricsPrometheus(metrics) : runtime::FormatMetricsText(metrics);
   std::printf("\n%s%s", flags.prometheus ? "" : "metrics:\n", EscapedLines(text).c_str());
+}
+
+// Device::kCuda: what the device programs of the session's entries did —
+// the device, the module, the CUDA graph plan, captures and replays.
+void AddDeviceReport(const RunFlags& flags, const runtime::SpecializingSession& session, nlohmann::ordered_json& r) {
+  r["device"] = runtime::DeviceName(flags.device.device);
+  if (flags.device.device != runtime::Device::kCuda) return;
+  nlohmann::ordered_json cuda = {{"graph_captures", 0}, {"graph_replays", 0}, {"direct_runs", 0},
+                                 {"graph_invalidations", 0}, {"host_to_device_copies", 0},
+                                 {"device_to_host_copies", 0}};
+  std::string report;
+  for (const auto& entry : session.dispatcher().cache().entries()) {
+    const runtime::Program& program = *entry->artifact->program;
+    std::optional<runtime::DeviceStats> s = program.device_stats();
+    if (!s) continue;
+    cuda["device"] = s->device;
+    cuda["arch"] = s->arch;
+    for (auto [key, value] : {std::pair{"graph_captures", s->graph_captures}, {"graph_replays", s->graph_replays},
+                              {"direct_runs", s->direct_runs}, {"graph_invalidations", s->graph_invalidations},
+                              {"host_to_device_copies", s->host_to_device_copies},
+                              {"device_to_host_copies", s->device_to_host_copies}}) {
+      cuda[key] = cuda[key].get<int64_t>() + value;
+    }
+    absl::StrAppend(&report, "entry #", entry->id, " ", program.device_report());
+  }
+  cuda["report"] = report;
+  r["cuda"] = cuda;
+}
+
+void PrintDeviceReport(const nlohmann::ordered_json& r) {
+  if (r.contains("cuda")) std::printf("%s", r["cuda"]["report"].get<std::string>().c_str());
 }
 
 void PrintShapeText(const nlohmann::ordered_json& r) {
@@ -472,12 +519,14 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   // Model (or bundle) loading, session creation and the first request.
   r["time_to_first_result_ms"] = first_result_ms;
   AddFleetReport(session, !flags.remote_cache.url.empty(), r);
+  AddDeviceReport(flags, session, r);
   if (flags.json) {
     EmitMetrics(flags, session, r);
     std::printf("%s\n", JsonText(r).c_str());
   } else {
     PrintNotes(r);
     PrintShapeText(r);
+    PrintDeviceReport(r);
     EmitMetrics(flags, session, r);
   }
   return passed ? kExitOk : kExitNegative;
@@ -508,12 +557,14 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
   r["notes"] = notes;
   r["peak_rss_mb"] = PeakRssMb();
   AddFleetReport(*prepared->session, !flags.remote_cache.url.empty(), r);
+  AddDeviceReport(flags, *prepared->session, r);
   if (flags.json) {
     EmitMetrics(flags, *prepared->session, r);
     std::printf("%s\n", JsonText(r).c_str());
   } else {
     PrintNotes(r);
     PrintReplayReport(r);
+    PrintDeviceReport(r);
     EmitMetrics(flags, *prepared->session, r);
   }
   return result->wrong_results == 0 && result->errors == 0 ? kExitOk : kExitNegative;

@@ -60,6 +60,8 @@ absl::StatusOr<std::unique_ptr<FuzzRunner>> FuzzRunner::Create(const FuzzOptions
   runtime::SpecializingSessionOptions session_options;
   session_options.policy = options.policy;
   session_options.recompile_limit = options.recompile_limit;
+  session_options.compile.device = options.device.device;
+  session_options.compile.cuda = options.device.cuda;
   absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
       runtime::SpecializingSession::CreateFromBuilt(std::move(model->graph), std::move(model->env), session_options);
   if (!session.ok()) {

@@ -58,6 +58,7 @@ struct FuzzOptions {
   uint64_t max_case_bytes = uint64_t{1} << 30;  // the CLI passes DefaultMaxCaseBytes() unless told
   unsigned z3_timeout_ms = 2000;
   int max_minimized = 5;  // soundness failures minimized (each costs re-runs)
+  runtime::CompileOptions device;  // --device and the CUDA flags (only those fields are used)
 };
 
 struct FuzzFailure {
