@@ -35,16 +35,29 @@ absl::Status ApplyOverrides(const std::string& model, const std::map<std::string
 
 absl::StatusOr<ImportedModel> LoadBuiltin(const std::string& arg, const std::string& name,
                                           const std::map<std::string, DimRange>& dims) {
-  if (name == "bert") {
+  if (name == "bert" || name == "bert-base") {
     examples::BertConfig config;
+    if (name == "bert-base") {  // BERT-base's sizes (110M parameters), random weights
+      config.layers = 12;
+      config.hidden = 768;
+      config.heads = 12;
+      config.intermediate = 3072;
+      config.vocab = 30522;
+    }
     if (absl::Status s = ApplyOverrides(arg, dims, {{"batch", &config.batch}, {"seq", &config.seq}}); !s.ok()) {
       return s;
     }
     return examples::BuildBert(config);
   }
-  if (name == "gpt2" || name == "gpt2-kv") {
+  if (name == "gpt2" || name == "gpt2-kv" || name == "gpt2-base-kv") {
     examples::Gpt2Config config;
-    config.kv_cache = name == "gpt2-kv";
+    config.kv_cache = name != "gpt2";
+    if (name == "gpt2-base-kv") {  // GPT-2 small's sizes (124M parameters), random weights
+      config.layers = 12;
+      config.hidden = 768;
+      config.heads = 12;
+      config.vocab = 50257;
+    }
     std::map<std::string, DimRange*> fields = {{"batch", &config.batch}, {"seq", &config.seq}};
     if (config.kv_cache) fields["past"] = &config.past;
     if (absl::Status s = ApplyOverrides(arg, dims, fields); !s.ok()) return s;
@@ -148,7 +161,7 @@ absl::Status BindInputShape(const std::vector<InputRecipe>& recipes, const std::
 
 }  // namespace
 
-std::vector<std::string> BuiltinModelNames() { return {"bert", "gpt2", "gpt2-kv"}; }
+std::vector<std::string> BuiltinModelNames() { return {"bert", "gpt2", "gpt2-kv", "bert-base", "gpt2-base-kv"}; }
 
 absl::StatusOr<std::map<std::string, DimRange>> ParseDimFlags(const std::vector<std::string>& flags) {
   ImportOptions options;

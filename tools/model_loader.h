@@ -1,6 +1,8 @@
 // Model arguments of the CLI: `path/to/model.onnx` or `builtin:bert`,
 // `builtin:gpt2`, `builtin:gpt2-kv` (the examples/ models at their default
-// size), plus `--dim name=lo..hi` overrides of the declared ranges — and the
+// size), `builtin:bert-base` and `builtin:gpt2-base-kv` (the same builders
+// at BERT-base's and GPT-2 small's sizes, random weights: what
+// scripts/gpu-check.sh runs where no exporter is installed), plus `--dim name=lo..hi` overrides of the declared ranges — and the
 // deterministic inputs a command feeds such a model for one request shape.
 //
 // Why one place: `run`, `demo`, tests and benchmarks must agree on what a
