@@ -96,7 +96,11 @@ CudaGraphPlan PlanCudaGraphs(const ShapeEnv& env, const std::vector<std::string>
     (void)scratch.DeclareSymbol(copy);
   }
   const std::string upper_name = plan.symbol + "__graph_upper";
-  absl::StatusOr<SymExpr> upper = scratch.DeclareSymbol({upper_name, plan.min, plan.max});
+  SymbolInfo bound;
+  bound.name = upper_name;
+  bound.min = plan.min;
+  bound.max = plan.max;
+  absl::StatusOr<SymExpr> upper = scratch.DeclareSymbol(bound);
   if (!upper.ok()) {
     plan.disabled_reason = absl::StrCat("cannot state the bound: ", upper.status().message());
     return plan;
@@ -119,7 +123,10 @@ CudaGraphPlan PlanCudaGraphs(const ShapeEnv& env, const std::vector<std::string>
   std::vector<SymbolInfo> infos;
   for (const std::string& name : bound_symbols) {
     const SymbolInfo* info = env.FindSymbol(name);
-    infos.push_back(info ? *info : SymbolInfo{name, 0, 0});
+    SymbolInfo unknown;
+    unknown.name = name;
+    unknown.min = unknown.max = 0;
+    infos.push_back(info ? *info : unknown);
   }
   BucketOptions options;
   options.kind = learned_buckets ? BucketKind::kLearned : BucketKind::kPowersOfTwo;

@@ -214,8 +214,16 @@ absl::Status DeviceRun::RunGraph(DeviceState& state) {
   const CudaGraphPlan& plan = dp_.graph_plan_;
   auto it = state.graphs.find(key_);
   if (it == state.graphs.end()) {
-    // Capture: maximal runs of graph-safe steps become graphs; the other
-    // GEMMs run directly between them.
+    // First, this request runs directly with the graph's sizes (padded
+    // GEMMs included), so every cuBLASLt shape and kernel has run once —
+    // nothing initializes lazily inside a capture — and the request has its
+    // result. Then the same sequence is captured (recorded, not run):
+    // maximal runs of graph-safe steps become graphs, the other GEMMs run
+    // directly between them.
+    for (size_t i = 0; i < dp_.steps_.size(); ++i) {
+      const auto* gemm = std::get_if<DeviceProgram::GemmStep>(&dp_.steps_[i]);
+      if (absl::Status s = Enqueue(state, i, /*graph=*/gemm == nullptr || gemm->graph_safe); !s.ok()) return s;
+    }
     GraphEntry entry;
     absl::StatusOr<GuardProgram> guards = CompileBucketGuards(plan, bucket_);
     if (!guards.ok()) return guards.status();
@@ -257,10 +265,10 @@ absl::Status DeviceRun::RunGraph(DeviceState& state) {
                                                  entry.segments.size() - direct, " graphs, ", nodes, " nodes, ", direct,
                                                  " GEMMs between them"));
     }
-    it = state.graphs.emplace(key_, std::move(entry)).first;
-  } else {
-    ++dp_.graph_replays_;
+    state.graphs.emplace(key_, std::move(entry));
+    return absl::OkStatus();
   }
+  ++dp_.graph_replays_;
   GraphEntry& entry = it->second;
   // Belt and braces: the bucket's guard atoms hold for this request.
   GuardVerdict verdict = entry.guards.Evaluate(actual_.subspan(0, impl_.symbols.size()));
