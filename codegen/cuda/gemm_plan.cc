@@ -24,48 +24,38 @@ GemmPlan PlanGemm(const cpu::MatmulConfig& config, bool gelu_tanh_in_gemm, bool 
   op.transpose_b = config.transpose_b;
   op.allow_tf32 = allow_tf32;
   op.alpha = config.scale;
-  const bool unit_scale = config.scale == 1.0f;
+  op.bias_epilogue = config.bias;  // cuBLASLt adds it after alpha, as the contract does
   const cpu::MatmulActivation act = config.activation;
-  bool bias_after = false;      // the epilogue kernel adds scale * bias
   bool residual_after = false;  // the epilogue kernel adds R
   std::optional<GeluForm> gelu_after;
   if (act == cpu::MatmulActivation::kNone) {
     op.residual_as_c = config.residual;
-    op.bias_epilogue = config.bias && unit_scale;
-    bias_after = config.bias && !unit_scale;
   } else {
-    GeluForm form = act == cpu::MatmulActivation::kGeluErf ? GeluForm::kErf : GeluForm::kTanh;
     residual_after = config.residual;
-    op.bias_epilogue = config.bias && unit_scale;
-    bias_after = config.bias && !unit_scale;
-    if (form == GeluForm::kTanh && gelu_tanh_in_gemm && !bias_after) {
+    if (act == cpu::MatmulActivation::kGeluTanh && gelu_tanh_in_gemm) {
       op.gelu_tanh_epilogue = true;
     } else {
-      gelu_after = form;
+      gelu_after = act == cpu::MatmulActivation::kGeluErf ? GeluForm::kErf : GeluForm::kTanh;
     }
   }
-  if (!bias_after && !residual_after && !gelu_after) return plan;
+  if (!residual_after && !gelu_after) return plan;
   Kernel k;
   k.name = "gemm_epilogue";
   BufferRef c = k.AddOutput("c");
-  BufferRef bias, residual;
-  if (bias_after) bias = k.AddInput("bias");
+  BufferRef residual;
   if (residual_after) residual = k.AddInput("residual");
   SymExpr rows = k.AddDim("rows");
   SymExpr n = k.AddDim("n");
   SymExpr r = k.ParallelVar();
   SymExpr j = SymExpr::Symbol("j");
   k.parallel_extent = rows;
-  Value x = Load(c, r * n + j);
-  if (bias_after) x = x + Load(bias, j) * F32(config.scale);
-  std::vector<Stmt> body = {Let("x", x)};
+  std::vector<Stmt> body = {Let("x", Load(c, r * n + j))};
   Value y = Var("x", ScalarType::kF32);
   if (gelu_after) y = Gelu(y, *gelu_after);
   if (residual_after) y = y + Load(residual, r * n + j);
   body.push_back(Store(c, r * n + j, y));
   k.body = {Loop("j", 0, n, std::move(body))};
   plan.epilogue = std::move(k);
-  plan.epilogue_reads_bias = bias_after;
   plan.epilogue_reads_residual = residual_after;
   return plan;
 }

@@ -1,16 +1,17 @@
-// How one matmul of the lowering (cpu::MatmulConfig semantics:
-//   C = act(scale * (A·op(B) + bias)) + R
+// How one matmul of the lowering (cpu::MatmulConfig semantics, the fusion
+// plan's contract:
+//   C = act(scale * (A·op(B)) + bias) + R
 // ) runs on a GPU: one cuBLASLt call doing what it does exactly, then, only
 // when needed, a generated epilogue kernel over C.
 //
 // Why a plan: cuBLASLt computes D = alpha·A·op(B) + beta·C, then its epilogue
 // adds a per-column bias and may apply GELU — the tanh approximation only —
-// before storing. So scale and bias fold in only when scale is 1 (else the
-// bias would need scaling), an erf GELU always runs in the epilogue kernel,
-// and a residual folds in as C (beta = 1) only when no activation follows it
-// (the residual is added after the activation). The plan is plain data, so
-// the same decision drives the real cuBLASLt call (driver_device.cc) and the
-// host emulation in tests, and is itself tested everywhere.
+// before storing. So the scale is alpha and the bias is always cuBLASLt's;
+// an erf GELU runs in the epilogue kernel; and a residual folds in as C
+// (beta = 1) only when no activation follows it (the residual is added after
+// the activation). The plan is plain data, so the same decision drives the
+// real cuBLASLt call (driver_gemm.cc) and the host emulation in tests, and
+// is itself tested everywhere.
 #ifndef SHAPESHIFT_CODEGEN_CUDA_GEMM_PLAN_H_
 #define SHAPESHIFT_CODEGEN_CUDA_GEMM_PLAN_H_
 
@@ -37,10 +38,9 @@ struct GemmOp {
 
 struct GemmPlan {
   GemmOp op;
-  // Runs on C in place after the GEMM when set. Buffers: (c, [bias], [residual]);
+  // Runs on C in place after the GEMM when set. Buffers: (c, [residual]);
   // dims: (rows = batch * m, n).
   std::optional<Kernel> epilogue;
-  bool epilogue_reads_bias = false;
   bool epilogue_reads_residual = false;
 };
 

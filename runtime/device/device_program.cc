@@ -166,7 +166,6 @@ absl::Status DeviceProgram::Add(const lower::MatmulCall& call, const StepResolve
   steps_.push_back(step);
   if (!plan.epilogue) return absl::OkStatus();
   std::vector<int> buffers = {c};
-  if (plan.epilogue_reads_bias) buffers.push_back(bias);
   if (plan.epilogue_reads_residual) buffers.push_back(residual);
   return AddKernelStep(*plan.epilogue, std::move(buffers), {call.batch * call.m, call.n}, resolve);
 }

@@ -211,7 +211,7 @@ TEST(CudaEmulationTest, GatherRowsCopiesRowsAndReportsTheFirstBadIndex) {
 
 // Every combination of scale, bias, activation and residual: the cuBLASLt
 // operation (host definition) then the planned epilogue kernel (emulated)
-// equal act(scale * (A·B + bias)) + R.
+// equal act(scale * (A·B) + bias) + R, the fusion plan's contract.
 TEST(CudaEmulationTest, GemmPlansMatchTheMatmulDefinition) {
   const int64_t m = 7, k = 17, n = 33;
   std::vector<float> a = RandomFloats(m * k, 10), b = RandomFloats(k * n, 11), bias = RandomFloats(n, 12);
@@ -239,7 +239,6 @@ TEST(CudaEmulationTest, GemmPlansMatchTheMatmulDefinition) {
             if (plan.epilogue) {
               ++with_epilogue_kernel;
               std::vector<void*> ptrs = {d.data()};
-              if (plan.epilogue_reads_bias) ptrs.push_back(bias.data());
               if (plan.epilogue_reads_residual) ptrs.push_back(res.data());
               ASSERT_TRUE(RunKernelEmulated(*plan.epilogue, ptrs, {m, n}).ok());
             }
@@ -247,7 +246,7 @@ TEST(CudaEmulationTest, GemmPlansMatchTheMatmulDefinition) {
               for (int64_t j = 0; j < n; ++j) {
                 double v = 0;
                 for (int64_t l = 0; l < k; ++l) v += double(a[i * k + l]) * b[l * n + j];
-                v = scale * (v + (has_bias ? bias[j] : 0.0));
+                v = scale * v + (has_bias ? bias[j] : 0.0);
                 if (act == cpu::MatmulActivation::kGeluErf) v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
                 if (act == cpu::MatmulActivation::kGeluTanh) {
                   v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
@@ -264,7 +263,7 @@ TEST(CudaEmulationTest, GemmPlansMatchTheMatmulDefinition) {
   }
   EXPECT_EQ(combos, 48);
   EXPECT_GT(with_epilogue_kernel, 0);
-  // What folds into cuBLASLt: a unit-scale bias and a tanh GELU; never a
+  // What folds into cuBLASLt: the scale, the bias and a tanh GELU; never a
   // residual that an activation precedes.
   cpu::MatmulConfig ffn;
   ffn.bias = true;

@@ -81,7 +81,6 @@ absl::StatusOr<std::vector<Tensor>> RunStepsEmulated(const Graph& graph, const s
       RunGemmOpOnHost(plan.op, shape, ops);
       if (plan.epilogue) {
         std::vector<void*> ptrs = {reinterpret_cast<void*>(ops.d)};
-        if (plan.epilogue_reads_bias) ptrs.push_back(reinterpret_cast<void*>(ops.bias));
         if (plan.epilogue_reads_residual) ptrs.push_back(reinterpret_cast<void*>(ops.residual));
         int64_t rows = (plan.op.batched ? shape.batch : 1) * shape.m;
         if (absl::Status s = RunKernelEmulated(*plan.epilogue, ptrs, {rows, shape.n}, options); !s.ok()) return s;
