@@ -12,8 +12,8 @@
 #      on builtin:bert-base and 200 decode steps on builtin:gpt2-base-kv with
 #      --device cuda — compiles, CUDA graph captures/replays, latencies;
 #   4. peers (needs bench/gpu/requirements.txt: torch, onnxruntime-gpu):
-#      BERT-base batch 1/8 x seq 128/512, GPT-2 decode, a Llama-architecture
-#      decoder — shapeshift vs ONNX Runtime's CUDA EP and torch.compile,
+#      BERT-base batch 1/8 x seq 128/512, GPT-2 decode, the zoo's ~1.1B Llama
+#      (prefill) — shapeshift vs ONNX Runtime's CUDA EP and torch.compile,
 #      outputs compared with ORT's (bench/gpu/gpu_bench.py).
 #
 #   scripts/gpu-check.sh [--results DIR] [--budget-s SECONDS] [--no-peers] [--setup-peers]
@@ -21,7 +21,8 @@
 # Results: DIR (default ${XDG_CACHE_HOME:-~/.cache}/shapeshift/gpu-check/<UTC
 # time>) gets summary.md, results.json and one log per stage; the summary is
 # printed at the end. --setup-peers creates bench/gpu/.venv from PyPI first
-# (minutes; not part of the budget: run it where PyPI is reachable). Without
+# and exports BERT-base, GPT-2 with past and the ~1.1B Llama (minutes; not
+# part of the budget: run it where PyPI is reachable). Without
 # that venv (or torch/onnxruntime-gpu importable by python3) stage 4 records
 # "not measured". Exit: 0 when the build and every test passed, 1 otherwise,
 # 3 when there is no GPU.
@@ -65,6 +66,11 @@ if [[ $setup_peers == 1 ]]; then
   [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet -r "$repo/bench/gpu/requirements.txt" > "$results/setup-peers.log" 2>&1 \
     || note "setup-peers failed: see $results/setup-peers.log"
+  # The exports the peers and shapeshift share (the ~1.1B Llama takes minutes).
+  (cd "$repo/bench/peers" &&
+    "$venv/bin/python" export_models.py --models bert-base,gpt2-past --exporters torchscript --skip-existing &&
+    "$venv/bin/python" export_models.py --llama-1b --skip-existing) >> "$results/setup-peers.log" 2>&1 \
+    || note "setup-peers: an export failed (see $results/setup-peers.log); gpu_bench.py retries it in the budget"
   start=$(date +%s)  # setup is not part of the GPU budget
 fi
 

@@ -4,10 +4,11 @@ torch.compile on the same GPU (scripts/gpu-check.sh runs this).
 
 Models (random weights from configs, never downloaded): BERT-base (batch 1 and
 8 x sequence 128 and 512), GPT-2 124M decode steps with a KV cache (batch 1
-and 8, 128 cached tokens), and a Llama-architecture decoder (RMSNorm, RoPE,
-SwiGLU, grouped KV heads; batch 1 x sequence 128 and 512). BERT-base and
-GPT-2 are exported by bench/peers/export_models.py (one definition of the
-peer models); the Llama model is defined here until the model zoo has one.
+and 8, 128 cached tokens), and the zoo's Llama (TinyLlama's shape, ~1.1B:
+RMSNorm, RoPE, SwiGLU, grouped KV heads; batch 1 x sequence 128 and 512).
+All three are bench/peers' model definitions, exported by
+bench/peers/export_models.py (`scripts/gpu-check.sh --setup-peers` exports
+them ahead of the timed run; the Llama export alone takes minutes).
 
 Every engine gets the same host inputs (bench/peers/peer_inputs.make_inputs)
 and returns host outputs, so every latency includes the host<->device copies
@@ -133,40 +134,6 @@ def shapeshift_run(binary: str, model: str, dims: list[str], inputs_dir: pathlib
     return json.loads(done.stdout)
 
 
-def llama_module(batch_max: int):
-    import torch
-    import transformers
-    config = transformers.LlamaConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048,
-                                      num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=4,
-                                      max_position_embeddings=2048, rms_norm_eps=1e-5)
-    torch.manual_seed(1234)
-    model = transformers.LlamaForCausalLM(config).eval()
-
-    class Logits(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, input_ids, attention_mask):
-            return self.m(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
-
-    return Logits(model).eval(), config
-
-
-def export_llama(path: pathlib.Path) -> None:
-    import torch
-    module, _ = llama_module(8)
-    ids = torch.randint(0, 32000, (2, 16))
-    mask = torch.ones(2, 16, dtype=torch.int64)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with torch.no_grad():
-        torch.onnx.export(module, (ids, mask), str(path), input_names=["input_ids", "attention_mask"],
-                          output_names=["logits"], opset_version=17, dynamo=False,
-                          dynamic_axes={"input_ids": {0: "batch", 1: "sequence"},
-                                        "attention_mask": {0: "batch", 1: "sequence"},
-                                        "logits": {0: "batch", 1: "sequence"}})
-
-
 def bench_model(name, model_file, module_and_args, shapes, make_feed, names, dims, args, results, start):
     """One model over its shapes: ORT CUDA EP, torch.compile, shapeshift."""
     engines = {}
@@ -223,7 +190,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapeshift", required=True, help="the shapeshift CLI binary")
     parser.add_argument("--out", required=True, type=pathlib.Path)
-    parser.add_argument("--work", required=True, help="exports, inputs and outputs go here")
+    parser.add_argument("--work", required=True, help="inputs and outputs go here")
+    parser.add_argument("--models-dir", default="", help="exports (default: export_models.py's cache)")
     parser.add_argument("--models", default="bert-base,gpt2-decode,llama")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--budget-s", type=float, default=300)
@@ -243,50 +211,39 @@ def main() -> int:
         args.out.write_text(json.dumps(results, indent=1))
         return 0
     work = pathlib.Path(args.work)
+    models_dir = pathlib.Path(args.models_dir) if args.models_dir else em.default_cache_dir()
+    # name -> (peer spec, exporter, shapes, dims declared to shapeshift, decode step?). The
+    # Llama is export_models.py --llama-1b's (with past, dynamo, external data): prefills
+    # run it with an empty cache.
+    plans = {
+        "bert-base": ("bert-base", "torchscript", BERT_SHAPES, ["batch=1..8", "sequence=1..512"], False),
+        "gpt2-decode": ("gpt2-past", "torchscript", DECODE_SHAPES, ["batch=1..8", "past_sequence=0..511"], True),
+        "llama": ("llama-past", "dynamo", LLAMA_SHAPES, ["batch=1..8", "sequence=1..512"], False),
+    }
     for name in args.models.split(","):
         if not elapsed_ok(start, args.budget_s):
             results["errors"].append({"model": name, "error": "skipped: time budget spent"})
             continue
         try:
-            if name in ("bert-base", "gpt2-decode"):
-                spec = pi.MODELS["bert-base" if name == "bert-base" else "gpt2-past"]
-                record = em.export_one(spec, "torchscript", False, work / "models")
+            spec_name, exporter, shapes, dims, decode = plans[name]
+            spec = pi.MODELS[spec_name]
+            model_file = models_dir / f"{spec.name}-{exporter}" / "model.onnx"
+            if not model_file.exists():  # gpu-check.sh --setup-peers exports ahead of the budget
+                record = em.export_one(spec, exporter, False, models_dir, llama_1b=spec.family == "llama")
                 if record.get("status") == "failed":
                     raise RuntimeError(f"export failed: {record.get('error')}")
-                model_file = pathlib.Path(record["path"])
-                size = pi.sizes(spec.family, False)
-                names = pi.input_names(spec, size)
+            size = pi.sizes(spec.family, False)
+            names = pi.input_names(spec, size)
 
-                def module_and_args(spec=spec):
-                    module = pm.wrap(spec, pm.build_hf_model(spec, False))
-                    return module, lambda feed: cuda_args(pm.to_torch_args(spec, feed))
+            def module_and_args(spec=spec):
+                module = pm.wrap(spec, pm.build_hf_model(spec, False))
+                return module, lambda feed: cuda_args(pm.to_torch_args(spec, feed))
 
-                if name == "bert-base":
-                    feed = lambda b, s, spec=spec, size=size: pi.make_inputs(spec, size, b, s, 0, seed=s)  # noqa: E731
-                    bench_model(name, model_file, module_and_args, BERT_SHAPES, feed, names,
-                                ["batch=1..8", "sequence=1..512"], args, results, start)
-                else:
-                    feed = lambda b, p, spec=spec, size=size: pi.make_inputs(spec, size, b, 1, p, seed=p)  # noqa: E731
-                    bench_model(name, model_file, module_and_args, DECODE_SHAPES, feed, names,
-                                ["batch=1..8", "past_sequence=0..511"], args, results, start)
-            elif name == "llama":
-                model_file = work / "models" / "llama-arch" / "model.onnx"
-                if not model_file.exists():
-                    export_llama(model_file)
-
-                def llama_feed(b, s):
-                    rng = np.random.default_rng(s)
-                    return {"input_ids": rng.integers(0, 32000, (b, s), dtype=np.int64),
-                            "attention_mask": np.ones((b, s), dtype=np.int64)}
-
-                def llama_args():
-                    import torch
-                    module, _ = llama_module(8)
-                    return module, lambda feed: (torch.from_numpy(feed["input_ids"]).cuda(),
-                                                 torch.from_numpy(feed["attention_mask"]).cuda())
-
-                bench_model(name, model_file, llama_args, LLAMA_SHAPES, llama_feed, ["input_ids", "attention_mask"],
-                            ["batch=1..8", "sequence=1..512"], args, results, start)
+            if decode:  # one new token after `past` cached ones
+                feed = lambda b, p, spec=spec, size=size: pi.make_inputs(spec, size, b, 1, p, seed=p)  # noqa: E731
+            else:
+                feed = lambda b, s, spec=spec, size=size: pi.make_inputs(spec, size, b, s, 0, seed=s)  # noqa: E731
+            bench_model(name, model_file, module_and_args, shapes, feed, names, dims, args, results, start)
         except Exception as error:
             results["errors"].append({"model": name, "error": f"{type(error).__name__}: {error}",
                                       "traceback": traceback.format_exc(limit=-4)})
