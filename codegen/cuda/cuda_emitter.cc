@@ -51,8 +51,16 @@ std::string FloatLiteral(double v) {
 }
 
 // The neutral element a thread's partial accumulator starts from.
+// What the emitter writes for an IR operation it has no CUDA spelling for:
+// EmitCudaKernel finds the marker and refuses the kernel, naming it (and the
+// text could not compile anyway), so a new IR op never becomes a silently
+// different computation on the GPU.
+constexpr char kUnsupported[] = "SS_UNSUPPORTED";
+std::string Unsupported(const char* what, int op) { return absl::StrCat(kUnsupported, "(", what, " #", op, ")"); }
+
 std::string Identity(ReduceOp op, ScalarType t) {
   if (op == ReduceOp::kSum) return t == ScalarType::kF32 ? "0.0f" : absl::StrCat("((", CType(t), ")0)");
+  if (op != ReduceOp::kMax) return Unsupported("reduce op", static_cast<int>(op));
   switch (t) {
     case ScalarType::kF32: return "__int_as_float(0xff800000)";
     case ScalarType::kI64: return IntLiteral(INT64_MIN);
@@ -64,6 +72,7 @@ std::string Identity(ReduceOp op, ScalarType t) {
 
 std::string Combine(ReduceOp op, ScalarType t, const std::string& a, const std::string& b) {
   if (op == ReduceOp::kSum) return absl::StrCat("(", a, " + ", b, ")");
+  if (op != ReduceOp::kMax) return Unsupported("reduce op", static_cast<int>(op));
   return t == ScalarType::kF32 ? absl::StrCat("ss_fmax(", a, ", ", b, ")") : absl::StrCat("ss_max(", a, ", ", b, ")");
 }
 
@@ -154,7 +163,7 @@ class CudaEmitter {
     for (const std::string& d : kernel.dims) symbol_names_[d] = Ident("d_", d);
   }
 
-  CudaKernelSource Run(const std::string& entry) {
+  absl::StatusOr<CudaKernelSource> Run(const std::string& entry) {
     MappingPlan plan = ChooseMapping(kernel_);
     CudaKernelSource result;
     result.entry = entry;
@@ -186,6 +195,14 @@ class CudaEmitter {
         break;
     }
     absl::StrAppend(&out, "}\n");
+    if (size_t at = out.find(kUnsupported); at != std::string::npos) {
+      // An IR operation this emitter has no CUDA spelling for (one added to
+      // kernel_ir.h after this file): refuse the kernel rather than emit code
+      // that computes something else.
+      size_t end = out.find(')', at);
+      return absl::UnimplementedError(absl::StrCat("kernel '", kernel_.name, "': the CUDA emitter has no spelling for ",
+                                                   out.substr(at + sizeof(kUnsupported), end - at - sizeof(kUnsupported))));
+    }
     result.function = std::move(out);
     return result;
   }
@@ -316,7 +333,7 @@ class CudaEmitter {
       case ExprKind::kMin: return absl::StrCat("ss_min(", operand(0), ", ", operand(1), ")");
       case ExprKind::kMax: return absl::StrCat("ss_max(", operand(0), ", ", operand(1), ")");
     }
-    return "0LL";
+    return Unsupported("index expression kind", static_cast<int>(e.kind()));
   }
 
   std::string Val(const Value& v) const {
@@ -347,7 +364,7 @@ class CudaEmitter {
           case UnaryOp::kSigmoid: return absl::StrCat("(1.0f / (1.0f + expf(-", x, ")))");
           case UnaryOp::kRecip: return absl::StrCat("(1.0f / ", x, ")");
         }
-        return x;
+        return Unsupported("unary op", v->op);
       }
       case ValueKind::kBinary: {
         std::string a = op(0), b = op(1);
@@ -361,7 +378,7 @@ class CudaEmitter {
           case BinaryOp::kMin:
             return is_float ? absl::StrCat("ss_fmin(", a, ", ", b, ")") : absl::StrCat("ss_min(", a, ", ", b, ")");
         }
-        return a;
+        return Unsupported("binary op", v->op);
       }
       case ValueKind::kCompare:
         return absl::StrCat("(", op(0), " ", CompareOpName(static_cast<CompareOp>(v->op)), " ", op(1), ")");
@@ -374,7 +391,7 @@ class CudaEmitter {
         return absl::StrCat("((", CType(v->type), ")", op(0), ")");
       }
     }
-    return "0";
+    return Unsupported("value kind", static_cast<int>(v->kind));
   }
 
   // Sequential code of one thread. Accumulates into an accumulator being

@@ -90,6 +90,34 @@ TEST(CudaEmitterTest, TypesCastsAndBoolMemory) {
   EXPECT_THAT(*source, HasSubstr("((long long)0x1.4p+1f)"));
 }
 
+// An IR operation the emitter has no CUDA text for (one added to
+// kernel_ir.h before the emitter learns it) refuses the kernel, naming the
+// operation: never a kernel that silently computes something else.
+TEST(CudaEmitterTest, AnOperationWithoutCudaTextRefusesTheKernel) {
+  auto kernel = [](Value v) {
+    Kernel k;
+    k.name = "future_op";
+    BufferRef x = k.AddInput("x");
+    BufferRef y = k.AddOutput("y");
+    SymExpr n = k.AddDim("n");
+    k.parallel_extent = n;
+    SymExpr p = k.ParallelVar();
+    k.body = {Store(y, p, v ? v : Load(x, p))};
+    return std::pair{k, x};
+  };
+  auto [plain, x] = kernel(nullptr);
+  ASSERT_TRUE(EmitCudaKernel(plain, "ok").ok());
+  const SymExpr p = SymExpr::Symbol(plain.parallel_var);
+  for (auto [v, what] : {std::pair{Unary(static_cast<UnaryOp>(200), Load(x, p)), "unary op #200"},
+                         {Binary(static_cast<BinaryOp>(201), Load(x, p), F32(1)), "binary op #201"}}) {
+    absl::StatusOr<CudaKernelSource> emitted = EmitCudaKernel(kernel(v).first, "future");
+    ASSERT_FALSE(emitted.ok()) << emitted->function;
+    EXPECT_EQ(emitted.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(std::string(emitted.status().message()), HasSubstr("kernel 'future_op'"));
+    EXPECT_THAT(std::string(emitted.status().message()), HasSubstr(what));
+  }
+}
+
 TEST(CudaEmitterTest, InvalidKernelIsAnError) {
   Kernel k;
   k.name = "broken";
