@@ -6,6 +6,7 @@
 #include "absl/container/btree_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "codegen/cuda/cuda_emitter.h"
 #include "codegen/kernel_ir.h"
 #include "codegen/lower/lower_group.h"
 #include "graph/op_table.h"
@@ -16,12 +17,14 @@ namespace {
 
 // The op table's answer for a node a kernel would have to run, or nullopt
 // when the table promises a lowering (the lowering itself then decides).
-std::optional<std::string> TableRefusal(const Node& node) {
+std::optional<std::string> TableRefusal(const Node& node, Device device) {
   const OpInfo* op = FindOp(node.op_type());
   if (op == nullptr) return "the op is not in shapeshift's op table";
-  switch (op->cpu) {
+  switch (device == Device::kCuda ? op->cuda : op->cpu) {
     case Lowering::kCompiled: return std::nullopt;
-    case Lowering::kNone: return absl::StrCat("op ", op->op_type, " has no compiled CPU lowering");
+    case Lowering::kNone:
+      return absl::StrCat("op ", op->op_type, " has no compiled ", device == Device::kCuda ? "CUDA" : "CPU",
+                          " lowering");
     case Lowering::kPattern:
       return absl::StrCat("op ", op->op_type, " is compiled only ", op->pattern, "; this use is not");
     case Lowering::kCompileTime:
@@ -81,7 +84,7 @@ std::vector<SymExpr> SizesOf(const passes::Group& group, const codegen::lower::L
 
 }  // namespace
 
-ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env) {
+ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env, Device device) {
   ProgramCheck check;
   absl::StatusOr<passes::PipelineResult> pipeline = passes::RunPipeline(graph, env);
   if (!pipeline.ok()) {
@@ -105,7 +108,7 @@ ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env) {
   for (const passes::Group& group : pipeline->fusion.groups) {
     bool refused = false;
     for (const Node* node : group.nodes) {
-      if (std::optional<std::string> why = TableRefusal(*node)) {
+      if (std::optional<std::string> why = TableRefusal(*node, device)) {
         check.problems.push_back({node->name(), node->op_type(), *why});
         refused = true;
       }
@@ -133,6 +136,15 @@ ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env) {
         if (absl::Status s = codegen::Verify(k->kernel); !s.ok()) {
           problem(absl::StrCat("the lowered kernel is invalid: ", s.message()));
           break;
+        }
+        // The device program emits every kernel before NVRTC sees it; an
+        // emitter refusal (an IR operation without CUDA text) is the node's.
+        if (device == Device::kCuda) {
+          if (absl::StatusOr<codegen::cuda::CudaKernelSource> emitted = codegen::cuda::EmitCudaKernel(k->kernel, "check");
+              !emitted.ok()) {
+            problem(absl::StrCat("no CUDA kernel: ", emitted.status().message()));
+            break;
+          }
         }
         ++check.kernels;
       }

@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
+#include "runtime/compile_options.h"
 #include "shapes/shape_env.h"
 
 namespace shapeshift::runtime {
@@ -43,7 +44,10 @@ struct ProgramCheck {
 
 // `graph`/`env` are rewritten and may record guards, exactly as a compile
 // would: pass a copy (runtime/specialization/compile_tiers.h does).
-ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env);
+// `device` picks the op table's column; for Device::kCuda every lowered
+// kernel is also emitted as CUDA C (text only: no NVRTC, no GPU), so an IR
+// operation the CUDA emitter cannot spell is a problem naming the node.
+ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env, Device device = Device::kCpu);
 
 }  // namespace shapeshift::runtime
 

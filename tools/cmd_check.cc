@@ -1,11 +1,13 @@
-// `shapeshift check MODEL [--dim name=lo..hi | name=a+b]... [--json]`
+// `shapeshift check MODEL [--dim name=lo..hi | name=a+b]... [--device cpu|cuda] [--json]`
 //
 // Answers, before any compile and without running anything, whether `run`
 // can compile MODEL under each policy, and names every node it cannot
 // compile with the reason (runtime/specialization/compile_tiers.h: the same
 // passes and lowering a compile runs, on copies of the model). Also prints
 // the domain the model can serve: the declared ranges after the importer's
-// model-implied narrowing, with each narrowing's note.
+// model-implied narrowing, with each narrowing's note. `--device cuda`
+// answers for the CUDA device program (the op table's CUDA column, every
+// kernel emitted as CUDA C); that needs no GPU, since nothing is compiled.
 //
 // Exit 0 when the default policy (`auto`, whose first compile is the
 // polymorphic tier) can compile the model, 1 when it cannot (or the model
@@ -17,6 +19,7 @@
 #include "graph/onnx/importer.h"
 #include "nlohmann/json.hpp"
 #include "onnx/onnx_pb.h"
+#include "runtime/compile_options.h"
 #include "tools/args.h"
 #include "tools/check_report.h"
 #include "tools/command.h"
@@ -27,11 +30,12 @@ namespace shapeshift::tools {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: shapeshift check MODEL [--dim name=lo..hi | name=a+b]... [--json]\n"
+    "usage: shapeshift check MODEL [--dim name=lo..hi | name=a+b]... [--device cpu|cuda] [--json]\n"
     "  Says, without compiling or running anything, whether `run` can compile MODEL (an .onnx file or\n"
     "  builtin:NAME) under each tier: polymorphic (--policy polymorphic, and auto's first compile),\n"
     "  bucketed and static (checked at a representative request), naming every node it cannot compile\n"
-    "  and why. Prints the domain the model can serve, with the importer's notes.\n"
+    "  and why. Prints the domain the model can serve, with the importer's notes. --device cuda answers\n"
+    "  for `run --device cuda` (the op table's CUDA column, every kernel emitted as CUDA C; needs no GPU).\n"
     "  Exit: 0 the default policy (auto) compiles it, 1 it does not (or the model cannot be imported),\n"
     "  2 bad usage or an unreadable file.\n";
 
@@ -83,11 +87,13 @@ std::optional<ImportedModel> Load(const std::string& path, const std::vector<std
 
 int RunCheck(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
-  spec.valued = {"dim"};
+  spec.valued = {"dim", "device"};
   spec.switches = {"json"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return UsageError("check", kUsage, std::string(args.status().message()));
   if (args->positional.size() != 1) return UsageError("check", kUsage, "expects exactly one MODEL");
+  absl::StatusOr<runtime::Device> device = runtime::ParseDevice(args->Get("device", "cpu"));
+  if (!device.ok()) return UsageError("check", kUsage, absl::StrCat("--device: ", device.status().message()));
   const std::string& path = args->positional[0];
   const bool json = args->Has("json");
   int exit = kExitOk;
@@ -95,7 +101,7 @@ int RunCheck(const std::vector<std::string>& raw_args) {
   if (!model) return exit;
 
   const std::vector<std::string> slots = RequestSlots(*model->graph);
-  const std::vector<runtime::TierCheck> tiers = runtime::CheckTiers(*model->graph, *model->env, slots);
+  const std::vector<runtime::TierCheck> tiers = runtime::CheckTiers(*model->graph, *model->env, slots, *device);
   const bool default_ok = tiers.front().check.compilable();
   bool all_ok = true;
   for (const runtime::TierCheck& t : tiers) all_ok = all_ok && t.check.compilable();
@@ -105,6 +111,7 @@ int RunCheck(const std::vector<std::string>& raw_args) {
     for (const SymbolInfo& s : model->env->symbols()) domain[s.name] = {{"min", s.min}, {"max", s.max}};
     nlohmann::json out = {{"model", path},
                           {"importable", true},
+                          {"device", runtime::DeviceName(*device)},
                           {"domain", domain},
                           {"notes", model->notes},
                           {"compilable_default_policy", default_ok},
@@ -112,7 +119,7 @@ int RunCheck(const std::vector<std::string>& raw_args) {
     for (const runtime::TierCheck& t : tiers) out["tiers"].push_back(TierCheckJson(t, slots));
     std::printf("%s\n", JsonText(out, 2).c_str());
   } else {
-    std::printf("model: %s\ndomain:\n", Escaped(path).c_str());
+    std::printf("model: %s\ndevice: %s\ndomain:\n", Escaped(path).c_str(), runtime::DeviceName(*device));
     for (const SymbolInfo& s : model->env->symbols()) {
       std::printf("  %s in [%lld, %lld]\n", Escaped(s.name).c_str(), static_cast<long long>(s.min),
                   static_cast<long long>(s.max));

@@ -12,7 +12,7 @@ namespace {
 constexpr int64_t kRepresentativeLength = 7;
 
 TierCheck CheckSpec(const Graph& model, const ShapeEnv& env, const std::vector<std::string>& slots,
-                    const EntrySpec& spec, std::vector<SpecializationPolicy> policies) {
+                    const EntrySpec& spec, std::vector<SpecializationPolicy> policies, Device device) {
   TierCheck out;
   out.tier = spec.tier;
   out.policies = std::move(policies);
@@ -23,7 +23,7 @@ TierCheck CheckSpec(const Graph& model, const ShapeEnv& env, const std::vector<s
                                                        tier_model.status().message())});
     return out;
   }
-  out.check = CheckProgram(*tier_model->graph, *tier_model->env);
+  out.check = CheckProgram(*tier_model->graph, *tier_model->env, device);
   return out;
 }
 
@@ -39,11 +39,12 @@ std::vector<int64_t> RepresentativeRequest(const ShapeEnv& env, const std::vecto
   return values;
 }
 
-TierCheck CheckTier(const Graph& model, const ShapeEnv& env, const std::vector<std::string>& slots, Tier tier) {
+TierCheck CheckTier(const Graph& model, const ShapeEnv& env, const std::vector<std::string>& slots, Tier tier,
+                    Device device) {
   using P = SpecializationPolicy;
-  if (tier == Tier::kPolymorphic) return CheckSpec(model, env, slots, EntrySpec{}, {P::kPolymorphic, P::kAuto});
+  if (tier == Tier::kPolymorphic) return CheckSpec(model, env, slots, EntrySpec{}, {P::kPolymorphic, P::kAuto}, device);
   const std::vector<int64_t> at = RepresentativeRequest(env, slots);
-  if (tier == Tier::kStatic) return CheckSpec(model, env, slots, EntrySpec{Tier::kStatic, at, {}, {}}, {P::kStatic, P::kAuto});
+  if (tier == Tier::kStatic) return CheckSpec(model, env, slots, EntrySpec{Tier::kStatic, at, {}, {}}, {P::kStatic, P::kAuto}, device);
   EntrySpec bucketed{Tier::kBucketed, at, {}, {}};
   std::vector<SymbolInfo> symbols;
   for (const std::string& name : slots) {
@@ -56,12 +57,15 @@ TierCheck CheckTier(const Graph& model, const ShapeEnv& env, const std::vector<s
     bucketed.buckets.push_back(b);
     bucketed.bucket_reasons.push_back(scheme.Describe(i, b));
   }
-  return CheckSpec(model, env, slots, bucketed, {P::kBucketed, P::kAuto});
+  return CheckSpec(model, env, slots, bucketed, {P::kBucketed, P::kAuto}, device);
 }
 
-std::vector<TierCheck> CheckTiers(const Graph& model, const ShapeEnv& env, const std::vector<std::string>& slots) {
+std::vector<TierCheck> CheckTiers(const Graph& model, const ShapeEnv& env, const std::vector<std::string>& slots,
+                                  Device device) {
   std::vector<TierCheck> out;
-  for (Tier tier : {Tier::kPolymorphic, Tier::kBucketed, Tier::kStatic}) out.push_back(CheckTier(model, env, slots, tier));
+  for (Tier tier : {Tier::kPolymorphic, Tier::kBucketed, Tier::kStatic}) {
+    out.push_back(CheckTier(model, env, slots, tier, device));
+  }
   return out;
 }
 

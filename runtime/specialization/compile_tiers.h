@@ -36,9 +36,12 @@ std::vector<int64_t> RepresentativeRequest(const ShapeEnv& env, const std::vecto
 
 // `model`/`env`: as imported (unoptimized, declared ranges); `slots`: the
 // symbols a request binds, in binding order.
-TierCheck CheckTier(const Graph& model, const ShapeEnv& env, const std::vector<std::string>& slots, Tier tier);
+// `device`: whose lowering column and emitter answer (CheckProgram).
+TierCheck CheckTier(const Graph& model, const ShapeEnv& env, const std::vector<std::string>& slots, Tier tier,
+                    Device device = Device::kCpu);
 // One TierCheck per tier: polymorphic, bucketed, static.
-std::vector<TierCheck> CheckTiers(const Graph& model, const ShapeEnv& env, const std::vector<std::string>& slots);
+std::vector<TierCheck> CheckTiers(const Graph& model, const ShapeEnv& env, const std::vector<std::string>& slots,
+                                  Device device = Device::kCpu);
 
 }  // namespace shapeshift::runtime
 

@@ -31,6 +31,26 @@ TEST(OpTableTest, EveryRowIsComplete) {
                              [](const OpInfo* a, const OpInfo* b) { return a->op_type < b->op_type; }));
 }
 
+// The CUDA column follows the CPU's (a device program runs the steps the
+// CPU path lowers): a pattern or a compile-time value is one on both, and
+// CUDA compiles nothing the CPU does not.
+TEST(OpTableTest, TheCudaColumnFollowsTheCpuColumn) {
+  int cuda_compiled = 0;
+  for (const OpInfo* op : AllOps()) {
+    SCOPED_TRACE(op->op_type);
+    if (op->cuda == Lowering::kCompiled) {
+      EXPECT_EQ(op->cpu, Lowering::kCompiled);
+      ++cuda_compiled;
+    }
+    EXPECT_EQ(op->cuda == Lowering::kPattern, op->cpu == Lowering::kPattern);
+    EXPECT_EQ(op->cuda == Lowering::kCompileTime, op->cpu == Lowering::kCompileTime);
+  }
+  EXPECT_GT(cuda_compiled, 0) << "the device program compiles the CPU path's kernels";
+  EXPECT_EQ(FindOp("MatMul")->cuda, Lowering::kCompiled);
+  EXPECT_EQ(FindOp("LayerNormalization")->cuda, Lowering::kCompiled);
+  EXPECT_EQ(FindOp("Tile")->cuda, Lowering::kNone) << "no CPU lowering, so none on the device either";
+}
+
 TEST(OpTableTest, UnknownOpsAreAbsent) {
   EXPECT_EQ(FindOp("Conv"), nullptr);
   EXPECT_EQ(FindOp("If"), nullptr);

@@ -3,9 +3,14 @@
 // symbolic dims, passes `check` and compiles, and the compiled program
 // matches the interpreter at several shapes; for every op the table marks
 // kNone, and every kPattern op used outside its pattern, `check` refuses the
-// model naming the node and the op. Every row of the table needs a sample
-// here: a new row without one fails the test, so the table cannot promise
-// what nobody tried.
+// model naming the node and the op. The CUDA column is held the same way on
+// the host-emulated device (tests/support/cuda): every op it marks compiled
+// is compiled as a Device::kCuda Program — every kernel emitted as CUDA C,
+// the module compiled by NVRTC to cubins for sm_80 and sm_90 where the
+// toolkit is present — and run under the host emulation (threads forward
+// and reversed) against the interpreter. Every row of the table needs a
+// sample here: a new row without one fails the test, so the table cannot
+// promise what nobody tried.
 #include <cmath>
 #include <functional>
 #include <map>
@@ -14,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "graph/interpreter.h"
 #include "graph/op_table.h"
@@ -22,6 +28,10 @@
 #include "runtime/session.h"
 #include "runtime/specialization/compile_tiers.h"
 #include "tests/runtime/runtime_test_util.h"
+#include "tests/support/cuda/emulated_device.h"
+#ifdef SHAPESHIFT_HAVE_CUDA
+#include "codegen/cuda/nvrtc_compiler.h"
+#endif
 
 namespace shapeshift::runtime {
 namespace {
@@ -285,6 +295,126 @@ TEST(OpTableLoweringTest, OpsWithoutALoweringAreRefusedByCheckNamingTheNode) {
   }
   EXPECT_GT(refused, 0);
   std::printf("refused %d ops without a compiled lowering\n", refused);
+}
+
+// The host-emulated GPU, keeping the module source the device program
+// loads so the test can hand the same text to NVRTC.
+class RecordingDevice : public codegen::cuda::testing::EmulatedDevice {
+ public:
+  using EmulatedDevice::EmulatedDevice;
+  absl::StatusOr<std::unique_ptr<codegen::cuda::DeviceModule>> LoadModule(const std::string& source,
+                                                                          const std::string& name) override {
+    sources.push_back(source);
+    return EmulatedDevice::LoadModule(source, name);
+  }
+  std::vector<std::string> sources;
+};
+
+CompileOptions OnEmulatedGpu(std::shared_ptr<RecordingDevice> device) {
+  CompileOptions options;
+  options.device = Device::kCuda;
+  options.cuda.device = std::move(device);
+  options.cuda.graphs = false;  // every request runs the steps themselves
+  return options;
+}
+
+#ifdef SHAPESHIFT_HAVE_CUDA
+// NVRTC compiles the module the device program loaded, for both targets,
+// with a ptxas report per kernel. Spills are recorded, not refused: they
+// cost speed, not correctness (the kernel-kinds test holds the model
+// kernels to none); the ones found are listed in codegen/cuda/README.md.
+void ExpectCubins(const std::string& op, const std::string& module, int* max_registers,
+                  std::vector<std::string>* spills) {
+  const size_t kernels = std::vector<absl::string_view>(absl::StrSplit(module, "__global__")).size() - 1;
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    absl::StatusOr<codegen::cuda::Cubin> cubin = codegen::cuda::CompileToCubin(module, op, arch);
+    ASSERT_TRUE(cubin.ok()) << arch << ": " << cubin.status();
+    EXPECT_EQ(cubin->reports.size(), kernels) << arch << ": " << cubin->log;
+    for (const codegen::cuda::PtxasReport& r : cubin->reports) {
+      EXPECT_EQ(r.arch, arch);
+      EXPECT_GT(r.registers, 0) << r.ToString();
+      EXPECT_LE(r.shared_bytes, 48 * 1024) << r.ToString();
+      *max_registers = std::max(*max_registers, r.registers);
+      if (r.spill_store_bytes + r.spill_load_bytes > 0) spills->push_back(absl::StrCat(op, ": ", r.ToString()));
+    }
+  }
+}
+#endif
+
+// Every op the CUDA column marks compiled: `check --device cuda` accepts its
+// sample, the device program compiles (its module through NVRTC too) and,
+// under the host emulation with threads in both orders, matches the
+// interpreter at the same three shapes as the CPU.
+TEST(OpTableLoweringTest, CudaCompiledOpsEmitCompileWithNvrtcAndMatchTheInterpreterUnderEmulation) {
+  int checked = 0, max_registers = 0;
+  std::vector<std::string> spills;
+  for (const OpInfo* op : AllOps()) {
+    if (op->cuda != Lowering::kCompiled) continue;
+    SCOPED_TRACE(op->op_type);
+    for (bool reverse : {false, true}) {
+      std::optional<BuiltModel> model = Sample(op->op_type);
+      ASSERT_TRUE(model.has_value());
+      std::unique_ptr<Graph> reference = model->graph->Clone();
+      const TierCheck tier =
+          CheckTier(*model->graph, *model->env, Slots(*model->graph), Tier::kPolymorphic, Device::kCuda);
+      ASSERT_TRUE(tier.check.compilable()) << "the table says compiled for CUDA, check refuses: " << ProblemsText(tier);
+      auto device = std::make_shared<RecordingDevice>(codegen::cuda::testing::EmulatedDeviceOptions{reverse});
+      absl::StatusOr<std::unique_ptr<Session>> session =
+          Session::Create(ModelSource::Built(std::move(model->graph), std::move(model->env)), OnEmulatedGpu(device));
+      ASSERT_TRUE(session.ok()) << "check accepted it, the device compile failed: " << session.status();
+      ASSERT_EQ((*session)->stats().program.device, "cuda");
+      ASSERT_EQ(device->sources.size(), 1u) << "one module per device program";
+#ifdef SHAPESHIFT_HAVE_CUDA
+      if (!reverse) ExpectCubins(op->op_type, device->sources.front(), &max_registers, &spills);
+#endif
+      for (auto [batch, seq] : {std::pair<int64_t, int64_t>{1, 1}, {2, 17}, {3, 64}}) {
+        const Assignment dims{{"batch", batch}, {"seq", seq}};
+        std::vector<Tensor> inputs = MakeInputs(*reference, dims, static_cast<uint32_t>(batch * 100 + seq));
+        absl::StatusOr<std::vector<Tensor>> expected = Interpret(*reference, inputs);
+        ASSERT_TRUE(expected.ok()) << expected.status();
+        absl::StatusOr<std::vector<Tensor>> actual = (*session)->Run(inputs);
+        ASSERT_TRUE(actual.ok()) << "batch=" << batch << " seq=" << seq << ": " << actual.status();
+        const TensorComparison cmp = CompareTensorLists(*actual, *expected);
+        EXPECT_TRUE(cmp.agree) << "batch=" << batch << " seq=" << seq << (reverse ? " (threads reversed)" : "")
+                               << ": " << cmp.first_mismatch;
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+#ifdef SHAPESHIFT_HAVE_CUDA
+  std::printf("CUDA: compiled (NVRTC sm_80 and sm_90, at most %d registers) and emulated %d ops; %zu kernel(s) spill%s\n",
+              max_registers, checked, spills.size(), spills.empty() ? "" : ":");
+  for (const std::string& s : spills) std::printf("  %s\n", s.c_str());
+#else
+  std::printf("CUDA: emulated %d ops (no CUDA toolkit in this build: NVRTC not checked)\n", checked);
+#endif
+}
+
+// Every op the CUDA column does not mark compiled: `check --device cuda`
+// refuses its sample naming the node, and the device program does not
+// compile it either (a stale column fails here, as for the CPU).
+TEST(OpTableLoweringTest, OpsWithoutACudaLoweringAreRefusedForTheDevice) {
+  int refused = 0;
+  for (const OpInfo* op : AllOps()) {
+    if (op->cuda == Lowering::kCompiled || HasNoSampleByDesign(*op)) continue;
+    SCOPED_TRACE(op->op_type);
+    std::optional<BuiltModel> model = Sample(op->op_type);
+    ASSERT_TRUE(model.has_value());
+    const TierCheck tier =
+        CheckTier(*model->graph, *model->env, Slots(*model->graph), Tier::kPolymorphic, Device::kCuda);
+    EXPECT_FALSE(tier.check.compilable()) << "the table says " << LoweringName(op->cuda) << ", check accepts it";
+    EXPECT_TRUE(Problem(tier, op->op_type)) << ProblemsText(tier);
+    if (op->cuda == Lowering::kNone) EXPECT_THAT(ProblemsText(tier), HasSubstr("CUDA"));
+    absl::StatusOr<std::unique_ptr<Session>> session =
+        Session::Create(ModelSource::Built(std::move(model->graph), std::move(model->env)),
+                        OnEmulatedGpu(std::make_shared<RecordingDevice>()));
+    EXPECT_FALSE(session.ok()) << "the table says " << LoweringName(op->cuda)
+                               << " for CUDA but the device program compiles this sample: update the op table";
+    ++refused;
+  }
+  EXPECT_GT(refused, 0);
+  std::printf("refused %d ops without a compiled CUDA lowering\n", refused);
 }
 
 }  // namespace
