@@ -388,7 +388,8 @@ void AddDeviceReport(const RunFlags& flags, const runtime::SpecializingSession& 
 }
 
 void PrintDeviceReport(const nlohmann::ordered_json& r) {
-  if (r.contains("cuda")) std::printf("%s", r["cuda"]["report"].get<std::string>().c_str());
+  // The report names kernels and symbols from the model: printed escaped.
+  if (r.contains("cuda")) std::printf("%s", EscapedLines(r["cuda"]["report"].get<std::string>()).c_str());
 }
 
 void PrintShapeText(const nlohmann::ordered_json& r) {

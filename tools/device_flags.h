@@ -20,8 +20,8 @@ namespace shapeshift::tools {
 #define SHAPESHIFT_DEVICE_USAGE                                                                        \
   "  device: [--device cpu|cuda] [--no-cuda-graphs] [--cuda-graph-symbol SYM] [--cuda-tf32]\n"       \
   "    --device cuda runs on the GPU (NVRTC kernels, cuBLASLt GEMMs, one CUDA graph per bucket of\n"    \
-  "    --cuda-graph-symbol, default the model's first variable dim); without a usable GPU the command\n" \
-  "    exits 2 naming what is missing, never falling back to the CPU. --cuda-tf32 allows TF32 GEMMs.\n"
+  "    --cuda-graph-symbol, default the dynamic dim with the widest range); without a usable GPU the\n"  \
+  "    command exits 2 naming what is missing, never falling back to the CPU. --cuda-tf32: TF32 GEMMs.\n"
 
 // The flags AddDeviceFlags adds: a command form they do not apply to (prove
 // --bundle, prove --guards) refuses them rather than ignore a --device cuda.

@@ -55,5 +55,44 @@ TEST(DeviceCliTest, BadDeviceFlagsAreUsageErrors) {
   EXPECT_THAT(graphs.output, HasSubstr("--no-cuda-graphs needs --device cuda"));
 }
 
+TEST(DeviceCliTest, EveryDeviceCommandDocumentsTheDeviceFlagsInItsHelp) {
+  for (const char* command : {"run", "prove", "fuzz", "demo"}) {
+    SCOPED_TRACE(command);
+    CliResult r = RunShapeshift(std::string(command) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("[--device cpu|cuda] [--no-cuda-graphs] [--cuda-graph-symbol SYM] [--cuda-tf32]"));
+    EXPECT_THAT(r.output, HasSubstr("never falling back to the CPU"));
+  }
+  CliResult check = RunShapeshift("check --help");
+  EXPECT_EQ(check.exit_code, 0);
+  EXPECT_THAT(check.output, HasSubstr("[--device cpu|cuda]"));
+}
+
+// The prove forms that run nothing (a bundle holds CPU code; --guards only
+// asks the solver) refuse the device flags instead of ignoring them.
+TEST(DeviceCliTest, ProveFormsThatRunNoModelRefuseTheDeviceFlags) {
+  CliResult guards = RunShapeshift("prove --dim seq=1..8 --guards 'seq <= 8' --device cuda", "2>&1");
+  EXPECT_EQ(guards.exit_code, 2) << guards.output;
+  EXPECT_THAT(guards.output, HasSubstr("--device needs a MODEL, not --guards"));
+  CliResult bundle = RunShapeshift("prove --bundle /nonexistent.ssb --device cuda", "2>&1");
+  EXPECT_EQ(bundle.exit_code, 2) << bundle.output;
+  EXPECT_THAT(bundle.output, HasSubstr("--device does not apply to --bundle"));
+}
+
+// check --device cuda compiles nothing, so it answers without a GPU: the
+// op table's CUDA column and the CUDA emitter accept BERT.
+TEST(DeviceCliTest, CheckAnswersForTheCudaDeviceWithoutAGpu) {
+  CliResult r = RunShapeshift("check builtin:bert --device cuda --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["device"], "cuda");
+  EXPECT_EQ(j["compilable_default_policy"], true);
+  CliResult text = RunShapeshift("check builtin:bert");
+  EXPECT_THAT(text.output, HasSubstr("device: cpu"));
+  CliResult bad = RunShapeshift("check builtin:bert --device tpu", "2>&1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.output, HasSubstr("unknown device 'tpu'"));
+}
+
 }  // namespace
 }  // namespace shapeshift::testing
