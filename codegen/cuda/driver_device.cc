@@ -1,6 +1,6 @@
 // DeviceApi on a real GPU through the CUDA driver API (see driver_device.h).
 // Nothing here has run on a GPU yet in this repository's history: the
-// machines that built it had the toolkit but no driver (codegen/README.md).
+// machines that built it had the toolkit but no driver (codegen/cuda/README.md).
 #include "codegen/cuda/driver_device.h"
 
 #include <algorithm>
