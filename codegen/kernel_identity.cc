@@ -33,7 +33,7 @@ size_t HashBlock(const std::vector<Stmt>& body) {
   size_t h = body.size();
   for (const Stmt& s : body) {
     h = absl::HashOf(h, s.kind, s.name, s.begin, s.end, s.buffer, s.index, s.reduce,
-                     HashValue(s.value), HashBlock(s.body));
+                     HashValue(s.value), HashValue(s.at), HashBlock(s.body));
   }
   return h;
 }
@@ -45,7 +45,7 @@ bool EqualBlock(const std::vector<Stmt>& a, const std::vector<Stmt>& b) {
     const Stmt& y = b[i];
     if (x.kind != y.kind || x.name != y.name || x.begin != y.begin || x.end != y.end ||
         x.buffer != y.buffer || x.index != y.index || x.reduce != y.reduce ||
-        !EqualValue(x.value, y.value) || !EqualBlock(x.body, y.body)) {
+        !EqualValue(x.value, y.value) || !EqualValue(x.at, y.at) || !EqualBlock(x.body, y.body)) {
       return false;
     }
   }

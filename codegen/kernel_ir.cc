@@ -105,6 +105,13 @@ Value Load(BufferRef buffer, SymExpr index) {
   return Make(std::move(n));
 }
 
+Value LoadAt(BufferRef buffer, Value index) {
+  ValueNode n = NewNode(ValueKind::kLoadAt, buffer.dtype);
+  n.buffer = buffer.index;
+  n.operands = {std::move(index)};
+  return Make(std::move(n));
+}
+
 Value IndexValue(SymExpr index) {
   ValueNode n = NewNode(ValueKind::kIndex, ScalarType::kI64);
   n.index = index;
@@ -170,6 +177,14 @@ Stmt Store(BufferRef buffer, SymExpr index, Value value) {
   Stmt s = NewStmt(StmtKind::kStore);
   s.buffer = buffer.index;
   s.index = index;
+  s.value = std::move(value);
+  return s;
+}
+
+Stmt StoreAt(BufferRef buffer, Value at, Value value) {
+  Stmt s = NewStmt(StmtKind::kStoreAt);
+  s.buffer = buffer.index;
+  s.at = std::move(at);
   s.value = std::move(value);
   return s;
 }

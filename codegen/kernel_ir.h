@@ -77,6 +77,8 @@ struct BufferRef {
 enum class ValueKind : uint8_t {
   kConst,    // f_value for f32, i_value for integers/bool
   kLoad,     // buffer[index]
+  kLoadAt,   // buffer[operands[0]]: an index computed from data (an i64 value),
+             // for gathers; the lowering keeps it inside the buffer
   kIndex,    // the integer value of `index` (e.g. a loop variable), as i64
   kVar,      // a Let or an accumulator in scope, by name
   kUnary,
@@ -95,7 +97,7 @@ struct ValueNode {
   ScalarType type = ScalarType::kF32;
   double f_value = 0;
   int64_t i_value = 0;
-  int buffer = -1;         // kLoad
+  int buffer = -1;         // kLoad, kLoadAt
   SymExpr index;           // kLoad, kIndex
   std::string name;        // kVar
   uint8_t op = 0;          // UnaryOp / BinaryOp / CompareOp, by kind
@@ -105,6 +107,10 @@ struct ValueNode {
 Value F32(double v);
 Value I64(int64_t v);
 Value Load(BufferRef buffer, SymExpr index);
+// buffer[index] where `index` (i64) is data, e.g. an id read from another
+// buffer. Backends cannot prove it in bounds: the lowering that builds it
+// must clamp it (codegen/lower/indexing.h) after the runtime has checked it.
+Value LoadAt(BufferRef buffer, Value index);
 Value IndexValue(SymExpr index);
 Value Var(absl::string_view name, ScalarType type);
 Value Unary(UnaryOp op, Value x);
@@ -126,6 +132,7 @@ Value Max(Value a, Value b);
 enum class StmtKind : uint8_t {
   kLoop,         // for var in [begin, end): body
   kStore,        // buffer[index] = value
+  kStoreAt,      // buffer[at] = value, `at` an i64 index computed from data (scatters)
   kLet,          // name = value (immutable, visible to following statements)
   kAccumulator,  // declares accumulator `name` = value (initial), mutable
   kAccumulate,   // name = reduce(name, value)
@@ -139,11 +146,16 @@ struct Stmt {
   int buffer = -1;
   SymExpr index;
   Value value;
+  Value at;  // kStoreAt
   ReduceOp reduce = ReduceOp::kSum;
 };
 
 Stmt Loop(absl::string_view var, SymExpr begin, SymExpr end, std::vector<Stmt> body);
 Stmt Store(BufferRef buffer, SymExpr index, Value value);
+// buffer[at] = value with a data-dependent `at` (i64). The lowering that
+// builds it keeps `at` inside the buffer and the writes of distinct
+// parallel iterations (and of one innermost loop's iterations) disjoint.
+Stmt StoreAt(BufferRef buffer, Value at, Value value);
 Stmt Let(absl::string_view name, Value value);
 Stmt Accumulator(absl::string_view name, Value init);
 Stmt Accumulate(absl::string_view name, ReduceOp op, Value value);

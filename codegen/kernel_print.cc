@@ -41,6 +41,7 @@ std::string PrintValue(const Kernel& kernel, const Value& value) {
   switch (v.kind) {
     case ValueKind::kConst: return PrintConst(v);
     case ValueKind::kLoad: return absl::StrCat(BufferName(kernel, v.buffer), "[", v.index.ToString(), "]");
+    case ValueKind::kLoadAt: return absl::StrCat(BufferName(kernel, v.buffer), "[at ", operand(0), "]");
     case ValueKind::kIndex: return absl::StrCat("index(", v.index.ToString(), ")");
     case ValueKind::kVar: return v.name;
     case ValueKind::kUnary:
@@ -69,6 +70,9 @@ std::string PrintStmtLine(const Kernel& kernel, const Stmt& s) {
       return absl::StrCat("for ", s.name, " in [", s.begin.ToString(), ", ", s.end.ToString(), "):");
     case StmtKind::kStore:
       return absl::StrCat(BufferName(kernel, s.buffer), "[", s.index.ToString(),
+                          "] = ", PrintValue(kernel, s.value));
+    case StmtKind::kStoreAt:
+      return absl::StrCat(BufferName(kernel, s.buffer), "[at ", PrintValue(kernel, s.at),
                           "] = ", PrintValue(kernel, s.value));
     case StmtKind::kLet:
       return absl::StrCat("let ", s.name, " = ", PrintValue(kernel, s.value));

@@ -86,6 +86,16 @@ class Verifier {
         if (kernel_.buffers[v->buffer].dtype != v->type) return bad("type differs from the buffer's");
         if (auto st = CheckIndex(v->index, "load index"); !st.ok()) return st;
         break;
+      case ValueKind::kLoadAt:
+        if (v->buffer < 0 || v->buffer >= static_cast<int>(kernel_.buffers.size())) {
+          return bad("loads from a buffer that does not exist");
+        }
+        if (kernel_.buffers[v->buffer].dtype != v->type) return bad("type differs from the buffer's");
+        if (kernel_.buffers[v->buffer].role != BufferRole::kInput) {
+          return bad("a data-indexed load reads an input buffer (no other iteration writes it)");
+        }
+        expected_operands = 1;
+        break;
       case ValueKind::kIndex:
         if (v->type != ScalarType::kI64) return bad("an index value is i64");
         if (auto st = CheckIndex(v->index, "index value"); !st.ok()) return st;
@@ -130,6 +140,9 @@ class Verifier {
         }
         break;
       }
+      case ValueKind::kLoadAt:
+        if (ops[0]->type != ScalarType::kI64) return bad("a data-dependent index is i64");
+        break;
       case ValueKind::kSelect:
         if (ops[0]->type != ScalarType::kBool) return bad("the condition must be bool");
         if (ops[1]->type != ops[2]->type || v->type != ops[1]->type) return bad("branch types differ");
@@ -166,6 +179,20 @@ class Verifier {
         const BufferParam& b = kernel_.buffers[s.buffer];
         if (b.role != BufferRole::kOutput) return StmtError(s, absl::StrCat("'", b.name, "' is an input"));
         if (auto st = CheckIndex(s.index, "store index"); !st.ok()) return st;
+        if (auto st = CheckValue(s, s.value); !st.ok()) return st;
+        if (s.value->type != b.dtype) {
+          return StmtError(s, absl::StrCat("stores ", ScalarTypeName(s.value->type), " into ",
+                                           ScalarTypeName(b.dtype), " buffer '", b.name, "'"));
+        }
+        return absl::OkStatus();
+      }
+      case StmtKind::kStoreAt: {
+        if (auto st = CheckBuffer(s, s.buffer); !st.ok()) return st;
+        const BufferParam& b = kernel_.buffers[s.buffer];
+        if (b.role != BufferRole::kOutput) return StmtError(s, absl::StrCat("'", b.name, "' is an input"));
+        if (!s.at) return StmtError(s, "missing index");
+        if (auto st = CheckValue(s, s.at); !st.ok()) return st;
+        if (s.at->type != ScalarType::kI64) return StmtError(s, "a data-dependent store index is i64");
         if (auto st = CheckValue(s, s.value); !st.ok()) return st;
         if (s.value->type != b.dtype) {
           return StmtError(s, absl::StrCat("stores ", ScalarTypeName(s.value->type), " into ",

@@ -78,6 +78,8 @@ std::vector<SymExpr> SizesOf(const passes::Group& group, const codegen::lower::L
     sizes.insert(sizes.end(), {mm->batch, mm->m, mm->k, mm->n});
   } else if (const auto* g = std::get_if<codegen::lower::GatherRowsCall>(&step)) {
     sizes.push_back(g->num_indices);
+  } else if (const auto* c = std::get_if<codegen::lower::IndexCheckCall>(&step)) {
+    sizes.insert(sizes.end(), c->dims.begin(), c->dims.end());
   }
   return sizes;
 }

@@ -318,6 +318,24 @@ class ProgramBuilder {
     return absl::OkStatus();
   }
 
+  absl::Status AddStep(const lower::IndexCheckCall& call) {
+    IndexCheckStep step;
+    SS_ASSIGN_OR_RETURN(indices, Buffer(call.indices));
+    SS_ASSIGN_OR_RETURN(count, Slot(call.indices->type().NumElements()));
+    step.indices = indices;
+    step.count_slot = count;
+    for (SymExpr d : call.dims) {
+      SS_ASSIGN_OR_RETURN(slot, Slot(d));
+      step.dim_slots.push_back(slot);
+    }
+    step.axes = call.axes;
+    step.indices_i32 = call.indices->type().dtype == DType::kI32;
+    step.node_name = call.node_name;
+    step.op_type = call.op_type;
+    impl_.steps.push_back(std::move(step));
+    return absl::OkStatus();
+  }
+
   // Views need no step: the memory plan already gave them their root's bytes.
   absl::Status AddStep(const lower::AliasCall& call) { return absl::OkStatus(); }
 

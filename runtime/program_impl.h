@@ -64,7 +64,19 @@ struct GatherStep {
   std::string node_name;
 };
 
-using Step = std::variant<KernelStep, MatmulStep, GatherStep>;
+// Fails the request when an index of `indices` is outside its axis
+// (codegen/lower/lowered_step.h, IndexCheckCall): element i addresses an
+// axis of size slots[dim_slots[i % n]].
+struct IndexCheckStep {
+  int indices = -1;  // buffer
+  int count_slot = -1;
+  std::vector<int> dim_slots;
+  std::vector<int64_t> axes;
+  bool indices_i32 = false;
+  std::string node_name, op_type;
+};
+
+using Step = std::variant<KernelStep, MatmulStep, GatherStep, IndexCheckStep>;
 
 // How a request's input dim is used: it binds a symbol (first occurrence),
 // or it must equal an evaluated size (constants, later occurrences, derived

@@ -82,6 +82,25 @@ absl::Status RunStep(const GatherStep& step, void* const* buffers, const int64_t
   return absl::OkStatus();
 }
 
+// One pass over the indices (small next to the data they address), before
+// the kernel that reads through them.
+absl::Status RunStep(const IndexCheckStep& step, void* const* buffers, const int64_t* slots) {
+  const int64_t count = slots[step.count_slot];
+  const size_t n = step.dim_slots.size();
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t id = step.indices_i32 ? static_cast<const int32_t*>(buffers[step.indices])[i]
+                                        : static_cast<const int64_t*>(buffers[step.indices])[i];
+    const int64_t dim = slots[step.dim_slots[i % n]];
+    if (id < -dim || id >= dim) {
+      return absl::InvalidArgumentError(absl::StrCat("node '", step.node_name, "' (", step.op_type, "): index ", id,
+                                                     " at position ", i, " is out of range for axis ",
+                                                     step.axes[i % n], " of size ", dim, " (valid: ", -dim, " to ",
+                                                     dim - 1, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> inputs, ExecutionContext& ctx) const {
@@ -192,6 +211,8 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> in
       s = RunStep(*k, buffers, slots, ctx.call_buffers_, ctx.call_dims_);
     } else if (const auto* m = std::get_if<MatmulStep>(&step)) {
       s = RunStep(*m, buffers, slots);
+    } else if (const auto* c = std::get_if<IndexCheckStep>(&step)) {
+      s = RunStep(*c, buffers, slots);
     } else {
       s = RunStep(std::get<GatherStep>(step), buffers, slots);
     }

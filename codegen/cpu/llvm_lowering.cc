@@ -308,6 +308,37 @@ class KernelLowering {
     return loaded;
   }
 
+  // buffer[index] at a data-dependent i64 `index` (one per lane): a masked
+  // gather in vector code, so inactive tail lanes read nothing.
+  llvm::Value* EmitLoadAt(int buffer, llvm::Value* index, ScalarType type, int width) {
+    llvm::Value* base = buffers_[buffer];
+    llvm::Type* mem = MemoryType(type);
+    llvm::Align align(ScalarTypeSize(type));
+    llvm::Value* loaded;
+    if (width == 1) {
+      loaded = b_.CreateAlignedLoad(mem, b_.CreateGEP(mem, base, index), align);
+    } else {
+      llvm::Value* ptrs = b_.CreateGEP(mem, base, Splat(index, width));
+      loaded = b_.CreateMaskedGather(Widen(mem, width), ptrs, align, tail_mask_);
+    }
+    if (type == ScalarType::kBool) loaded = b_.CreateICmpNE(loaded, llvm::Constant::getNullValue(loaded->getType()));
+    return loaded;
+  }
+
+  // buffer[index] = value at a data-dependent i64 `index` per lane: a masked
+  // scatter in vector code (the lowering keeps the lanes' addresses distinct).
+  void EmitStoreAt(int buffer, llvm::Value* index, ScalarType type, llvm::Value* value, int width) {
+    llvm::Value* base = buffers_[buffer];
+    llvm::Type* mem = MemoryType(type);
+    llvm::Align align(ScalarTypeSize(type));
+    if (type == ScalarType::kBool) value = b_.CreateZExt(value, Widen(mem, width));
+    if (width == 1) {
+      b_.CreateAlignedStore(value, b_.CreateGEP(mem, base, index), align);
+      return;
+    }
+    b_.CreateMaskedScatter(value, b_.CreateGEP(mem, base, Splat(index, width)), align, tail_mask_);
+  }
+
   // `last`: a streamable store (never redirected to a staged row);
   // `streamed`: the aligned store of a streaming main loop (non-temporal).
   void EmitStore(int buffer, SymExpr index, ScalarType type, llvm::Value* value, int width, bool last,
@@ -351,6 +382,7 @@ class KernelLowering {
         if (v->type == ScalarType::kF32) return llvm::ConstantFP::get(LlvmType(v->type, width), v->f_value);
         return llvm::ConstantInt::get(LlvmType(v->type, width), v->i_value, /*isSigned=*/true);
       case ValueKind::kLoad: return EmitLoad(v->buffer, v->index, v->type, width);
+      case ValueKind::kLoadAt: return EmitLoadAt(v->buffer, EmitValue(v->operands[0], width), v->type, width);
       case ValueKind::kIndex: return EmitSym(v->index, width);
       case ValueKind::kVar: {
         auto it = bindings_.find(v->name);
@@ -688,6 +720,10 @@ class KernelLowering {
       case StmtKind::kStore:
         EmitStore(s.buffer, s.index, kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width,
                   plan_.streamable.contains(&s), width > 1 && &s == aligned_stream_store_ && tail_mask_ == nullptr);
+        return;
+      case StmtKind::kStoreAt:
+        EmitStoreAt(s.buffer, EmitValue(s.at, width), kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width),
+                    width);
         return;
       case StmtKind::kLet:
         bindings_[s.name] = Binding{EmitValue(s.value, width), false, s.value->type, width};

@@ -17,7 +17,7 @@ bool ReadsAny(const Value& v, const absl::flat_hash_map<std::string, ReduceOp>& 
 }
 
 bool StoresTo(const Stmt& s, int buffer) {
-  if (s.kind == StmtKind::kStore && s.buffer == buffer) return true;
+  if ((s.kind == StmtKind::kStore || s.kind == StmtKind::kStoreAt) && s.buffer == buffer) return true;
   for (const Stmt& inner : s.body) {
     if (StoresTo(inner, buffer)) return true;
   }
@@ -27,6 +27,9 @@ bool StoresTo(const Stmt& s, int buffer) {
 void CollectLoads(const Value& v, int buffer, std::vector<SymExpr>* indices) {
   if (!v) return;
   if (v->kind == ValueKind::kLoad && v->buffer == buffer) indices->push_back(v->index);
+  // A data-dependent address is in no known row: record a placeholder symbol,
+  // which no loop variable matches, so the row analysis never stages it.
+  if (v->kind == ValueKind::kLoadAt && v->buffer == buffer) indices->push_back(SymExpr::Symbol("<data>"));
   for (const Value& o : v->operands) CollectLoads(o, buffer, indices);
 }
 
@@ -37,7 +40,10 @@ bool LoadsFrom(const Value& v, int buffer) {
 }
 
 bool Touches(const Stmt& s, int buffer) {
-  if (LoadsFrom(s.value, buffer) || (s.kind == StmtKind::kStore && s.buffer == buffer)) return true;
+  if (LoadsFrom(s.value, buffer) || LoadsFrom(s.at, buffer) ||
+      ((s.kind == StmtKind::kStore || s.kind == StmtKind::kStoreAt) && s.buffer == buffer)) {
+    return true;
+  }
   for (const Stmt& inner : s.body) {
     if (Touches(inner, buffer)) return true;
   }
@@ -115,6 +121,7 @@ class Planner {
           if (!same_row(index, loop.name)) return;
         }
         if (!loads.empty()) last_is_store = false;
+        if (s.kind == StmtKind::kStoreAt && s.buffer == buffer) return;  // no known row
         if (s.kind == StmtKind::kStore && s.buffer == buffer) {
           if (!same_row(s.index, loop.name)) return;
           final_store = &s;
@@ -151,7 +158,7 @@ bool CanVectorize(const Stmt& loop, absl::flat_hash_map<std::string, ReduceOp>* 
     }
   }
   for (const Stmt& s : loop.body) {
-    if (ReadsAny(s.value, *reduced)) return false;
+    if (ReadsAny(s.value, *reduced) || ReadsAny(s.at, *reduced)) return false;
   }
   return true;
 }

@@ -348,6 +348,10 @@ class CudaEmitter {
         std::string load = absl::StrCat(BufferName(v->buffer), "[", Sym(v->index), "]");
         return v->type == ScalarType::kBool ? absl::StrCat("(", load, " != 0)") : load;
       }
+      case ValueKind::kLoadAt: {
+        std::string load = absl::StrCat(BufferName(v->buffer), "[", op(0), "]");
+        return v->type == ScalarType::kBool ? absl::StrCat("(", load, " != 0)") : load;
+      }
       case ValueKind::kIndex: return Sym(v->index);
       case ValueKind::kVar: return VarRef(v->name);
       case ValueKind::kUnary: {
@@ -415,6 +419,13 @@ class CudaEmitter {
           std::string value = Val(s.value);
           if (t == ScalarType::kBool) value = absl::StrCat("(unsigned char)(", value, ")");
           absl::StrAppend(out, pad, BufferName(s.buffer), "[", Sym(s.index), "] = ", value, ";\n");
+          break;
+        }
+        case StmtKind::kStoreAt: {
+          ScalarType t = kernel_.buffers[s.buffer].dtype;
+          std::string value = Val(s.value);
+          if (t == ScalarType::kBool) value = absl::StrCat("(unsigned char)(", value, ")");
+          absl::StrAppend(out, pad, BufferName(s.buffer), "[", Val(s.at), "] = ", value, ";\n");
           break;
         }
         case StmtKind::kLet:

@@ -112,7 +112,13 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGroup(const passes::Group& group, 
     case passes::GroupKind::kSoftmax: return One(LowerSoftmax(group, env));
     case passes::GroupKind::kLayerNorm: return One(LowerLayerNorm(group, env));
     case passes::GroupKind::kReduction: return One(LowerReduction(group, env));
-    case passes::GroupKind::kGather: return One(LowerGather(group));
+    case passes::GroupKind::kGather: {
+      // An embedding table of static shape: the native row copy. Anything
+      // else (a symbolic table) is the general gather kernel.
+      absl::StatusOr<GatherRowsCall> rows = LowerGather(group);
+      if (rows.ok() || group.nodes.size() != 1) return One(std::move(rows));
+      return LowerDataMovement(group, env);
+    }
     case passes::GroupKind::kConcat: return LowerConcat(group, env);
     case passes::GroupKind::kSlice: return One(LowerSlice(group, env));
     case passes::GroupKind::kView: {
@@ -121,7 +127,9 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGroup(const passes::Group& group, 
       for (const GraphValue* out : group.outputs) steps.push_back(AliasCall{group.inputs[0], out});
       return steps;
     }
-    case passes::GroupKind::kOther: break;
+    case passes::GroupKind::kOther:
+      if (group.nodes.size() == 1 && IsDataMovementOp(*group.nodes[0])) return LowerDataMovement(group, env);
+      break;
   }
   return GroupError(group, "no compiled lowering for this op");
 }

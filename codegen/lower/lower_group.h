@@ -32,6 +32,13 @@ absl::StatusOr<KernelCall> LowerReduction(const passes::Group& group, ShapeEnv* 
 absl::StatusOr<std::vector<LoweredStep>> LowerConcat(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<KernelCall> LowerSlice(const passes::Group& group, ShapeEnv* env);
 
+// One Gather (any axis, any data), GatherElements, GatherND, Tile or Trilu
+// node as a kernel over its output, after an IndexCheckCall for the
+// gathers; ScatterND as a check, a copy and a scatter kernel
+// (lower_indexing.cc). IsDataMovementOp: whether it handles the node.
+bool IsDataMovementOp(const Node& node);
+absl::StatusOr<std::vector<LoweredStep>> LowerDataMovement(const passes::Group& group, ShapeEnv* env);
+
 }  // namespace shapeshift::codegen::lower
 
 #endif  // SHAPESHIFT_CODEGEN_LOWER_LOWER_GROUP_H_

@@ -57,13 +57,28 @@ struct GatherRowsCall {
   std::string node_name;  // for the out-of-range error
 };
 
+// Before a kernel reads data at indices taken from `indices` (Gather on any
+// axis, GatherElements, GatherND): every index must lie in [-dim, dim) of
+// the axis it addresses, else the request fails naming the node and the
+// index, as the interpreter and ONNX Runtime do. Element i of `indices`
+// addresses axis `axes[i % axes.size()]` of size `dims[i % dims.size()]`
+// (model symbols; GatherND's index tuples cycle through several axes).
+// The kernel clamps too, so no index can read outside the buffer.
+struct IndexCheckCall {
+  const GraphValue* indices = nullptr;  // i64 or i32
+  std::vector<SymExpr> dims;
+  std::vector<int64_t> axes;            // for the message
+  std::string node_name;
+  std::string op_type;
+};
+
 // `alias` is the same bytes as `source` (a row-major Reshape and friends).
 struct AliasCall {
   const GraphValue* source = nullptr;
   const GraphValue* alias = nullptr;
 };
 
-using LoweredStep = std::variant<KernelCall, MatmulCall, GatherRowsCall, AliasCall>;
+using LoweredStep = std::variant<KernelCall, MatmulCall, GatherRowsCall, IndexCheckCall, AliasCall>;
 
 }  // namespace shapeshift::codegen::lower
 

@@ -48,6 +48,8 @@ absl::Status Slice(InferenceContext& ctx);
 absl::Status Gather(InferenceContext& ctx);
 absl::Status GatherElements(InferenceContext& ctx);
 absl::Status GatherND(InferenceContext& ctx);
+// scatter_nd.cc
+absl::Status ScatterND(InferenceContext& ctx);
 // shape_values.cc
 absl::Status Shape(InferenceContext& ctx);
 absl::Status Size(InferenceContext& ctx);

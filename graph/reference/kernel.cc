@@ -25,6 +25,7 @@ const reference::KernelRegistry& Registry() {
     reference::RegisterShapeKernels(*r);
     reference::RegisterIndexingKernels(*r);
     reference::RegisterGatherNDKernel(*r);
+    reference::RegisterScatterNDKernel(*r);
     reference::RegisterGeneratorKernels(*r);
     reference::RegisterCastKernels(*r);
     reference::RegisterNormalizationKernels(*r);

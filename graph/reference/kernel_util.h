@@ -63,6 +63,7 @@ void RegisterMatMulKernels(KernelRegistry& registry);
 void RegisterShapeKernels(KernelRegistry& registry);
 void RegisterIndexingKernels(KernelRegistry& registry);
 void RegisterGatherNDKernel(KernelRegistry& registry);
+void RegisterScatterNDKernel(KernelRegistry& registry);
 void RegisterGeneratorKernels(KernelRegistry& registry);
 void RegisterCastKernels(KernelRegistry& registry);
 void RegisterNormalizationKernels(KernelRegistry& registry);

@@ -148,7 +148,15 @@ std::optional<std::vector<Value*>> BuildSample(const std::string& op, SampleCont
   if (op == "GatherElements") {
     return std::vector<Value*>{c.Target(op, {c.X(), m.In("idx", {c.b, c.s, 8}, DType::kI64)}, A("axis", int64_t{2}))};
   }
-  if (op == "GatherND") return std::vector<Value*>{c.Target(op, {c.X(), m.In("idx", {c.b, c.s, 1}, DType::kI64)})};
+  if (op == "GatherND") {
+    // GPT-J's form: rows of a constant table by index tuples of length 1.
+    return std::vector<Value*>{c.Target(op, {m.Weights({16, 8}), m.In("idx", {c.b, c.s, 1}, DType::kI64)})};
+  }
+  if (op == "ScatterND") {
+    // A cache update: rows of x replaced at positions from the request.
+    return std::vector<Value*>{
+        c.Target(op, {m.In("x", {16, 8}), m.In("idx", {c.s, 1}, DType::kI64), m.In("rows", {c.s, 8})})};
+  }
   if (op == "CumSum") return std::vector<Value*>{c.Target(op, {c.X(), m.graph().AddConstant("", Tensor::ScalarI64(1))})};
   if (op == "Shape" || op == "Size") return std::vector<Value*>{c.Target(op, {c.X()})};
   return std::nullopt;

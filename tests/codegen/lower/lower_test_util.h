@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/cpu/onednn_matmul.h"
 #include "codegen/cpu/parallel_run.h"
@@ -134,6 +135,15 @@ inline absl::StatusOr<std::vector<Tensor>> LowerTest::RunSteps(const std::vector
       if (!s.ok()) return s;
     } else if (const auto* a = std::get_if<AliasCall>(&step)) {
       store[a->alias] = tensor(a->source).Reshaped(a->alias->type().Evaluate(*bound).value()).value();
+    } else if (const auto* c = std::get_if<IndexCheckCall>(&step)) {
+      const Tensor& ids = tensor(c->indices);
+      for (int64_t i = 0; i < ids.num_elements(); ++i) {
+        const int64_t id = ids.GetAsInt64(i);
+        const int64_t dim = eval(c->dims[i % c->dims.size()]);
+        if (id < -dim || id >= dim) {
+          return absl::InvalidArgumentError(absl::StrCat("node '", c->node_name, "': index ", id, " out of range"));
+        }
+      }
     } else {
       return absl::UnimplementedError("gather steps run in runtime tests");
     }
