@@ -22,6 +22,11 @@ __device__ __forceinline__ long long ss_mod(long long a, long long b) {
   long long r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+// Integer Div/Mod never trap (kernel_ir.h): x / 0 = x % 0 = 0, x / -1 = -x.
+__device__ __forceinline__ long long ss_idiv(long long a, long long b) {
+  return b == 0 ? 0 : b == -1 ? (long long)(0ULL - (unsigned long long)a) : a / b;
+}
+__device__ __forceinline__ long long ss_irem(long long a, long long b) { return (b == 0 || b == -1) ? 0 : a % b; }
 __device__ __forceinline__ long long ss_min(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ long long ss_max(long long a, long long b) { return a < b ? b : a; }
 // f32 max/min propagate NaN from either operand (the kernel IR's semantics,
@@ -146,6 +151,11 @@ class CudaEmitter {
           case UnaryOp::kErf: return absl::StrCat("erff(", x, ")");
           case UnaryOp::kSigmoid: return absl::StrCat("(1.0f / (1.0f + expf(-", x, ")))");
           case UnaryOp::kRecip: return absl::StrCat("(1.0f / ", x, ")");
+          case UnaryOp::kSin: return absl::StrCat("sinf(", x, ")");
+          case UnaryOp::kCos: return absl::StrCat("cosf(", x, ")");
+          case UnaryOp::kFloor: return absl::StrCat("floorf(", x, ")");
+          case UnaryOp::kCeil: return absl::StrCat("ceilf(", x, ")");
+          case UnaryOp::kRound: return absl::StrCat("rintf(", x, ")");  // half to even
         }
         return x;
       }
@@ -155,7 +165,10 @@ class CudaEmitter {
           case BinaryOp::kAdd: return absl::StrCat("(", a, " + ", b, ")");
           case BinaryOp::kSub: return absl::StrCat("(", a, " - ", b, ")");
           case BinaryOp::kMul: return absl::StrCat("(", a, " * ", b, ")");
-          case BinaryOp::kDiv: return absl::StrCat("(", a, " / ", b, ")");
+          case BinaryOp::kDiv:
+            return is_float ? absl::StrCat("(", a, " / ", b, ")") : absl::StrCat("ss_idiv(", a, ", ", b, ")");
+          case BinaryOp::kRem:
+            return is_float ? absl::StrCat("fmodf(", a, ", ", b, ")") : absl::StrCat("ss_irem(", a, ", ", b, ")");
           case BinaryOp::kMax:
             return is_float ? absl::StrCat("ss_fmax(", a, ", ", b, ")") : absl::StrCat("ss_max(", a, ", ", b, ")");
           case BinaryOp::kMin:
