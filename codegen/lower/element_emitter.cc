@@ -217,7 +217,9 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
       {"Greater", CompareOp::kGt}, {"GreaterOrEqual", CompareOp::kGe}};
 
   if (auto it = kBinary->find(op); it != kBinary->end()) {
-    if (node->num_inputs() < 2) return Unsupported(node, "expects two or more inputs");
+    // The variadic Sum/Max/Min of one input is that input (the table's arity
+    // keeps the binary ops at two).
+    if (node->num_inputs() < 1) return Unsupported(node, "expects an input");
     SS_ARG(acc, 0);
     for (int i = 1; i < node->num_inputs(); ++i) {
       SS_ARG(rhs, i);

@@ -44,41 +44,23 @@ namespace {
 
 // Exports that pass every check below today (ctest runs these).
 constexpr const char* kZooExports[] = {
-    "t5-encoder-torchscript", "t5-encoder-dynamo", "bart-torchscript", "bart-dynamo",
-    "electra-torchscript",    "electra-dynamo",    "albert-torchscript", "albert-dynamo",
+    "llama-torchscript",      "llama-dynamo",      "llama-past-torchscript", "llama-past-dynamo",
+    "qwen2-torchscript",      "qwen2-dynamo",      "qwen2-past-torchscript", "qwen2-past-dynamo",
+    "opt-torchscript",        "opt-dynamo",
+    "t5-encoder-torchscript", "t5-encoder-dynamo", "bart-torchscript",       "bart-dynamo",
+    "electra-torchscript",    "electra-dynamo",    "albert-torchscript",     "albert-dynamo",
 };
 
 // Exports that fail today, with the error each gives (the Session's status,
 // the same as `shapeshift run tests/data/models/DIR/model.onnx --inputs-from
-// tests/data/models/DIR/test_data_set_0 --check` prints), at the commit that
-// added this file. Not run by ctest; SHAPESHIFT_ZOO_FAILING=1 runs them.
+// tests/data/models/DIR/test_data_set_0 --check` prints), as of the last
+// commit that changed this list. Not run by ctest; SHAPESHIFT_ZOO_FAILING=1
+// runs them.
 struct FailingExport {
   const char* dir;
   const char* error_today;
 };
 constexpr FailingExport kZooExportsFailingToday[] = {
-    // RoPE: cos/sin of the position angles. Under --policy static all eight
-    // run and match ONNX Runtime within 3e-7, so only the lowering is missing.
-    {"llama-torchscript",
-     "cannot lower node '/model/model/rotary_emb/Cos' (Cos): op is not supported in a fused "
-     "elementwise kernel"},
-    {"llama-dynamo",
-     "cannot lower node 'node_cos' (Cos): op is not supported in a fused elementwise kernel"},
-    {"llama-past-torchscript",
-     "cannot lower node '/model/model/rotary_emb/Cos' (Cos): op is not supported in a fused "
-     "elementwise kernel"},
-    {"llama-past-dynamo",
-     "cannot lower node 'node_cos' (Cos): op is not supported in a fused elementwise kernel"},
-    {"qwen2-torchscript",
-     "cannot lower node '/model/model/rotary_emb/Cos' (Cos): op is not supported in a fused "
-     "elementwise kernel"},
-    {"qwen2-dynamo",
-     "cannot lower node 'node_cos' (Cos): op is not supported in a fused elementwise kernel"},
-    {"qwen2-past-torchscript",
-     "cannot lower node '/model/model/rotary_emb/Cos' (Cos): op is not supported in a fused "
-     "elementwise kernel"},
-    {"qwen2-past-dynamo",
-     "cannot lower node 'node_cos' (Cos): op is not supported in a fused elementwise kernel"},
     // GPT-J's sin/cos table indexed by position ids (under --policy static
     // both run and match ONNX Runtime within 3.3e-7).
     {"gptj-torchscript",
@@ -87,20 +69,15 @@ constexpr FailingExport kZooExportsFailingToday[] = {
     {"gptj-dynamo",
      "cannot lower group #9 (node 'node_GatherND_76' GatherND): no compiled lowering for this "
      "op"},
-    // OPT's positions: cumsum of the int64 mask (fails under --policy static too).
-    {"opt-torchscript",
-     "cannot lower group #1 (node '/model/decoder/CumSum' CumSum): no compiled lowering for "
-     "this op"},
-    {"opt-dynamo",
-     "cannot lower group #1 (node 'node_cumsum' CumSum): no compiled lowering for this op"},
-    // Relative-position log buckets; under --policy static the next one is
-    // GatherElements (TorchScript: group #25
-    // '/model/encoder/layer.0/attention/self/GatherElements'; dynamo: #24 'node_gather').
+    // Relative-position log buckets (Sign, Ceil, Log: compiled now); next the
+    // Tile of the position index and then GatherElements (TorchScript: group
+    // #25 '/model/encoder/layer.0/attention/self/GatherElements'; dynamo: #24
+    // 'node_gather' under --policy static).
     {"deberta-v2-torchscript",
-     "cannot lower node '/model/encoder/Ceil' (Ceil): op is not supported in a fused "
-     "elementwise kernel"},
+     "cannot lower group #31 (node '/model/encoder/layer.0/attention/self/Tile' Tile): no compiled "
+     "lowering for this op"},
     {"deberta-v2-dynamo",
-     "cannot lower node 'node_ceil' (Ceil): op is not supported in a fused elementwise kernel"},
+     "cannot lower group #29 (node 'node_repeat' Tile): no compiled lowering for this op"},
     // The import itself fails over the default sequence range 1..65536 (the
     // position table has 512 rows); with --dim sequence=1..512 (and batch=1..8)
     // both compile once and match ONNX Runtime within 4.3e-7.
