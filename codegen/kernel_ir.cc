@@ -37,6 +37,11 @@ absl::string_view UnaryOpName(UnaryOp op) {
     case UnaryOp::kErf: return "erf";
     case UnaryOp::kSigmoid: return "sigmoid";
     case UnaryOp::kRecip: return "recip";
+    case UnaryOp::kSin: return "sin";
+    case UnaryOp::kCos: return "cos";
+    case UnaryOp::kFloor: return "floor";
+    case UnaryOp::kCeil: return "ceil";
+    case UnaryOp::kRound: return "round";
   }
   return "?";
 }
@@ -49,6 +54,7 @@ absl::string_view BinaryOpName(BinaryOp op) {
     case BinaryOp::kDiv: return "/";
     case BinaryOp::kMax: return "max";
     case BinaryOp::kMin: return "min";
+    case BinaryOp::kRem: return "rem";
   }
   return "?";
 }

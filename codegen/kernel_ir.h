@@ -43,14 +43,25 @@ enum class ScalarType : uint8_t { kF32, kI64, kI32, kBool };
 absl::string_view ScalarTypeName(ScalarType t);  // "f32", "i64", "i32", "bool"
 int64_t ScalarTypeSize(ScalarType t);            // bytes in memory
 
+// kSin/kCos are libm's sinf/cosf (full argument reduction: exact for every
+// f32, 1e30 included); kFloor/kCeil/kRound round to an integral f32, kRound
+// half to even (ONNX Round). NaN and infinities pass through all three.
 enum class UnaryOp : uint8_t {
   kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kTanh, kErf, kSigmoid, kRecip,
+  kSin, kCos, kFloor, kCeil, kRound,
 };
 // f32 kMax/kMin (and ReduceOp::kMax) propagate NaN: a NaN in either
 // operand gives NaN, as ONNX Runtime's Max/Min/Relu and numpy.maximum do
 // (not IEEE maxNum, which returns the other operand; Relu(NaN) would be 0).
 // Compares are ordered (false when either side is NaN) except kNe.
-enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMax, kMin };
+// Integer kDiv truncates toward zero (ONNX Div, C) and kRem is the
+// remainder of that division (sign of the dividend; f32 kRem is C fmod).
+// Neither may trap: an integer division by zero gives 0 (quotient and
+// remainder), and lowest / -1 wraps to lowest (remainder 0). The reference
+// interpreter reports those divisions by zero as an error instead; a kernel
+// has no error channel, so it computes a defined value rather than raising
+// SIGFPE.
+enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMax, kMin, kRem };
 enum class CompareOp : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe };
 enum class ReduceOp : uint8_t { kSum, kMax };
 absl::string_view UnaryOpName(UnaryOp op);

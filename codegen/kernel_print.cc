@@ -48,7 +48,7 @@ std::string PrintValue(const Kernel& kernel, const Value& value) {
       return absl::StrCat(UnaryOpName(static_cast<UnaryOp>(v.op)), "(", operand(0), ")");
     case ValueKind::kBinary: {
       auto op = static_cast<BinaryOp>(v.op);
-      if (op == BinaryOp::kMax || op == BinaryOp::kMin) {
+      if (op == BinaryOp::kMax || op == BinaryOp::kMin || op == BinaryOp::kRem) {
         return absl::StrCat(BinaryOpName(op), "(", operand(0), ", ", operand(1), ")");
       }
       return absl::StrCat("(", operand(0), " ", BinaryOpName(op), " ", operand(1), ")");

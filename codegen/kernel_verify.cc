@@ -128,9 +128,6 @@ class Verifier {
       case ValueKind::kBinary:
         if (ops[0]->type != ops[1]->type || v->type != ops[0]->type) return bad("operand types differ");
         if (v->type == ScalarType::kBool) return bad("arithmetic on bool");
-        if (static_cast<BinaryOp>(v->op) == BinaryOp::kDiv && v->type != ScalarType::kF32) {
-          return bad("division is defined on f32 only");
-        }
         break;
       case ValueKind::kCompare: {
         auto op = static_cast<CompareOp>(v->op);

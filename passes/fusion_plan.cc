@@ -22,6 +22,7 @@ const char* GroupKindName(GroupKind kind) {
     case GroupKind::kGather: return "gather";
     case GroupKind::kConcat: return "concat";
     case GroupKind::kSlice: return "slice";
+    case GroupKind::kScan: return "scan";
     case GroupKind::kOther: return "other";
   }
   return "?";
@@ -139,7 +140,8 @@ absl::Status VerifyFusionPlan(const Graph& graph, const FusionPlan& plan) {
     bool single_output_kind = g.kind == GroupKind::kMatmul || g.kind == GroupKind::kSoftmax ||
                               g.kind == GroupKind::kTranspose || g.kind == GroupKind::kView ||
                               g.kind == GroupKind::kCopy || g.kind == GroupKind::kGather ||
-                              g.kind == GroupKind::kConcat || g.kind == GroupKind::kSlice;
+                              g.kind == GroupKind::kConcat || g.kind == GroupKind::kSlice ||
+                              g.kind == GroupKind::kScan;
     size_t allowed = g.kind == GroupKind::kLayerNorm && g.layer_norm.sum_output ? 2 : 1;
     if ((single_output_kind || g.kind == GroupKind::kLayerNorm) && g.outputs.size() > allowed) {
       return fail(absl::StrCat("has ", g.outputs.size(), " outputs; this kind writes ", allowed));

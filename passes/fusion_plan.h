@@ -53,6 +53,7 @@ enum class GroupKind {
   kGather,       // embedding lookup: Gather axis 0 of a constant table
   kConcat,       // concatenation copy (KV cache)
   kSlice,        // strided slice copy
+  kScan,         // CumSum along one axis: a sequential running sum per line
   kOther,        // one node with no fused lowering; lowering rejects it
 };
 const char* GroupKindName(GroupKind kind);
@@ -133,7 +134,7 @@ struct Group {
   std::vector<Value*> inputs;  // data inputs defined outside (see top)
   std::vector<Value*> outputs; // values read outside / graph outputs
   // Kind-specific fields; only the one matching `kind` is meaningful
-  // (kView/kCopy/kGather/kOther need none beyond nodes/inputs/outputs;
+  // (kView/kCopy/kGather/kScan/kOther need none beyond nodes/inputs/outputs;
   // for kGather inputs are {table, indices}).
   MatmulGroup matmul;
   SoftmaxGroup softmax;

@@ -366,7 +366,10 @@ def elementwise_cases():
     cases = [unary(op) for op in ("Relu", "Neg", "Abs", "Exp", "Log", "Sqrt", "Tanh", "Erf", "Sigmoid",
                                   "Reciprocal")]
     cases.append(unary("LeakyRelu", {"alpha": 0.1}, name="leaky_relu"))
+    cases += [unary(op) for op in ("Sin", "Cos", "Floor", "Ceil", "Round", "Sign")]
     cases.append(unary("IsNaN", name="is_nan", out_type=np.bool_))
+    cases.append(unary("IsInf", name="is_inf", out_type=np.bool_))
+    cases.append(unary("IsInf", {"detect_negative": 0}, name="is_inf_positive", out_type=np.bool_))
     cases.append(unary("Cast", {"to": TensorProto.BOOL}, name="cast_to_bool", out_type=np.bool_))
     cases.append(unary("Clip", name="clip", extra_inputs=["lo", "hi"], initializers=[("lo", c(-1)), ("hi", c(2))]))
     cases.append(unary("Clip", name="clip_max_only", extra_inputs=["", "hi"], initializers=[("hi", c(0.5))]))
@@ -376,6 +379,7 @@ def elementwise_cases():
         cases.append(unary("Pow", name=f"pow_const_{tag}", extra_inputs=["e"], initializers=[("e", c(exponent))]))
     cases += [binary(op) for op in ("Add", "Sub", "Mul", "Div", "Max", "Min", "Pow")]
     cases.append(binary("PRelu", name="prelu"))
+    cases.append(binary("Mod", name="mod_fmod", attrs={"fmod": 1}))
     for op in ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"):
         cases.append(binary(op, name=f"{op.lower()}", out_type=np.bool_))
 
@@ -383,6 +387,8 @@ def elementwise_cases():
     cases.append(Case("sum3", "Sum of three inputs with specials", [helper.make_node("Sum", ["a", "b", "a"], ["y"])],
                       [("a", a, True), ("b", b, True)], [("y", F32)]))
     cases.append(Case("max3", "variadic Max with specials", [helper.make_node("Max", ["a", "b", "a"], ["y"])],
+                      [("a", a, True), ("b", b, True)], [("y", F32)]))
+    cases.append(Case("mean3", "Mean of three inputs with specials", [helper.make_node("Mean", ["a", "b", "a"], ["y"])],
                       [("a", a, True), ("b", b, True)], [("y", F32)]))
     cond = (np.indices(a.shape).sum(axis=0) % 3 == 0)
     cases.append(Case("where", "Where choosing specials", [helper.make_node("Where", ["c", "a", "b"], ["y"])],

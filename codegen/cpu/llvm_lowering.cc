@@ -442,6 +442,15 @@ class KernelLowering {
       case UnaryOp::kErf: return EmitErf(b_, x);
       case UnaryOp::kSigmoid: return EmitSigmoid(b_, x);
       case UnaryOp::kRecip: return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), x);
+      // llvm.sin/cos become one sinf/cosf call per lane (libm, from the
+      // process): exact argument reduction for every f32, where a vector
+      // polynomial's Cody-Waite reduction fails beyond ~1e5 (rotary
+      // embeddings only need them on [positions, head_dim] tables).
+      case UnaryOp::kSin: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);
+      case UnaryOp::kCos: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
+      case UnaryOp::kFloor: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+      case UnaryOp::kCeil: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+      case UnaryOp::kRound: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
     }
     Fail("unknown unary op");
     return x;
@@ -456,6 +465,7 @@ class KernelLowering {
         case BinaryOp::kDiv: return b_.CreateFDiv(a, c);
         case BinaryOp::kMax: return EmitFloatMaxMin(/*is_max=*/true, a, c);
         case BinaryOp::kMin: return EmitFloatMaxMin(/*is_max=*/false, a, c);
+        case BinaryOp::kRem: return b_.CreateFRem(a, c);  // fmodf: exact
       }
     }
     switch (op) {
@@ -464,10 +474,27 @@ class KernelLowering {
       case BinaryOp::kMul: return b_.CreateMul(a, c);
       case BinaryOp::kMax: return b_.CreateSelect(b_.CreateICmpSGT(a, c), a, c);
       case BinaryOp::kMin: return b_.CreateSelect(b_.CreateICmpSLT(a, c), a, c);
-      case BinaryOp::kDiv: break;  // rejected by Verify()
+      case BinaryOp::kDiv:
+      case BinaryOp::kRem: return EmitIntegerDivision(op == BinaryOp::kDiv, a, c);
     }
-    Fail("integer division is not supported");
+    Fail("unknown binary op");
     return a;
+  }
+
+  // a / c (truncating) or a % c without the two x86 traps (kernel_ir.h):
+  // the divisor is replaced by 1 where it is 0 or -1, then those lanes get
+  // their defined results: 0 for a division by zero, -a (wrapping) and 0
+  // for a division by -1.
+  llvm::Value* EmitIntegerDivision(bool quotient, llvm::Value* a, llvm::Value* c) {
+    llvm::Type* t = a->getType();
+    llvm::Value* zero = llvm::Constant::getNullValue(t);
+    llvm::Value* one = llvm::ConstantInt::get(t, 1);
+    llvm::Value* by_zero = b_.CreateICmpEQ(c, zero);
+    llvm::Value* by_minus_one = b_.CreateICmpEQ(c, llvm::Constant::getAllOnesValue(t));
+    llvm::Value* safe = b_.CreateSelect(b_.CreateOr(by_zero, by_minus_one), one, c);
+    if (!quotient) return b_.CreateSelect(by_minus_one, zero, b_.CreateSelect(by_zero, zero, b_.CreateSRem(a, safe)));
+    llvm::Value* q = b_.CreateSDiv(a, safe);
+    return b_.CreateSelect(by_zero, zero, b_.CreateSelect(by_minus_one, b_.CreateNeg(a), q));
   }
 
   // True for a float (or splat vector) constant that is not NaN.

@@ -367,6 +367,11 @@ class CudaEmitter {
           case UnaryOp::kErf: return absl::StrCat("erff(", x, ")");
           case UnaryOp::kSigmoid: return absl::StrCat("(1.0f / (1.0f + expf(-", x, ")))");
           case UnaryOp::kRecip: return absl::StrCat("(1.0f / ", x, ")");
+          case UnaryOp::kSin: return absl::StrCat("sinf(", x, ")");
+          case UnaryOp::kCos: return absl::StrCat("cosf(", x, ")");
+          case UnaryOp::kFloor: return absl::StrCat("floorf(", x, ")");
+          case UnaryOp::kCeil: return absl::StrCat("ceilf(", x, ")");
+          case UnaryOp::kRound: return absl::StrCat("rintf(", x, ")");  // half to even
         }
         return Unsupported("unary op", v->op);
       }
@@ -376,7 +381,10 @@ class CudaEmitter {
           case BinaryOp::kAdd: return absl::StrCat("(", a, " + ", b, ")");
           case BinaryOp::kSub: return absl::StrCat("(", a, " - ", b, ")");
           case BinaryOp::kMul: return absl::StrCat("(", a, " * ", b, ")");
-          case BinaryOp::kDiv: return absl::StrCat("(", a, " / ", b, ")");
+          case BinaryOp::kDiv:
+            return is_float ? absl::StrCat("(", a, " / ", b, ")") : absl::StrCat("ss_idiv(", a, ", ", b, ")");
+          case BinaryOp::kRem:
+            return is_float ? absl::StrCat("fmodf(", a, ", ", b, ")") : absl::StrCat("ss_irem(", a, ", ", b, ")");
           case BinaryOp::kMax:
             return is_float ? absl::StrCat("ss_fmax(", a, ", ", b, ")") : absl::StrCat("ss_max(", a, ", ", b, ")");
           case BinaryOp::kMin:

@@ -24,6 +24,11 @@ __device__ __forceinline__ long long ss_mod(long long a, long long b) {
   long long r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+// Integer Div/Mod never trap (kernel_ir.h): x / 0 = x % 0 = 0, x / -1 = -x.
+__device__ __forceinline__ long long ss_idiv(long long a, long long b) {
+  return b == 0 ? 0 : b == -1 ? (long long)(0ULL - (unsigned long long)a) : a / b;
+}
+__device__ __forceinline__ long long ss_irem(long long a, long long b) { return (b == 0 || b == -1) ? 0 : a % b; }
 __device__ __forceinline__ long long ss_min(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ long long ss_max(long long a, long long b) { return a < b ? b : a; }
 // f32 max/min propagate NaN from either operand (the kernel IR's semantics,

@@ -1,6 +1,7 @@
 #include "codegen/lower/element_emitter.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -208,13 +209,17 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
   static const std::map<std::string, UnaryOp>* kUnary = new std::map<std::string, UnaryOp>{
       {"Neg", UnaryOp::kNeg},   {"Abs", UnaryOp::kAbs},   {"Exp", UnaryOp::kExp},
       {"Log", UnaryOp::kLog},   {"Sqrt", UnaryOp::kSqrt}, {"Tanh", UnaryOp::kTanh},
-      {"Erf", UnaryOp::kErf},   {"Sigmoid", UnaryOp::kSigmoid}, {"Reciprocal", UnaryOp::kRecip}};
+      {"Erf", UnaryOp::kErf},   {"Sigmoid", UnaryOp::kSigmoid}, {"Reciprocal", UnaryOp::kRecip},
+      {"Sin", UnaryOp::kSin},   {"Cos", UnaryOp::kCos},   {"Floor", UnaryOp::kFloor},
+      {"Ceil", UnaryOp::kCeil}, {"Round", UnaryOp::kRound}};
   static const std::map<std::string, CompareOp>* kCompare = new std::map<std::string, CompareOp>{
       {"Equal", CompareOp::kEq},          {"Less", CompareOp::kLt},  {"LessOrEqual", CompareOp::kLe},
       {"Greater", CompareOp::kGt}, {"GreaterOrEqual", CompareOp::kGe}};
 
   if (auto it = kBinary->find(op); it != kBinary->end()) {
-    if (node->num_inputs() < 2) return Unsupported(node, "expects two or more inputs");
+    // The variadic Sum/Max/Min of one input is that input (the table's arity
+    // keeps the binary ops at two).
+    if (node->num_inputs() < 1) return Unsupported(node, "expects an input");
     SS_ARG(acc, 0);
     for (int i = 1; i < node->num_inputs(); ++i) {
       SS_ARG(rhs, i);
@@ -224,7 +229,44 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
   }
   if (auto it = kUnary->find(op); it != kUnary->end()) {
     SS_ARG(x, 0);
+    if (x->type != ScalarType::kF32 && it->second != UnaryOp::kNeg && it->second != UnaryOp::kAbs) {
+      return Unsupported(node, "compiled for f32 only");
+    }
     return Unary(it->second, x);
+  }
+  if (op == "Mean") {
+    if (*out_type != ScalarType::kF32) return Unsupported(node, "Mean is compiled for f32 only");
+    SS_ARG(acc, 0);
+    for (int i = 1; i < node->num_inputs(); ++i) {
+      SS_ARG(rhs, i);
+      acc = acc + rhs;
+    }
+    return acc / F32(node->num_inputs());  // the reference's division, not a product by 1/n
+  }
+  if (op == "Mod") {
+    absl::StatusOr<int64_t> fmod = node->attrs().GetInt("fmod", 0);
+    if (!fmod.ok()) return fmod.status();
+    if (*fmod == 0 && *out_type == ScalarType::kF32) return Unsupported(node, "Mod of floats needs fmod=1");
+    SS_ARG(a, 0);
+    SS_ARG(b, 1);
+    return lower::Mod(a, b, /*c_fmod=*/*fmod != 0);  // special_math.h
+  }
+  if (op == "Sign") {
+    SS_ARG(x, 0);
+    return lower::Sign(x);
+  }
+  if (op == "IsInf") {
+    SS_ARG(x, 0);
+    absl::StatusOr<int64_t> negative = node->attrs().GetInt("detect_negative", 1);
+    absl::StatusOr<int64_t> positive = node->attrs().GetInt("detect_positive", 1);
+    if (!negative.ok()) return negative.status();
+    if (!positive.ok()) return positive.status();
+    if (x->type != ScalarType::kF32) return BoolConst(false);
+    codegen::Value result = BoolConst(false);
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    if (*positive) result = Compare(CompareOp::kEq, x, F32(kInf));
+    if (*negative) result = Select(Compare(CompareOp::kEq, x, F32(-kInf)), BoolConst(true), result);
+    return result;
   }
   if (auto it = kCompare->find(op); it != kCompare->end()) {
     SS_ARG(a, 0);
@@ -276,9 +318,10 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
     SS_ARG(x, 0);
     return Select(x, BoolConst(false), BoolConst(true));
   }
-  if (op == "And" || op == "Or") {
+  if (op == "And" || op == "Or" || op == "Xor") {
     SS_ARG(a, 0);
     SS_ARG(b, 1);
+    if (op == "Xor") return Compare(CompareOp::kNe, a, b);
     return op == "And" ? Select(a, b, BoolConst(false)) : Select(a, BoolConst(true), b);
   }
   if (op == "Cast") {

@@ -31,6 +31,8 @@ absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& group, ShapeEnv* 
 absl::StatusOr<KernelCall> LowerReduction(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<std::vector<LoweredStep>> LowerConcat(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<KernelCall> LowerSlice(const passes::Group& group, ShapeEnv* env);
+// CumSum (scan_kernel.cc).
+absl::StatusOr<KernelCall> LowerScan(const passes::Group& group, ShapeEnv* env);
 
 // One Gather (any axis, any data), GatherElements, GatherND, Tile or Trilu
 // node as a kernel over its output, after an IndexCheckCall for the

@@ -71,4 +71,23 @@ Value Clip(Value x, std::optional<Value> lo, std::optional<Value> hi) {
 
 Value LeakyRelu(Value x, Value slope) { return Select(Lt(x, F32(0)), slope * x, x); }
 
+Value Mod(Value a, Value b, bool c_fmod) {
+  Value r = Binary(BinaryOp::kRem, a, b);
+  if (c_fmod) return r;
+  Value zero = a->type == ScalarType::kI64 ? I64(0) : Cast(a->type, I64(0));
+  // The truncated remainder has the dividend's sign; move it to the divisor's.
+  Value signs_differ = Ne(Lt(r, zero), Lt(b, zero));
+  return Select(And(Ne(r, zero), signs_differ), r + b, r);
+}
+
+Value Sign(Value x) {
+  if (x->type == ScalarType::kF32) {
+    return Select(Gt(x, F32(0)), F32(1), Select(Lt(x, F32(0)), F32(-1), Select(Ne(x, x), x, F32(0))));
+  }
+  Value zero = x->type == ScalarType::kI64 ? I64(0) : Cast(x->type, I64(0));
+  Value one = x->type == ScalarType::kI64 ? I64(1) : Cast(x->type, I64(1));
+  Value minus_one = x->type == ScalarType::kI64 ? I64(-1) : Cast(x->type, I64(-1));
+  return Select(Gt(x, zero), one, Select(Lt(x, zero), minus_one, zero));
+}
+
 }  // namespace shapeshift::codegen::lower

@@ -1,6 +1,7 @@
 // Kernel-IR expressions for the ONNX ops whose special values need more
 // than one IR op: Pow (C99 pow's special cases, as ONNX Runtime computes it
-// with std::pow), Clip (ONNX Runtime's bounds), LeakyRelu and PRelu.
+// with std::pow), Clip (ONNX Runtime's bounds), LeakyRelu and PRelu, Mod's
+// two sign conventions and Sign.
 //
 // Why a file of its own: the element emitter maps ops to values; the
 // special-value cases of these four are a page of Selects that must match
@@ -33,6 +34,15 @@ Value Clip(Value x, std::optional<Value> lo, std::optional<Value> hi);
 
 // x < 0 ? slope * x : x (LeakyRelu's alpha, PRelu's slope); NaN stays NaN.
 Value LeakyRelu(Value x, Value slope);
+
+// ONNX Mod. c_fmod (fmod=1): the truncated remainder, with the dividend's
+// sign (C fmod for f32: exact; fmod(x, 0) and fmod(inf, y) are NaN).
+// Otherwise (fmod=0, integers): the floored remainder, with the divisor's
+// sign (Python's %). An integer remainder by 0 is 0 (kernel_ir.h: never a trap).
+Value Mod(Value a, Value b, bool c_fmod);
+
+// ONNX Sign: 1, -1 or 0 (also for -0); NaN stays NaN.
+Value Sign(Value x);
 
 }  // namespace shapeshift::codegen::lower
 

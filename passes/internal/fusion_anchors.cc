@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "graph/op_table.h"
 #include "passes/graph_rewrite.h"
 #include "passes/op_classes.h"
 
@@ -335,6 +336,8 @@ bool BuildAnchoredGroup(Grouping& g, Node* node) {
     bool ok = g.graph().opset() >= 10 && BuildSliceFields(g, *node, &fields);
     int gid = g.NewGroup(ok ? GroupKind::kSlice : GroupKind::kOther, node);
     g.group(gid).slice = fields;
+  } else if (const OpInfo* info = FindOp(op); info != nullptr && info->op_class == OpClass::kScan) {
+    g.NewGroup(GroupKind::kScan, node);  // codegen/lower/scan_kernel.cc decides what it compiles
   } else if (IsElementwiseOp(*node)) {
     return false;
   } else {

@@ -83,8 +83,11 @@ TEST(KernelIrTest, VerifyRejectsTypeErrors) {
   EXPECT_THAT(std::string(Verify(k).message()), HasSubstr("condition must be bool"));
   k.body = {Store(y, k.ParallelVar(), I64(3))};
   EXPECT_THAT(std::string(Verify(k).message()), HasSubstr("stores i64 into f32 buffer 'y'"));
-  k.body = {Store(y, k.ParallelVar(), Cast(ScalarType::kF32, I64(4) / I64(2)))};
-  EXPECT_THAT(std::string(Verify(k).message()), HasSubstr("division is defined on f32 only"));
+  k.body = {Store(y, k.ParallelVar(), Cast(ScalarType::kF32, Unary(UnaryOp::kFloor, I64(4))))};
+  EXPECT_THAT(std::string(Verify(k).message()), HasSubstr("math functions take f32"));
+  // Integer division and remainder are defined (they never trap: see kernel_ir.h).
+  k.body = {Store(y, k.ParallelVar(), Cast(ScalarType::kF32, I64(4) / I64(2) + Binary(BinaryOp::kRem, I64(4), I64(0))))};
+  EXPECT_TRUE(Verify(k).ok()) << Verify(k);
 }
 
 TEST(KernelIrTest, VerifyChecksScopesOfLetsAndAccumulators) {

@@ -144,6 +144,20 @@ TEST_F(FusionTest, ProducersWithASmallerDomainAreNotRecomputedPerElement) {
   EXPECT_EQ(plan.groups[0].elementwise.domain, (std::vector<SymExpr>{batch, 1, 8}));
 }
 
+// A CumSum (the op table's scan class) is a group of its own, kScan, that
+// elementwise producers and consumers do not join.
+TEST_F(FusionTest, CumSumIsAScanGroup) {
+  Value* mask = In("mask", {batch, seq}, DType::kI64);
+  Value* count = Op("CumSum", {Op("Mul", {mask, mask}), Ints({1})});
+  g.AddOutput(Op("Sub", {count, mask}));
+  FusionPlan plan = Plan();
+  std::vector<GroupKind> kinds;
+  for (const Group& group : plan.groups) kinds.push_back(group.kind);
+  EXPECT_EQ(kinds, (std::vector<GroupKind>{GroupKind::kElementwise, GroupKind::kScan, GroupKind::kElementwise}))
+      << plan.ToString();
+  EXPECT_TRUE(VerifyFusionPlan(g, plan).ok());
+}
+
 TEST_F(FusionTest, ViewsTransposesGathersAndUnsupportedOps) {
   Value* ids = In("ids", {batch, seq}, DType::kI64);
   Value* table = Floats({10, 4}, std::vector<float>(40, 1));

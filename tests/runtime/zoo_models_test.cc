@@ -44,56 +44,30 @@ namespace {
 
 // Exports that pass every check below today (ctest runs these).
 constexpr const char* kZooExports[] = {
-    "t5-encoder-torchscript", "t5-encoder-dynamo", "bart-torchscript", "bart-dynamo",
-    "electra-torchscript",    "electra-dynamo",    "albert-torchscript", "albert-dynamo",
-    "gptj-torchscript",       "gptj-dynamo",
+    "llama-torchscript",      "llama-dynamo",      "llama-past-torchscript", "llama-past-dynamo",
+    "qwen2-torchscript",      "qwen2-dynamo",      "qwen2-past-torchscript", "qwen2-past-dynamo",
+    "opt-torchscript",        "opt-dynamo",        "gptj-torchscript",       "gptj-dynamo",
+    "t5-encoder-torchscript", "t5-encoder-dynamo", "bart-torchscript",       "bart-dynamo",
+    "electra-torchscript",    "electra-dynamo",    "albert-torchscript",     "albert-dynamo",
 };
 
 // Exports that fail today, with the error each gives (the Session's status,
 // the same as `shapeshift run tests/data/models/DIR/model.onnx --inputs-from
-// tests/data/models/DIR/test_data_set_0 --check` prints), at the commit that
-// added this file. Not run by ctest; SHAPESHIFT_ZOO_FAILING=1 runs them.
+// tests/data/models/DIR/test_data_set_0 --check` prints), as of the last
+// commit that changed this list. Not run by ctest; SHAPESHIFT_ZOO_FAILING=1
+// runs them.
 struct FailingExport {
   const char* dir;
   const char* error_today;
 };
 constexpr FailingExport kZooExportsFailingToday[] = {
-    // RoPE: cos/sin of the position angles. Under --policy static all eight
-    // run and match ONNX Runtime within 3e-7, so only the lowering is missing.
-    {"llama-torchscript",
-     "cannot lower node '/model/model/rotary_emb/Cos' (Cos): op is not supported in a fused "
-     "elementwise kernel"},
-    {"llama-dynamo",
-     "cannot lower node 'node_cos' (Cos): op is not supported in a fused elementwise kernel"},
-    {"llama-past-torchscript",
-     "cannot lower node '/model/model/rotary_emb/Cos' (Cos): op is not supported in a fused "
-     "elementwise kernel"},
-    {"llama-past-dynamo",
-     "cannot lower node 'node_cos' (Cos): op is not supported in a fused elementwise kernel"},
-    {"qwen2-torchscript",
-     "cannot lower node '/model/model/rotary_emb/Cos' (Cos): op is not supported in a fused "
-     "elementwise kernel"},
-    {"qwen2-dynamo",
-     "cannot lower node 'node_cos' (Cos): op is not supported in a fused elementwise kernel"},
-    {"qwen2-past-torchscript",
-     "cannot lower node '/model/model/rotary_emb/Cos' (Cos): op is not supported in a fused "
-     "elementwise kernel"},
-    {"qwen2-past-dynamo",
-     "cannot lower node 'node_cos' (Cos): op is not supported in a fused elementwise kernel"},
-    // OPT's positions: cumsum of the int64 mask (fails under --policy static too).
-    {"opt-torchscript",
-     "cannot lower group #1 (node '/model/decoder/CumSum' CumSum): no compiled lowering for "
-     "this op"},
-    {"opt-dynamo",
-     "cannot lower group #1 (node 'node_cumsum' CumSum): no compiled lowering for this op"},
-    // Relative-position log buckets (Sign, Ceil: the elementwise lowerings).
-    // Under --policy static both run and match the interpreter within 7.2e-7
-    // (their Tile and GatherElements are compiled).
+    // Relative-position log buckets: Sign, Ceil, Log, Tile and GatherElements
+    // are compiled now; what fails next:
     {"deberta-v2-torchscript",
-     "cannot lower node '/model/encoder/Ceil' (Ceil): op is not supported in a fused "
-     "elementwise kernel"},
+     "cannot lower group #31 (node '/model/encoder/layer.0/attention/self/Tile' Tile): no compiled "
+     "lowering for this op"},
     {"deberta-v2-dynamo",
-     "cannot lower node 'node_ceil' (Ceil): op is not supported in a fused elementwise kernel"},
+     "cannot lower group #29 (node 'node_repeat' Tile): no compiled lowering for this op"},
     // The import itself fails over the default sequence range 1..65536 (the
     // position table has 512 rows); with --dim sequence=1..512 (and batch=1..8)
     // both compile once and match ONNX Runtime within 4.3e-7.
