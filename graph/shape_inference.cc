@@ -125,9 +125,12 @@ absl::Status InferenceContext::NarrowToProve(const Predicate& question, absl::St
     SymExpr sym = SymExpr::Symbol(name);
     ShapeEnv::Scope past = env_.Assume(Predicate::Eq(sym, *max + 1));
     const char* verb = env_.CanProve(Predicate::Not(question)) ? "holds only" : "can be proven only";
-    return absl::Status(error.code(), absl::StrCat(error.message(), "; ", question.ToString(), " ", verb, " for ",
-                                                   name, " <= ", *max, "; declare --dim ", name, "=", min, "..",
-                                                   *max));
+    // With `need` the error already says what the node needs; the question
+    // restated (`sequence <= 1024`) would only repeat the limit.
+    const std::string limit = need.empty() ? absl::StrCat(question.ToString(), " ", verb, " for ", name, " <= ", *max)
+                                           : absl::StrCat("the model serves only ", name, " <= ", *max);
+    return absl::Status(error.code(), absl::StrCat(error.message(), "; ", limit, "; declare --dim ", name, "=", min,
+                                                   "..", *max));
   }
   // The narrowed domain must answer the rule's question by itself (checked
   // under the assumption first: NarrowRange cannot be undone).

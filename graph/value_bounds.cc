@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "graph/op_table.h"
+#include "absl/container/flat_hash_set.h"
 
 namespace shapeshift {
 namespace {
@@ -15,19 +15,17 @@ namespace {
 // not a position-id computation.
 constexpr int kVisitBudget = 48;
 
-// Whether every output element of `n` is one of input 0's elements: views
-// (Reshape, Unsqueeze, ...), indexing (a Gather's data) and layout ops that
-// only move data (Transpose, Slice, Split, Tile), per the op table; Expand
-// (a generator in the table) copies too. Concat reads every input
-// and Trilu writes zeros: the caller handles them.
+// Ops each of whose output elements is one of input 0's elements: views,
+// the data of a Gather, layout ops that only move data, Expand. Listed by
+// name, not by the op table's class: the class says how data moves, not that
+// no other value enters (a ScatterND writes its updates, a Pad its constant,
+// Trilu zeros, Concat every input), and a bound that missed one would be
+// unsound. Concat and Trilu are handled by the walk itself.
 bool SelectsFromInput0(const Node& n) {
-  const std::string& op = n.op_type();
-  if (op == "Expand") return true;
-  if (op == "Concat" || op == "Trilu") return false;
-  const OpInfo* info = FindOp(op);
-  if (info == nullptr) return false;
-  return info->op_class == OpClass::kView || info->op_class == OpClass::kIndexing ||
-         info->op_class == OpClass::kLayout;
+  static const auto* ops = new absl::flat_hash_set<std::string>{
+      "Identity", "Reshape", "Flatten", "Squeeze",  "Unsqueeze",      "Expand",  "Transpose",
+      "Slice",    "Split",   "Tile",    "Gather",   "GatherElements", "GatherND"};
+  return ops->contains(n.op_type());
 }
 
 class BoundsWalk {

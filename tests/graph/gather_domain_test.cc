@@ -123,7 +123,7 @@ TEST(GatherDomainTest, ADeclaredRangePastTheTableIsAnErrorNamingTheGatherAndTheR
   ASSERT_FALSE(model.ok());
   EXPECT_THAT(model.status().message(), HasSubstr("node 'gather_positions' (Gather): indices 'pos' reach seq - 1, past "
                                                   "the last row of table 'table' (32 rows)"));
-  EXPECT_THAT(model.status().message(), HasSubstr("holds only for seq <= 32; declare --dim seq=1..32"));
+  EXPECT_THAT(model.status().message(), HasSubstr("; the model serves only seq <= 32; declare --dim seq=1..32"));
 }
 
 TEST(GatherDomainTest, ADeclaredRangeInsideTheTableImportsUnchanged) {
