@@ -1,5 +1,6 @@
 #include "graph/shape_inference.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "absl/container/btree_set.h"
@@ -106,7 +107,7 @@ SymExpr InferenceContext::DataDependentDim() {
   return env_.FreshSymbol("dyn", 0, std::numeric_limits<int32_t>::max());
 }
 
-absl::Status InferenceContext::NarrowToProve(const Predicate& question, absl::Status error) {
+absl::Status InferenceContext::NarrowToProve(const Predicate& question, absl::Status error, absl::string_view need) {
   if (narrowing_ == nullptr) return error;
   absl::btree_set<std::string> symbols;
   question.CollectSymbols(&symbols);
@@ -124,17 +125,36 @@ absl::Status InferenceContext::NarrowToProve(const Predicate& question, absl::St
     SymExpr sym = SymExpr::Symbol(name);
     ShapeEnv::Scope past = env_.Assume(Predicate::Eq(sym, *max + 1));
     const char* verb = env_.CanProve(Predicate::Not(question)) ? "holds only" : "can be proven only";
-    return absl::Status(error.code(), absl::StrCat(error.message(), "; ", question.ToString(), " ", verb, " for ",
-                                                   name, " <= ", *max, "; declare --dim ", name, "=", min, "..",
-                                                   *max));
+    // With `need` the error already says what the node needs; the question
+    // restated (`sequence <= 1024`) would only repeat the limit.
+    const std::string limit = need.empty() ? absl::StrCat(question.ToString(), " ", verb, " for ", name, " <= ", *max)
+                                           : absl::StrCat("the model serves only ", name, " <= ", *max);
+    return absl::Status(error.code(), absl::StrCat(error.message(), "; ", limit, "; declare --dim ", name, "=", min,
+                                                   "..", *max));
   }
-  if (absl::Status s = env_.NarrowRange(name, min, *max); !s.ok()) return Error(s.message());
-  // The narrowed domain must now answer the rule's question by itself.
-  if (!IsTrue(Ask(question, "model-implied dim range"))) return error;
-  narrowing_->notes.push_back(absl::StrCat("dim '", name, "' limited to ", min, "..", *max, ": node '",
-                                           node_.name(), "' (", node_.op_type(), ") needs ", question.ToString(),
-                                           "; declare --dim ", name, "=lo..hi to choose a range"));
+  // The narrowed domain must answer the rule's question by itself (checked
+  // under the assumption first: NarrowRange cannot be undone).
+  {
+    ShapeEnv::Scope narrowed = env_.Assume(Predicate::Le(SymExpr::Symbol(name), *max));
+    if (!env_.CanProve(question)) return error;
+  }
+  std::string note = absl::StrCat("dim '", name, "' limited to ", min, "..", *max, ": node '", node_.name(), "' (",
+                                  node_.op_type(), ") ",
+                                  need.empty() ? absl::StrCat("needs ", question.ToString()) : std::string(need),
+                                  "; declare --dim ", name, "=lo..hi to choose a range");
+  // The env keeps the note with the range, so a request outside it is
+  // refused naming the node that limits the dim (runtime/README.md).
+  if (absl::Status s = env_.NarrowRange(name, min, *max, note); !s.ok()) return Error(s.message());
+  narrowing_->notes.push_back(std::move(note));
   return absl::OkStatus();
+}
+
+void InferenceContext::Note(absl::string_view text) {
+  if (narrowing_ == nullptr) return;
+  std::string note = absl::StrCat("node '", node_.name(), "' (", node_.op_type(), ") ", text);
+  // Inference may run again over a narrowed domain (the importer): one note per fact.
+  if (std::find(narrowing_->notes.begin(), narrowing_->notes.end(), note) != narrowing_->notes.end()) return;
+  narrowing_->notes.push_back(std::move(note));
 }
 
 absl::Status InferNode(Node& node, ShapeEnv& env, int opset, DomainNarrowing* narrowing) {

@@ -13,7 +13,10 @@
 // only because an input dim the caller left undeclared has the default
 // range, and the model itself works on part of it (BERT's 512 positions), the
 // dim's range is narrowed to the widest part where the equality is proven
-// and a note says which node needed it. A declared dim is never narrowed: the
+// and a note says which node needed it. The same for a Gather whose indices
+// are bounded by shapes (graph/value_bounds.h: GPT-2's positions
+// `Range(0, sequence)` into a 1024-row table): the dim is narrowed to where
+// every index provably stays inside the table. A declared dim is never narrowed: the
 // error says the range that would work. See graph/README.md for why this is
 // sound.
 //
@@ -91,8 +94,12 @@ class InferenceContext {
   // undeclared dim is narrowed to the widest such range (with a note) and the
   // result is OK; for a declared dim `error` is returned extended by the
   // range that works. Otherwise (no import, other symbols, no such range)
-  // `error` unchanged.
-  absl::Status NarrowToProve(const Predicate& question, absl::Status error);
+  // `error` unchanged. `need` says in the note what the node needs (default
+  // "needs <question>").
+  absl::Status NarrowToProve(const Predicate& question, absl::Status error, absl::string_view need = {});
+  // At import, a sentence for ImportedModel::notes about this node ("node
+  // 'name' (Op) " + text); nothing otherwise.
+  void Note(absl::string_view text);
 
  private:
   Node& node_;

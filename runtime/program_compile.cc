@@ -98,7 +98,7 @@ class ProgramBuilder {
           names.push_back(dim.symbol_name());
           impl_.symbols.push_back({dim.symbol_name(), info ? info->min : 0,
                                    info ? info->max : std::numeric_limits<int64_t>::max(), static_cast<int>(i),
-                                   static_cast<int>(k)});
+                                   static_cast<int>(k), info ? RangeNoteSuffix(*info) : std::string()});
         }
         spec.dims.push_back(d);
       }

@@ -97,6 +97,7 @@ struct SymbolRange {
   std::string name;
   int64_t min = 0, max = 0;
   int input = 0, dim = 0;  // where it is bound
+  std::string note;        // SymbolInfo::range_note: why the range is what it is
 };
 
 struct OutputSpec {

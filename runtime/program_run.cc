@@ -137,7 +137,7 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> in
     if (slots[s] < r.min || slots[s] > r.max) {
       return absl::OutOfRangeError(absl::StrCat("input '", p.inputs[r.input].name, "' dim ", r.dim, " (", r.name,
                                                 ") is ", slots[s], ", outside the declared range ", r.min, "..",
-                                                r.max));
+                                                r.max, r.note));
     }
   }
   // 2b. Guards recorded by specialized compile decisions.

@@ -19,6 +19,10 @@ namespace shapeshift {
 bool IsTrue(Answer a) { return a == Answer::kProvenTrue || a == Answer::kSpecializedTrue; }
 bool IsFalse(Answer a) { return a == Answer::kProvenFalse || a == Answer::kSpecializedFalse; }
 
+std::string RangeNoteSuffix(const SymbolInfo& info) {
+  return info.range_note.empty() ? std::string() : absl::StrCat("; ", info.range_note);
+}
+
 const char* AnswerName(Answer a) {
   switch (a) {
     case Answer::kProvenTrue: return "proven-true";
@@ -168,7 +172,7 @@ absl::Status ShapeEnv::SetHint(absl::string_view name, int64_t hint) {
   return absl::OkStatus();
 }
 
-absl::Status ShapeEnv::NarrowRange(absl::string_view name, int64_t min, int64_t max) {
+absl::Status ShapeEnv::NarrowRange(absl::string_view name, int64_t min, int64_t max, absl::string_view note) {
   auto it = impl_->index.find(name);
   if (it == impl_->index.end()) {
     return absl::NotFoundError(absl::StrCat("unknown symbol '", name, "'"));
@@ -184,6 +188,7 @@ absl::Status ShapeEnv::NarrowRange(absl::string_view name, int64_t min, int64_t 
   }
   s.min = min;
   s.max = max;
+  if (!note.empty()) s.range_note = std::string(note);
   return absl::OkStatus();
 }
 

@@ -54,7 +54,15 @@ struct SymbolInfo {
   int64_t max = 1;  // inclusive
   std::optional<int64_t> hint;
   SymbolPolicy policy = SymbolPolicy::kPolymorphic;
+  // Why the range is narrower than declared, when the model implied it (the
+  // importer's note naming the node, graph/README.md); "" otherwise. Domain
+  // checks add it to their refusal.
+  std::string range_note;
 };
+
+// "" or "; " + the symbol's range_note: the tail of a refusal of a value
+// outside the symbol's range.
+std::string RangeNoteSuffix(const SymbolInfo& info);
 
 // Who asked a question and why; carried by every recorded guard atom.
 struct Provenance {
@@ -103,8 +111,9 @@ class ShapeEnv {
   // that is what keeps it sound: every answer proven so far holds over the
   // wider range, so it holds over the narrower one; an error otherwise. The
   // importer uses it when the model itself only works on part of a dim's
-  // default range (graph/README.md, "Model-implied dim ranges").
-  absl::Status NarrowRange(absl::string_view name, int64_t min, int64_t max);
+  // default range (graph/README.md, "Model-implied dim ranges"); `note`
+  // (why) becomes the symbol's range_note.
+  absl::Status NarrowRange(absl::string_view name, int64_t min, int64_t max, absl::string_view note = {});
   absl::Status SetPolicy(absl::string_view name, SymbolPolicy policy);
 
   // The question interface (see top of file).

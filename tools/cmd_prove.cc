@@ -209,6 +209,9 @@ int ProveModel(const ParsedArgs& args) {
   absl::StatusOr<ImportedModel> model = LoadModel(model_arg, *dims);
   if (!model.ok()) return UsageError(model.status().message());
   std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
+  // The importer's notes say where the domain is narrower than declared
+  // (a dim the model itself limits): the certificate is over that domain.
+  const std::vector<std::string> notes = model->notes;
   absl::StatusOr<std::string> cache_dir = CacheDirFromFlags(args);
   if (!cache_dir.ok()) return UsageError(cache_dir.status().message());
   absl::StatusOr<runtime::persist::RemoteCacheOptions> remote = RemoteCacheFromFlags(args);
@@ -242,6 +245,7 @@ int ProveModel(const ParsedArgs& args) {
   out["policy"] = runtime::SpecializationPolicyName(policy);
   out["domain"] = nlohmann::ordered_json::object();
   for (const SymbolInfo& s : env.symbols()) out["domain"][s.name] = absl::StrCat(s.min, "..", s.max);
+  out["notes"] = notes;
   out["compiles"] = (*session)->stats().dispatcher.compiles;
   out["cache_loads"] = (*session)->stats().dispatcher.cache_loads;
   out["entries"] = nlohmann::ordered_json::array();
@@ -286,6 +290,7 @@ int ProveModel(const ParsedArgs& args) {
     for (const auto& [name, range] : out["domain"].items()) domain.push_back(absl::StrCat(name, "=", range.get<std::string>()));
     std::printf("  model %s, policy %s, domain %s\n", Escaped(model_arg).c_str(),
                 out["policy"].get<std::string>().c_str(), Escaped(absl::StrJoin(domain, " ")).c_str());
+    for (const std::string& note : notes) std::printf("  note: %s\n", Escaped(note).c_str());
     if (!options.cache_dir.empty()) {
       std::printf("  persistent cache %s: %lld entr%s loaded\n", Escaped(options.cache_dir).c_str(),
                   out["cache_loads"].get<long long>(), out["cache_loads"].get<long long>() == 1 ? "y" : "ies");

@@ -226,7 +226,8 @@ absl::StatusOr<Assignment> BindRequestDims(const std::vector<InputRecipe>& recip
     auto [it, unbound] = dims.emplace(s.name, s.min);
     if (!unbound && (it->second < s.min || it->second > s.max)) {
       return absl::OutOfRangeError(absl::StrCat(bound_by[s.name], ": ", s.name, " = ", it->second,
-                                                " is outside the declared range ", s.min, "..", s.max));
+                                                " is outside the declared range ", s.min, "..", s.max,
+                                                RangeNoteSuffix(s)));
     }
   }
   for (const DerivedDim& d : derived) {

@@ -205,6 +205,7 @@ class Importer {
 
   absl::Status AddNodes() {
     Graph& g = *result_.graph;
+    inferred_over_ = Domain();
     for (const onnx::NodeProto& proto : model_.graph().node()) {
       std::vector<Value*> inputs;
       for (const std::string& name : proto.input()) {
@@ -237,10 +238,47 @@ class Importer {
       std::vector<std::string> outputs(proto.output().begin(), proto.output().end());
       Node* node = g.AddNode(proto.op_type(), std::move(inputs), static_cast<int>(outputs.size()),
                              *std::move(attrs), proto.name(), outputs);
-      if (absl::Status s = InferNode(*node, *result_.env, g.opset(), &narrowing_); !s.ok()) return s;
+      absl::Status s = InferNode(*node, *result_.env, g.opset(), &narrowing_);
+      // A question the nodes before a narrowing left stale (GPT-Neo's
+      // min(512, sequence), taken before its position Gather limited
+      // sequence to 512) is asked again over the narrowed domain.
+      if (!s.ok() && Domain() != inferred_over_) s = InferAgainOverTheNarrowedDomain();
+      if (!s.ok()) return s;
+    }
+    if (Domain() != inferred_over_) {
+      if (absl::Status s = InferAgainOverTheNarrowedDomain(); !s.ok()) return s;
     }
     for (std::string& note : narrowing_.notes) result_.notes.push_back(std::move(note));
     return absl::OkStatus();
+  }
+
+  // Shape inference again over every node added so far, until no node
+  // narrows a dim further. The nodes inferred before a narrowing computed
+  // their dims over the wider range (a Min(512, sequence) that the narrowed
+  // range collapses to sequence); inferred again, every dim is as simple as
+  // the domain the model can serve allows. Each round narrows or stops, and
+  // a narrowing only shrinks ranges, so this ends (a few rounds at most).
+  absl::Status InferAgainOverTheNarrowedDomain() {
+    Graph& g = *result_.graph;
+    for (int round = 0; round < kMaxInferenceRounds && Domain() != inferred_over_; ++round) {
+      inferred_over_ = Domain();
+      for (Node* node : g.nodes()) {
+        if (absl::Status s = InferNode(*node, *result_.env, g.opset(), &narrowing_); !s.ok()) return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The ranges of the dims shape inference may narrow (the undeclared input
+  // dims): what it assumed about them. Data-dependent dims it creates on the
+  // way do not count.
+  std::vector<std::pair<int64_t, int64_t>> Domain() const {
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (const std::string& name : narrowing_.undeclared) {
+      const SymbolInfo* s = result_.env->FindSymbol(name);
+      if (s != nullptr) ranges.emplace_back(s->min, s->max);
+    }
+    return ranges;
   }
 
   absl::Status AddOutputs() {
@@ -322,6 +360,9 @@ class Importer {
   // Which named input dims have declared ranges; shape inference narrows
   // the others where the model implies a limit (shape_inference.h).
   DomainNarrowing narrowing_;
+  // The domain every node was last inferred over (Domain()); empty until AddNodes.
+  std::vector<std::pair<int64_t, int64_t>> inferred_over_;
+  static constexpr int kMaxInferenceRounds = 4;
 };
 
 absl::Status NotAModel(const std::string& what) {

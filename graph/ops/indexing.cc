@@ -6,12 +6,14 @@
 // wins, so `x[:, 0:INT64_MAX]` on a `seq` dim is just `seq`. A symbolic start
 // whose sign is not provable makes the sliced dim data-dependent.
 // Gather on a shape vector with constant indices picks the symbolic
-// elements (`Shape(x)[1]` is `seq`).
+// elements (`Shape(x)[1]` is `seq`); a Gather whose indices are bounded by
+// shapes limits the dims the model serves (BoundIndicesByTable).
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "graph/ops/rules.h"
 #include "graph/ops/common.h"
+#include "graph/value_bounds.h"
 
 namespace shapeshift {
 namespace {
@@ -34,6 +36,34 @@ std::optional<SymExpr> FromEnd(InferenceContext& ctx, SymExpr index, SymExpr dim
   if (ctx.CanProve(Predicate::Ge(index, 0))) return index;
   if (ctx.CanProve(Predicate::Lt(index, 0))) return dim + index;
   return std::nullopt;
+}
+
+// A Gather whose indices are bounded by shapes (graph/value_bounds.h: a
+// position table indexed by Range(sequence)) reads outside its table once
+// the bound passes the last row; the model serves only the dims where it
+// does not. At import an undeclared dim is narrowed to there (with a note
+// naming this node and the table), a declared range that goes past it is an
+// error saying the range that works; anywhere else (other symbols, a bound
+// that is never inside) the run-time index check refuses bad rows.
+absl::Status BoundIndicesByTable(InferenceContext& ctx, SymExpr rows) {
+  const Value* indices = ctx.node().input(1);
+  std::optional<ValueBounds> bounds = DeriveValueBounds(*indices, ctx.env());
+  if (!bounds) return absl::OkStatus();
+  // Negative indices count from the end; only the upper bound can limit a dim.
+  const Predicate inside = Predicate::Le(bounds->hi, rows - 1);
+  if (ctx.CanProve(inside)) return absl::OkStatus();
+  const std::string table = ctx.node().input(0)->name();
+  const absl::Status unknown = ctx.Error(absl::StrCat("indices '", indices->name(), "' reach ", bounds->hi.ToString(),
+                                                      ", past the last row of table '", table, "' (",
+                                                      rows.ToString(), " rows)"));
+  const std::string reads =
+      absl::StrCat("reads rows up to ", bounds->hi.ToString(), " of table '", table, "' (", rows.ToString(), " rows)");
+  absl::Status narrowed = ctx.NarrowToProve(inside, unknown, reads);
+  if (narrowed != unknown) return narrowed;
+  // `unknown` back unchanged: no single dim's range to narrow to (see above).
+  ctx.Note(absl::StrCat(reads, ", not proven inside over the declared ranges: a request past the last row is "
+                        "refused at run time by this node"));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -153,6 +183,9 @@ absl::Status rules::Gather(InferenceContext& ctx) {
         return ctx.Error(absl::StrCat("index ", i, " is out of range for dim ", dim.ToString()));
       }
     }
+  }
+  if (!indices) {
+    if (absl::Status s = BoundIndicesByTable(ctx, dim); !s.ok()) return s;
   }
   std::vector<SymExpr> shape(data.begin(), data.begin() + *axis);
   shape.insert(shape.end(), ctx.input_shape(1).begin(), ctx.input_shape(1).end());

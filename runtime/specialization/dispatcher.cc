@@ -104,7 +104,7 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(std::unique_ptr<G
       }
       slots.push_back(info->name);
       slot_symbols.push_back(*info);
-      bindings.push_back({static_cast<int>(i), static_cast<int>(k), info->min, info->max});
+      bindings.push_back({static_cast<int>(i), static_cast<int>(k), info->min, info->max, RangeNoteSuffix(*info)});
     }
   }
   if (slots.size() > kInlineSlots) {
@@ -183,7 +183,7 @@ absl::Status Dispatcher::Bind(absl::Span<const TensorView> inputs, absl::Span<in
     if (v < b.min || v > b.max) {
       return absl::OutOfRangeError(absl::StrCat("input '", declared[b.input]->name(), "' dim ", b.dim, " (",
                                                 cache_.slots()[s], ") = ", v, " is outside the declared range ",
-                                                b.min, "..", b.max));
+                                                b.min, "..", b.max, b.note));
     }
     values[s] = v;
   }

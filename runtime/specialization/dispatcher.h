@@ -178,6 +178,7 @@ class Dispatcher {
     int dim = 0;
     int64_t min = 0;
     int64_t max = 0;
+    std::string note;  // RangeNoteSuffix of the symbol: who limited its range
   };
 
   Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique_ptr<persist::RemoteCache> remote,

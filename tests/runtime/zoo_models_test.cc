@@ -49,6 +49,9 @@ constexpr const char* kZooExports[] = {
     "opt-torchscript",        "opt-dynamo",        "gptj-torchscript",       "gptj-dynamo",
     "t5-encoder-torchscript", "t5-encoder-dynamo", "bart-torchscript",       "bart-dynamo",
     "electra-torchscript",    "electra-dynamo",    "albert-torchscript",     "albert-dynamo",
+    // Their 512-row position table limits sequence to 1..512 at import
+    // (graph/value_bounds.h), which decides their Reshapes' divisibility.
+    "gpt-neo-torchscript",    "gpt-neo-dynamo",
 };
 
 // Exports that fail today, with the error each gives (the Session's status,
@@ -68,17 +71,6 @@ constexpr FailingExport kZooExportsFailingToday[] = {
      "lowering for this op"},
     {"deberta-v2-dynamo",
      "cannot lower group #29 (node 'node_repeat' Tile): no compiled lowering for this op"},
-    // The import itself fails over the default sequence range 1..65536 (the
-    // position table has 512 rows); with --dim sequence=1..512 (and batch=1..8)
-    // both compile once and match ONNX Runtime within 4.3e-7.
-    {"gpt-neo-torchscript",
-     "node '/model/transformer/Reshape_3' (Reshape): cannot decide whether 64*batch*min(512, "
-     "sequence) % (64*sequence) == 0 (Reshape -1: 64*sequence must divide 64*batch*min(512, "
-     "sequence)) over the declared ranges; declare narrower --dim ranges or specialize"},
-    {"gpt-neo-dynamo",
-     "node 'node_view_8' (Reshape): cannot decide whether 64*batch*min(512, sequence) % "
-     "(64*sequence) == 0 (Reshape -1: 64*sequence must divide 64*batch*min(512, sequence)) "
-     "over the declared ranges; declare narrower --dim ranges or specialize"},
 };
 
 // fp32 against ONNX Runtime and against the interpreter: kernels sum in other

@@ -3,6 +3,8 @@
 // position table at import), `inspect` shows the narrowed range and the note
 // saying which node implied it, and a request past the limit exits non-zero
 // with a message naming the dim — nothing is compiled for it, nothing crashes.
+// The same for a limit a Gather's table implies (GPT-2's 1024 positions),
+// through prove, check and inspect too.
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -95,6 +97,63 @@ TEST(ImportNarrowingCliTest, RequestPastTheModelsLimitIsRefusedNamingTheDim) {
   EXPECT_NE(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.exit_code, -1) << "killed by a signal: " << r.err;
   EXPECT_THAT(r.err, HasSubstr("sequence = 600 is outside the declared range 1..512"));
+}
+
+// GPT-2's positions are Range(0, sequence) into a 1024-row table
+// (graph/value_bounds.h): the domain the export can serve is sequence
+// 1..1024, and run, check, inspect and prove all say so.
+const std::string& Gpt2Export() {
+  static const std::string path =
+      std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/gpt2-torchscript/model.onnx";
+  return path;
+}
+
+std::string Gpt2Inputs(int sequence) {
+  const std::string shape = "1x" + std::to_string(sequence);
+  return " --input input_ids=" + shape + " --input attention_mask=" + shape;
+}
+
+TEST(ImportNarrowingCliTest, ProveCertifiesOnlyTheDomainAGatherTableAllows) {
+  Outputs r = RunCli("prove " + Gpt2Export() + " --no-cache");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("covered\n"));
+  EXPECT_THAT(r.out, HasSubstr("sequence=1..1024"));
+  EXPECT_THAT(r.out, HasSubstr("note: dim 'sequence' limited to 1..1024: node '"));
+  EXPECT_THAT(r.out, HasSubstr("(Gather) reads rows up to sequence - 1 of table '"));
+  Outputs j = RunCli("prove " + Gpt2Export() + " --no-cache --json");
+  ASSERT_EQ(j.exit_code, 0) << j.out << j.err;
+  nlohmann::json out = nlohmann::json::parse(j.out);
+  EXPECT_EQ(out["domain"]["sequence"], "1..1024");
+  EXPECT_TRUE(out["covered"].get<bool>());
+}
+
+TEST(ImportNarrowingCliTest, ProveOverADeclaredDomainPastTheTableIsRefusedNamingTheGather) {
+  Outputs r = RunCli("prove " + Gpt2Export() + " --dim sequence=1..65536 --no-cache");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("(Gather): indices "));
+  EXPECT_THAT(r.err, HasSubstr("(1024 rows)"));
+  EXPECT_THAT(r.err, HasSubstr("the model serves only sequence <= 1024; declare --dim sequence=1..1024"));
+}
+
+TEST(ImportNarrowingCliTest, CheckAndInspectShowTheGatherLimit) {
+  Outputs check = RunCli("check " + Gpt2Export());
+  EXPECT_THAT(check.out, HasSubstr("sequence in [1, 1024]"));
+  EXPECT_THAT(check.out, HasSubstr("dim 'sequence' limited to 1..1024: node '"));
+  Outputs inspect = RunCli("inspect " + Gpt2Export());
+  EXPECT_THAT(inspect.out, HasSubstr("  sequence in [1, 1024]\n"));
+  EXPECT_THAT(inspect.out, HasSubstr("(Gather) reads rows up to sequence - 1"));
+}
+
+TEST(ImportNarrowingCliTest, RequestPastAGatherTableIsRefusedNamingTheDimTheBoundAndTheNode) {
+  Outputs r = RunCli("run " + Gpt2Export() + Gpt2Inputs(1025) + " --no-cache");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;  // a request outside the declared ranges
+  EXPECT_THAT(r.err, HasSubstr("sequence = 1025 is outside the declared range 1..1024; dim 'sequence' limited to "
+                               "1..1024: node '"));
+  EXPECT_THAT(r.err, HasSubstr("(Gather) reads rows up to sequence - 1 of table '"));
+  // The last position the table holds is served, and agrees with the interpreter.
+  Outputs last = RunCli("run " + Gpt2Export() + Gpt2Inputs(1024) + " --check --json --no-cache");
+  ASSERT_EQ(last.exit_code, 0) << last.out << last.err;
+  EXPECT_TRUE(nlohmann::json::parse(last.out)["check_passed"].get<bool>());
 }
 
 }  // namespace
