@@ -7,11 +7,10 @@
 namespace shapeshift::codegen::cpu {
 namespace {
 
+// Values are DAGs (kernel_ir.h): these visit each node once.
 bool ReadsAny(const Value& v, const absl::flat_hash_map<std::string, ReduceOp>& names) {
-  if (!v) return false;
-  if (v->kind == ValueKind::kVar && names.contains(v->name)) return true;
-  for (const Value& o : v->operands) {
-    if (ReadsAny(o, names)) return true;
+  for (const Value* node : PostOrder(v)) {
+    if ((*node)->kind == ValueKind::kVar && names.contains((*node)->name)) return true;
   }
   return false;
 }
@@ -25,9 +24,9 @@ bool StoresTo(const Stmt& s, int buffer) {
 }
 
 void CollectLoads(const Value& v, int buffer, std::vector<SymExpr>* indices) {
-  if (!v) return;
-  if (v->kind == ValueKind::kLoad && v->buffer == buffer) indices->push_back(v->index);
-  for (const Value& o : v->operands) CollectLoads(o, buffer, indices);
+  for (const Value* node : PostOrder(v)) {
+    if ((*node)->kind == ValueKind::kLoad && (*node)->buffer == buffer) indices->push_back((*node)->index);
+  }
 }
 
 bool LoadsFrom(const Value& v, int buffer) {

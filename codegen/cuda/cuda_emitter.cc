@@ -119,8 +119,32 @@ class CudaEmitter {
     return "0LL";
   }
 
-  std::string Val(const Value& v) const {
-    auto op = [&](size_t i) { return Val(v->operands[i]); };
+  // The C text of `root`, after declaring each non-leaf node it reads more
+  // than once as a local (`const float s3 = ...;`, appended to `out` at
+  // `pad`): a value is a DAG (kernel_ir.h), and as one C expression it
+  // would be a tree, exponentially larger.
+  std::string Val(const Value& root, const std::string& pad, std::string* out) {
+    std::vector<const Value*> order = PostOrder(root);
+    absl::flat_hash_map<const ValueNode*, int> reads;
+    for (const Value* v : order) {
+      for (const Value& o : (*v)->operands) ++reads[o.get()];
+    }
+    absl::flat_hash_map<const ValueNode*, std::string> text;
+    for (const Value* v : order) {
+      std::string t = NodeText(*v, text);
+      if (v != order.back() && !(*v)->operands.empty() && reads[v->get()] > 1) {
+        std::string name = absl::StrCat("s", next_local_++);
+        absl::StrAppend(out, pad, "const ", CType((*v)->type), " ", name, " = ", t, ";\n");
+        t = std::move(name);
+      }
+      text[v->get()] = std::move(t);
+    }
+    return text.at(root.get());
+  }
+
+  // One node's C text, its operands' texts already in `text`.
+  std::string NodeText(const Value& v, const absl::flat_hash_map<const ValueNode*, std::string>& text) const {
+    auto op = [&](size_t i) { return text.at(v->operands[i].get()); };
     bool is_float = v->type == ScalarType::kF32;
     switch (v->kind) {
       case ValueKind::kConst:
@@ -193,21 +217,26 @@ class CudaEmitter {
         }
         case StmtKind::kStore: {
           ScalarType t = kernel_.buffers[s.buffer].dtype;
-          std::string value = Val(s.value);
+          std::string value = Val(s.value, pad, out);
           if (t == ScalarType::kBool) value = absl::StrCat("(unsigned char)(", value, ")");
           absl::StrAppend(out, pad, BufferName(s.buffer), "[", Sym(s.index), "] = ", value, ";\n");
           break;
         }
         case StmtKind::kLet:
-          absl::StrAppend(out, pad, "const ", CType(s.value->type), " ", Ident("v_", s.name), " = ", Val(s.value),
-                          ";\n");
+          {
+          std::string value = Val(s.value, pad, out);
+          absl::StrAppend(out, pad, "const ", CType(s.value->type), " ", Ident("v_", s.name), " = ", value, ";\n");
+          }
           break;
         case StmtKind::kAccumulator:
-          absl::StrAppend(out, pad, CType(s.value->type), " ", Ident("v_", s.name), " = ", Val(s.value), ";\n");
+          {
+          std::string value = Val(s.value, pad, out);
+          absl::StrAppend(out, pad, CType(s.value->type), " ", Ident("v_", s.name), " = ", value, ";\n");
+          }
           break;
         case StmtKind::kAccumulate: {
           std::string acc = Ident("v_", s.name);
-          std::string x = Val(s.value);
+          std::string x = Val(s.value, pad, out);
           bool is_float = s.value->type == ScalarType::kF32;
           std::string combined = s.reduce == ReduceOp::kSum ? absl::StrCat(acc, " + ", x)
                                  : is_float                 ? absl::StrCat("ss_fmax(", acc, ", ", x, ")")
@@ -221,6 +250,7 @@ class CudaEmitter {
 
   const Kernel& kernel_;
   absl::flat_hash_map<std::string, std::string> symbol_names_;  // SymExpr symbol -> C name
+  int next_local_ = 0;                                          // shared subexpressions declared so far
 };
 
 }  // namespace

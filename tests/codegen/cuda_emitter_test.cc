@@ -5,6 +5,7 @@
 #include "codegen/kernel_library.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/codegen/test_util.h"
 
 #ifdef SHAPESHIFT_HAVE_CUDA
 #include "codegen/cuda/nvrtc_compiler.h"
@@ -52,6 +53,17 @@ TEST(CudaEmitterTest, TypesCastsAndBoolMemory) {
   EXPECT_THAT(*source, HasSubstr("buf1[i_p] = (unsigned char)(((buf0[i_p] != 0) != (0x1p-1f != 0.0f)));"));
   EXPECT_THAT(*source, HasSubstr("(-9223372036854775807LL - 1)"));
   EXPECT_THAT(*source, HasSubstr("((long long)0x1.4p+1f)"));
+}
+
+// A value read twice becomes a local, not a copy: 60 steps of v*v - v
+// would be 2^60 operations as one C expression.
+TEST(CudaEmitterTest, ASharedSubexpressionIsDeclaredOnce) {
+  auto source = EmitCudaSource(testing::SharedChainKernel(60), "shared_entry");
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_LT(source->size(), 20000u);
+  EXPECT_THAT(*source, HasSubstr("const float s0 = ((buf0[i_p] * buf0[i_p]) - buf0[i_p]);"));
+  EXPECT_THAT(*source, HasSubstr("const float s1 = ((s0 * s0) - s0);"));
+  EXPECT_THAT(*source, HasSubstr("buf1[i_p] = ((s58 * s58) - s58);"));
 }
 
 TEST(CudaEmitterTest, InvalidKernelIsAnError) {
