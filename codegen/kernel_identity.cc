@@ -2,29 +2,47 @@
 // buffers are labels for humans and are ignored; everything that changes the
 // generated code (types, roles, dims order, loop structure, expressions) is
 // compared. SymExprs are interned, so comparing them is a pointer compare.
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "codegen/kernel_ir.h"
 
 namespace shapeshift::codegen {
 namespace {
 
-size_t HashValue(const Value& v) {
-  if (!v) return 0;
-  size_t h = absl::HashOf(v->kind, v->type, v->f_value, v->i_value, v->buffer, v->index, v->name, v->op);
-  for (const Value& o : v->operands) h = absl::HashOf(h, HashValue(o));
-  return h;
+// Both walk the DAG, not the tree (see kernel_ir.h): each distinct node
+// is hashed once, each distinct pair of nodes compared once.
+size_t HashValue(const Value& root) {
+  if (!root) return 0;
+  absl::flat_hash_map<const ValueNode*, size_t> hash_of;
+  for (const Value* value : PostOrder(root)) {
+    const ValueNode& v = **value;
+    size_t h = absl::HashOf(v.kind, v.type, v.f_value, v.i_value, v.buffer, v.index, v.name, v.op);
+    for (const Value& o : v.operands) h = absl::HashOf(h, o ? hash_of.at(o.get()) : size_t{0});
+    hash_of[value->get()] = h;
+  }
+  return hash_of.at(root.get());
+}
+
+bool EqualNodeFields(const ValueNode& a, const ValueNode& b) {
+  return a.kind == b.kind && a.type == b.type && a.f_value == b.f_value && a.i_value == b.i_value &&
+         a.buffer == b.buffer && a.index == b.index && a.name == b.name && a.op == b.op &&
+         a.operands.size() == b.operands.size();
 }
 
 bool EqualValue(const Value& a, const Value& b) {
-  if (a == b) return true;
-  if (!a || !b) return false;
-  if (a->kind != b->kind || a->type != b->type || a->f_value != b->f_value ||
-      a->i_value != b->i_value || a->buffer != b->buffer || a->index != b->index ||
-      a->name != b->name || a->op != b->op || a->operands.size() != b->operands.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a->operands.size(); ++i) {
-    if (!EqualValue(a->operands[i], b->operands[i])) return false;
+  absl::flat_hash_set<std::pair<const ValueNode*, const ValueNode*>> compared;
+  std::vector<std::pair<const ValueNode*, const ValueNode*>> work = {{a.get(), b.get()}};
+  while (!work.empty()) {
+    auto [x, y] = work.back();
+    work.pop_back();
+    if (x == y) continue;
+    if (x == nullptr || y == nullptr || !EqualNodeFields(*x, *y)) return false;
+    if (!compared.insert({x, y}).second) continue;
+    for (size_t i = 0; i < x->operands.size(); ++i) work.push_back({x->operands[i].get(), y->operands[i].get()});
   }
   return true;
 }

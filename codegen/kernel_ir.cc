@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
+
 namespace shapeshift::codegen {
 
 absl::string_view ScalarTypeName(ScalarType t) {
@@ -91,6 +93,26 @@ Stmt NewStmt(StmtKind kind) {
   return s;
 }
 }  // namespace
+
+std::vector<const Value*> PostOrder(const Value& root) {
+  std::vector<const Value*> order;
+  if (!root) return order;
+  absl::flat_hash_set<const ValueNode*> seen = {root.get()};
+  // (node, next operand to visit)
+  std::vector<std::pair<const Value*, size_t>> stack = {{&root, 0}};
+  while (!stack.empty()) {
+    auto& [value, next] = stack.back();
+    const std::vector<Value>& operands = (*value)->operands;
+    if (next < operands.size()) {
+      const Value& operand = operands[next++];
+      if (operand && seen.insert(operand.get()).second) stack.push_back({&operand, 0});
+      continue;
+    }
+    order.push_back(value);
+    stack.pop_back();
+  }
+  return order;
+}
 
 Value F32(double v) {
   ValueNode n = NewNode(ValueKind::kConst, ScalarType::kF32);

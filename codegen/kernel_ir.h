@@ -100,7 +100,10 @@ enum class ValueKind : uint8_t {
 };
 
 struct ValueNode;
-// Immutable, shared expression tree (a DAG when a subtree is reused).
+// Immutable, shared expression tree (a DAG when a subtree is reused: the
+// element emitter reuses a value read twice, e.g. by `x * x` or a residual).
+// Walk it with PostOrder (below), never as a tree: a chain of k reuses is
+// 2^k nodes as a tree.
 using Value = std::shared_ptr<const ValueNode>;
 
 struct ValueNode {
@@ -114,6 +117,13 @@ struct ValueNode {
   uint8_t op = 0;          // UnaryOp / BinaryOp / CompareOp, by kind
   std::vector<Value> operands;
 };
+
+// The distinct nodes of `root`'s DAG, each once, every operand before the
+// nodes that read it (first-use order, so the result is deterministic).
+// Iterative and linear in the DAG's size, however deep or shared it is.
+// Null operands are skipped (Verify reports them). The pointers point into
+// `root` and its nodes' operand lists, so they live as long as `root`.
+std::vector<const Value*> PostOrder(const Value& root);
 
 Value F32(double v);
 Value I64(int64_t v);

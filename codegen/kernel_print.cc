@@ -1,6 +1,7 @@
 // The kernel IR printer: one statement per line, indentation for nesting.
 #include <cmath>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/kernel_ir.h"
@@ -32,36 +33,68 @@ void PrintBlock(const Kernel& kernel, const std::vector<Stmt>& body, int depth, 
 
 }  // namespace
 
+// A value is a DAG (kernel_ir.h): a non-leaf node read more than once is
+// printed once, as `$k` in its readers and `$k = ...` after a `where`, so
+// the text stays linear in the DAG (and a tree without sharing prints as
+// it always did): `(($0 * $0) + 1f) where $0 = exp(x[p])`.
 std::string PrintValue(const Kernel& kernel, const Value& value) {
   if (!value) return "<null>";
-  const ValueNode& v = *value;
-  auto operand = [&](size_t i) {
-    return i < v.operands.size() ? PrintValue(kernel, v.operands[i]) : std::string("<missing>");
-  };
-  switch (v.kind) {
-    case ValueKind::kConst: return PrintConst(v);
-    case ValueKind::kLoad: return absl::StrCat(BufferName(kernel, v.buffer), "[", v.index.ToString(), "]");
-    case ValueKind::kLoadAt: return absl::StrCat(BufferName(kernel, v.buffer), "[at ", operand(0), "]");
-    case ValueKind::kIndex: return absl::StrCat("index(", v.index.ToString(), ")");
-    case ValueKind::kVar: return v.name;
-    case ValueKind::kUnary:
-      return absl::StrCat(UnaryOpName(static_cast<UnaryOp>(v.op)), "(", operand(0), ")");
-    case ValueKind::kBinary: {
-      auto op = static_cast<BinaryOp>(v.op);
-      if (op == BinaryOp::kMax || op == BinaryOp::kMin || op == BinaryOp::kRem) {
-        return absl::StrCat(BinaryOpName(op), "(", operand(0), ", ", operand(1), ")");
-      }
-      return absl::StrCat("(", operand(0), " ", BinaryOpName(op), " ", operand(1), ")");
+  std::vector<const Value*> order = PostOrder(value);
+  absl::flat_hash_map<const ValueNode*, int> reads;
+  for (const Value* v : order) {
+    for (const Value& o : (*v)->operands) {
+      if (o) ++reads[o.get()];
     }
-    case ValueKind::kCompare:
-      return absl::StrCat("(", operand(0), " ", CompareOpName(static_cast<CompareOp>(v.op)), " ",
-                          operand(1), ")");
-    case ValueKind::kSelect:
-      return absl::StrCat("select(", operand(0), ", ", operand(1), ", ", operand(2), ")");
-    case ValueKind::kCast:
-      return absl::StrCat(ScalarTypeName(v.type), "(", operand(0), ")");
   }
-  return "<?>";
+  auto is_leaf = [](const ValueNode& v) { return v.operands.empty(); };
+  absl::flat_hash_map<const ValueNode*, std::string> text;  // how a reader refers to the node
+  std::vector<std::string> definitions;
+  for (const Value* node : order) {
+    const ValueNode& v = **node;
+    auto operand = [&](size_t i) -> std::string {
+      if (i >= v.operands.size()) return "<missing>";
+      if (!v.operands[i]) return "<null>";
+      return text.at(v.operands[i].get());
+    };
+    std::string t;
+    switch (v.kind) {
+      case ValueKind::kConst: t = PrintConst(v); break;
+      case ValueKind::kLoad: t = absl::StrCat(BufferName(kernel, v.buffer), "[", v.index.ToString(), "]"); break;
+      case ValueKind::kLoadAt: t = absl::StrCat(BufferName(kernel, v.buffer), "[at ", operand(0), "]"); break;
+      case ValueKind::kIndex: t = absl::StrCat("index(", v.index.ToString(), ")"); break;
+      case ValueKind::kVar: t = v.name; break;
+      case ValueKind::kUnary:
+        t = absl::StrCat(UnaryOpName(static_cast<UnaryOp>(v.op)), "(", operand(0), ")");
+        break;
+      case ValueKind::kBinary: {
+        auto op = static_cast<BinaryOp>(v.op);
+        t = op == BinaryOp::kMax || op == BinaryOp::kMin || op == BinaryOp::kRem
+                ? absl::StrCat(BinaryOpName(op), "(", operand(0), ", ", operand(1), ")")
+                : absl::StrCat("(", operand(0), " ", BinaryOpName(op), " ", operand(1), ")");
+        break;
+      }
+      case ValueKind::kCompare:
+        t = absl::StrCat("(", operand(0), " ", CompareOpName(static_cast<CompareOp>(v.op)), " ", operand(1), ")");
+        break;
+      case ValueKind::kSelect:
+        t = absl::StrCat("select(", operand(0), ", ", operand(1), ", ", operand(2), ")");
+        break;
+      case ValueKind::kCast:
+        t = absl::StrCat(ScalarTypeName(v.type), "(", operand(0), ")");
+        break;
+      default:
+        t = "<?>";
+    }
+    if (node != order.back() && !is_leaf(v) && reads[&v] > 1) {
+      std::string name = absl::StrCat("$", definitions.size());
+      definitions.push_back(absl::StrCat(name, " = ", t));
+      t = std::move(name);
+    }
+    text[&v] = std::move(t);
+  }
+  std::string out = std::move(text.at(value.get()));
+  if (!definitions.empty()) absl::StrAppend(&out, " where ", absl::StrJoin(definitions, "; "));
+  return out;
 }
 
 std::string PrintStmtLine(const Kernel& kernel, const Stmt& s) {

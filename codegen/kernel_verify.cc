@@ -70,9 +70,18 @@ class Verifier {
     return absl::OkStatus();
   }
 
-  // Checks `v`; `s` is the statement it belongs to, for messages.
+  // Checks every node of `v` (once each: a value is a DAG, kernel_ir.h),
+  // operands first; `s` is the statement it belongs to, for messages.
   absl::Status CheckValue(const Stmt& s, const Value& v) const {
     if (!v) return StmtError(s, "missing value");
+    for (const Value* node : PostOrder(v)) {
+      if (absl::Status st = CheckNode(s, *node); !st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
+
+  // Checks one node; its operands are already checked.
+  absl::Status CheckNode(const Stmt& s, const Value& v) const {
     auto bad = [&](absl::string_view why) {
       return StmtError(s, absl::StrCat("`", PrintValue(kernel_, v), "`: ", why));
     };
@@ -114,7 +123,7 @@ class Verifier {
     }
     if (v->operands.size() != expected_operands) return bad("wrong number of operands");
     for (const Value& o : v->operands) {
-      if (auto st = CheckValue(s, o); !st.ok()) return st;
+      if (!o) return bad("missing operand");
     }
     const auto& ops = v->operands;
     switch (v->kind) {

@@ -64,6 +64,14 @@ void InferenceContext::SetOutput(int i, TensorType type, std::optional<std::vect
     std::optional<int64_t> n = type.NumElements().AsConst();
     if (!n || *n != static_cast<int64_t>(elements->size())) elements.reset();
   }
+  // Shape values are knowledge, not semantics: one too large for the
+  // recursive SymExpr algorithms (sym_expr.h) is forgotten, and the value is
+  // computed at run time like any other tensor.
+  if (elements && std::any_of(elements->begin(), elements->end(), [](const SymExpr& e) {
+        return e.depth() > kMaxSymExprDepth || e.tree_size() > kMaxSymExprTreeSize;
+      })) {
+    elements.reset();
+  }
   out->set_type(std::move(type));
   out->set_elements(std::move(elements));
 }
@@ -178,6 +186,17 @@ absl::Status InferNode(Node& node, ShapeEnv& env, int opset, DomainNarrowing* na
                                   " outputs, got ", node.num_outputs()));
   }
   if (absl::Status s = schema->infer(ctx); !s.ok()) return s;
+  for (const Value* out : node.outputs()) {
+    for (size_t k = 0; k < out->type().shape.size(); ++k) {
+      const SymExpr& d = out->type().shape[k];
+      if (d.depth() > kMaxSymExprDepth || d.tree_size() > kMaxSymExprTreeSize) {
+        return ctx.Error(absl::StrCat("dim ", k, " of output '", out->name(), "' is an expression ", d.depth(),
+                                      " levels deep with ", d.tree_size(),
+                                      " nodes as a tree, beyond the limit of ", kMaxSymExprDepth, " levels and ",
+                                      kMaxSymExprTreeSize, " nodes (kMaxSymExprDepth, kMaxSymExprTreeSize)"));
+      }
+    }
+  }
   // Catch-all for bad attribute/input values (negative repeats, shapes, ...):
   // no rule may produce a provably negative dim.
   for (const Value* out : node.outputs()) {

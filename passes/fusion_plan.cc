@@ -119,6 +119,9 @@ absl::Status VerifyFusionPlan(const Graph& graph, const FusionPlan& plan) {
     };
     if (g.id != static_cast<int>(gi)) return fail("id does not match its position");
     if (g.nodes.empty()) return fail("has no nodes");
+    if (g.nodes.size() > static_cast<size_t>(kMaxGroupNodes)) {
+      return fail(absl::StrCat("has ", g.nodes.size(), " nodes, more than kMaxGroupNodes (", kMaxGroupNodes, ")"));
+    }
     for (const Node* n : g.nodes) {
       if (!seen.insert(n).second) return fail(absl::StrCat("node '", n->name(), "' is in two groups"));
       if (compile_time.contains(n)) return fail(absl::StrCat("node '", n->name(), "' is compile-time"));

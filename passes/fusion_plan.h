@@ -28,6 +28,7 @@
 //    when all its uses are inside that consumer's group (or it is a group
 //    output as well, then it is stored once and read by the others).
 //  - All data is dense, row-major; shapes are the Values' TensorTypes.
+//  - A group holds at most kMaxGroupNodes nodes (below).
 #ifndef SHAPESHIFT_PASSES_FUSION_PLAN_H_
 #define SHAPESHIFT_PASSES_FUSION_PLAN_H_
 
@@ -57,6 +58,16 @@ enum class GroupKind {
   kOther,        // one node with no fused lowering; lowering rejects it
 };
 const char* GroupKindName(GroupKind kind);
+
+// The most nodes one group holds. Lowering turns a group into one kernel
+// whose expression tree is as deep as the group's longest node chain, and
+// walks it recursively (ElementEmitter, kernel IR printing, hashing and
+// verification, LLVM lowering) — so this cap is what bounds that recursion
+// (and LLVM's work per kernel) for a graph of any depth. A longer chain
+// becomes several kernels; identical ones are compiled once (KernelCache).
+// Real models fuse far fewer nodes per group (a decomposed layer norm or
+// GELU is about ten).
+inline constexpr int kMaxGroupNodes = 128;
 
 // A matmul's activation: none or an absorbed Gelu node (approximate "none"
 // is kErf, "tanh" is kTanh), applied as a oneDNN post-op.

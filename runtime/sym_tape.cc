@@ -1,5 +1,8 @@
 #include "runtime/sym_tape.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 
 namespace shapeshift::runtime {
@@ -10,7 +13,8 @@ SymTape::SymTape(std::vector<std::string> symbols) : symbols_(std::move(symbols)
 
 absl::StatusOr<int> SymTape::Add(SymExpr expr) {
   if (auto it = slot_of_.find(expr); it != slot_of_.end()) return it->second;
-  Instr instr{Op::kConst, 0, -1, -1, 0};
+  Instr instr{Op::kConst, 0, -1, -1, 0, static_cast<int>(exprs_.size())};
+  exprs_.push_back(expr);
   switch (expr.kind()) {
     case ExprKind::kConst:
       instr.constant = *expr.AsConst();
@@ -29,7 +33,7 @@ absl::StatusOr<int> SymTape::Add(SymExpr expr) {
         absl::StatusOr<int> next = Add(ops[i]);
         if (!next.ok()) return next.status();
         int dst = num_slots_++;
-        instrs_.push_back({expr.kind() == ExprKind::kAdd ? Op::kAdd : Op::kMul, dst, current, *next, 0});
+        instrs_.push_back({expr.kind() == ExprKind::kAdd ? Op::kAdd : Op::kMul, dst, current, *next, 0, instr.expr});
         current = dst;
       }
       slot_of_[expr] = current;
@@ -58,6 +62,10 @@ absl::StatusOr<int> SymTape::Add(SymExpr expr) {
   return instr.dst;
 }
 
+absl::Status SymTape::EvaluationError(const Instr& in, absl::string_view what) const {
+  return absl::OutOfRangeError(absl::StrCat(what, " evaluating the size `", exprs_[in.expr].ToString(), "`"));
+}
+
 absl::Status SymTape::Evaluate(absl::Span<int64_t> slots) const {
   if (static_cast<int>(slots.size()) < num_slots_) {
     return absl::InvalidArgumentError("SymTape::Evaluate: slot array too small");
@@ -66,14 +74,25 @@ absl::Status SymTape::Evaluate(absl::Span<int64_t> slots) const {
   for (const Instr& in : instrs_) {
     switch (in.op) {
       case Op::kConst: s[in.dst] = in.constant; break;
-      case Op::kAdd: s[in.dst] = s[in.a] + s[in.b]; break;
-      case Op::kMul: s[in.dst] = s[in.a] * s[in.b]; break;
+      case Op::kAdd:
+        if (__builtin_add_overflow(s[in.a], s[in.b], &s[in.dst])) return EvaluationError(in, "int64 overflow");
+        break;
+      case Op::kMul:
+        if (__builtin_mul_overflow(s[in.a], s[in.b], &s[in.dst])) return EvaluationError(in, "int64 overflow");
+        break;
       case Op::kMin: s[in.dst] = std::min(s[in.a], s[in.b]); break;
       case Op::kMax: s[in.dst] = std::max(s[in.a], s[in.b]); break;
       case Op::kFloorDiv:
       case Op::kMod:
-        if (s[in.b] == 0) return absl::InvalidArgumentError("division by zero while evaluating a size");
-        s[in.dst] = in.op == Op::kFloorDiv ? FloorDivInt(s[in.a], s[in.b]) : FloorModInt(s[in.a], s[in.b]);
+        if (s[in.b] == 0) return EvaluationError(in, "division by zero");
+        if (in.op == Op::kFloorDiv) {
+          if (s[in.a] == std::numeric_limits<int64_t>::min() && s[in.b] == -1) {
+            return EvaluationError(in, "int64 overflow");
+          }
+          s[in.dst] = FloorDivInt(s[in.a], s[in.b]);
+        } else {
+          s[in.dst] = FloorModInt(s[in.a], s[in.b]);
+        }
         break;
     }
   }

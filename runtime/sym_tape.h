@@ -10,7 +10,10 @@
 //
 // Slot layout: slots [0, num_symbols) are the bound symbols in the order of
 // `symbols()`; every SymExpr added gets a slot (`Add` returns it). Evaluate
-// writes all slots; division by zero is an error, never undefined behaviour.
+// writes all slots. Arithmetic follows SymExpr::Evaluate exactly: division
+// by zero and int64 overflow (of a sum, a product or INT64_MIN // -1) are
+// errors naming the expression being evaluated, never undefined behaviour
+// or a wrapped size.
 #ifndef SHAPESHIFT_RUNTIME_SYM_TAPE_H_
 #define SHAPESHIFT_RUNTIME_SYM_TAPE_H_
 
@@ -50,9 +53,12 @@ class SymTape {
     int a;
     int b;
     int64_t constant;
+    int expr;  // index into exprs_: what an error names
   };
+  absl::Status EvaluationError(const Instr& in, absl::string_view what) const;
 
   std::vector<std::string> symbols_;
+  std::vector<SymExpr> exprs_;  // the expressions instructions compute, for messages
   absl::flat_hash_map<SymExpr, int> slot_of_;
   std::vector<Instr> instrs_;
   int num_slots_ = 0;

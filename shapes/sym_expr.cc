@@ -7,7 +7,9 @@
 #include <limits>
 #include <ostream>
 
-#include "absl/container/node_hash_set.h"
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -20,39 +22,96 @@ using internal::ExprNode;
 
 namespace {
 
-struct NodeHash {
-  size_t operator()(const ExprNode& n) const { return n.hash; }
-};
-
-struct NodeEq {
-  bool operator()(const ExprNode& a, const ExprNode& b) const {
-    return a.kind == b.kind && a.value == b.value && a.canonical == b.canonical &&
-           a.name == b.name && a.operands == b.operands;
-  }
-};
-
 size_t ComputeHash(const ExprNode& n) {
   size_t h = absl::HashOf(static_cast<int>(n.kind), n.value, n.name, n.canonical);
-  for (SymExpr op : n.operands) h = absl::HashOf(h, op.node());
+  for (const SymExpr& op : n.operands) h = absl::HashOf(h, op.node());
   return h;
 }
 
+// Far above kMaxSymExprTreeSize, far below overflow.
+constexpr int64_t kTreeSizeSaturation = int64_t{1} << 60;
+
+struct NodePtrHash {
+  size_t operator()(const ExprNode* n) const { return n->hash; }
+};
+
+struct NodePtrEq {
+  bool operator()(const ExprNode* a, const ExprNode* b) const {
+    return a->kind == b->kind && a->value == b->value && a->canonical == b->canonical && a->name == b->name &&
+           a->operands == b->operands;
+  }
+};
+
+// The intern table: sharded by hash so that threads building expressions
+// at once rarely wait for each other. A node is in its shard exactly while
+// its count is positive: lookups revive a node only under the shard's lock,
+// and the last reference is dropped under it (SymExpr::ReleaseLast).
 class InternTable {
  public:
-  const ExprNode* Intern(ExprNode node) {
-    node.hash = ComputeHash(node);
-    absl::MutexLock lock(&mu_);
-    return &*nodes_.insert(std::move(node)).first;
+  static constexpr size_t kShards = 16;
+
+  const ExprNode* Intern(ExprNode& candidate) {
+    candidate.hash = ComputeHash(candidate);
+    candidate.depth = 1;
+    candidate.tree_size = 1;
+    for (const SymExpr& op : candidate.operands) {
+      candidate.depth = std::max(candidate.depth, op.depth() + 1);
+      candidate.tree_size = std::min(candidate.tree_size + op.tree_size(), kTreeSizeSaturation);
+    }
+    Shard& shard = ShardOf(candidate.hash);
+    absl::MutexLock lock(&shard.mu);
+    if (auto it = shard.nodes.find(&candidate); it != shard.nodes.end()) {
+      (*it)->refs.fetch_add(1, std::memory_order_relaxed);  // live (count >= 1) while in the table
+      return *it;
+    }
+    ExprNode* node = new ExprNode(std::move(candidate));
+    shard.nodes.insert(node);
+    return node;
+  }
+
+  // Drops one reference to each node in `work` (and, for every node that
+  // dies, to its operands), iteratively: a deep expression frees in a loop.
+  void DropReferences(std::vector<const ExprNode*> work) {
+    while (!work.empty()) {
+      const ExprNode* n = work.back();
+      work.pop_back();
+      {
+        Shard& shard = ShardOf(n->hash);
+        absl::MutexLock lock(&shard.mu);
+        if (n->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+        shard.nodes.erase(const_cast<ExprNode*>(n));
+      }
+      // Unreachable now: its operand references pass to `work`.
+      auto* dead = const_cast<ExprNode*>(n);
+      for (SymExpr& op : dead->operands) {
+        const ExprNode* child = SymExprFactory::Steal(op);
+        if (!child->immortal && !SymExprFactory::DropIfNotLast(child)) work.push_back(child);
+      }
+      delete dead;
+    }
+  }
+
+  size_t size() {
+    size_t total = 0;
+    for (Shard& shard : shards_) {
+      absl::MutexLock lock(&shard.mu);
+      total += shard.nodes.size();
+    }
+    return total;
   }
 
  private:
-  absl::Mutex mu_;
-  // node_hash_set: element addresses are stable, so SymExpr can hold them.
-  absl::node_hash_set<ExprNode, NodeHash, NodeEq> nodes_ ABSL_GUARDED_BY(mu_);
+  struct Shard {
+    absl::Mutex mu;
+    absl::flat_hash_set<ExprNode*, NodePtrHash, NodePtrEq> nodes ABSL_GUARDED_BY(mu);
+  };
+  Shard& ShardOf(size_t hash) { return shards_[(hash >> 7) % kShards]; }
+
+  std::array<Shard, kShards> shards_;
 };
 
 InternTable& Table() {
-  static auto* table = new InternTable;  // never destroyed: nodes outlive everything
+  static auto* table = new InternTable;  // never destroyed: static SymExprs release into it at exit
   return *table;
 }
 
@@ -63,14 +122,19 @@ const ExprNode* InternConst(int64_t value) {
   ExprNode n;
   n.kind = ExprKind::kConst;
   n.value = value;
-  return Table().Intern(std::move(n));
+  return Table().Intern(n);
 }
 
-// Small constants are looked up without taking the intern lock.
+// Small constants are looked up without taking the intern lock, and are
+// immortal: the most shared nodes never bounce a count between threads.
 const ExprNode* CachedConst(int64_t value) {
   static const auto* cache = [] {
     auto* c = new std::array<const ExprNode*, kCachedMax - kCachedMin + 1>;
-    for (int64_t v = kCachedMin; v <= kCachedMax; ++v) (*c)[v - kCachedMin] = InternConst(v);
+    for (int64_t v = kCachedMin; v <= kCachedMax; ++v) {
+      const ExprNode* node = InternConst(v);
+      const_cast<ExprNode*>(node)->immortal = true;
+      (*c)[v - kCachedMin] = node;
+    }
     return c;
   }();
   if (value >= kCachedMin && value <= kCachedMax) return (*cache)[value - kCachedMin];
@@ -106,7 +170,7 @@ SymExpr SymExprFactory::Symbol(absl::string_view name) {
   ExprNode n;
   n.kind = ExprKind::kSymbol;
   n.name = std::string(name);
-  return SymExpr(Table().Intern(std::move(n)), SymExpr::FromNode{});
+  return SymExpr(Table().Intern(n), SymExpr::FromNode{});
 }
 
 SymExpr SymExprFactory::Make(ExprKind kind, std::vector<SymExpr> operands, bool canonical) {
@@ -114,23 +178,59 @@ SymExpr SymExprFactory::Make(ExprKind kind, std::vector<SymExpr> operands, bool 
   n.kind = kind;
   n.operands = std::move(operands);
   n.canonical = canonical;
-  return SymExpr(Table().Intern(std::move(n)), SymExpr::FromNode{});
+  // When `n` is found already interned, its operand references are dropped
+  // here, after the table's lock is released.
+  return SymExpr(Table().Intern(n), SymExpr::FromNode{});
+}
+
+const ExprNode* SymExprFactory::Steal(SymExpr& e) {
+  const ExprNode* node = e.node();
+  e.node_ = SymExpr::ZeroNode();
+  return node;
+}
+
+bool SymExprFactory::DropIfNotLast(const ExprNode* node) {
+  int64_t refs = node->refs.load(std::memory_order_relaxed);
+  while (refs > 1) {
+    if (node->refs.compare_exchange_weak(refs, refs - 1, std::memory_order_release, std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 SymExpr::SymExpr() : node_(CachedConst(0)) {}
 SymExpr::SymExpr(int64_t constant) : node_(CachedConst(constant)) {}
 SymExpr SymExpr::Symbol(absl::string_view name) { return SymExprFactory::Symbol(name); }
 
-ExprKind SymExpr::kind() const { return node_->kind; }
-
-std::optional<int64_t> SymExpr::AsConst() const {
-  if (node_->kind != ExprKind::kConst) return std::nullopt;
-  return node_->value;
+const internal::ExprRefCount* SymExpr::ZeroNode() {
+  static const ExprNode* zero = CachedConst(0);
+  return zero;
 }
 
-const std::string& SymExpr::symbol_name() const { return node_->name; }
-absl::Span<const SymExpr> SymExpr::operands() const { return node_->operands; }
-size_t SymExpr::hash() const { return node_->hash; }
+void SymExpr::ReleaseLast(const internal::ExprRefCount* c) {
+  Table().DropReferences({static_cast<const ExprNode*>(c)});
+}
+
+size_t LiveSymExprCount() {
+  CachedConst(0);  // the immortal constants count from the start
+  return Table().size();
+}
+
+const ExprNode* SymExpr::node() const { return static_cast<const ExprNode*>(node_); }
+int64_t SymExpr::depth() const { return node()->depth; }
+int64_t SymExpr::tree_size() const { return node()->tree_size; }
+
+ExprKind SymExpr::kind() const { return node()->kind; }
+
+std::optional<int64_t> SymExpr::AsConst() const {
+  if (node()->kind != ExprKind::kConst) return std::nullopt;
+  return node()->value;
+}
+
+const std::string& SymExpr::symbol_name() const { return node()->name; }
+absl::Span<const SymExpr> SymExpr::operands() const { return node()->operands; }
+size_t SymExpr::hash() const { return node()->hash; }
 
 bool operator<(SymExpr a, SymExpr b) { return Compare(a, b) < 0; }
 
@@ -149,7 +249,7 @@ int64_t FloorModInt(int64_t a, int64_t b) {
 }
 
 absl::StatusOr<int64_t> SymExpr::Evaluate(const Assignment& values) const {
-  const ExprNode* n = node_;
+  const ExprNode* n = node();
   switch (n->kind) {
     case ExprKind::kConst:
       return n->value;
@@ -164,7 +264,7 @@ absl::StatusOr<int64_t> SymExpr::Evaluate(const Assignment& values) const {
     case ExprKind::kMul: {
       const bool add = n->kind == ExprKind::kAdd;
       int64_t acc = add ? 0 : 1;
-      for (SymExpr op : n->operands) {
+      for (const SymExpr& op : n->operands) {
         absl::StatusOr<int64_t> v = op.Evaluate(values);
         if (!v.ok()) return v.status();
         bool overflow = add ? __builtin_add_overflow(acc, *v, &acc)
@@ -204,7 +304,7 @@ SymExpr SymExpr::Substitute(const absl::flat_hash_map<std::string, SymExpr>& map
     case ExprKind::kConst:
       return *this;
     case ExprKind::kSymbol: {
-      auto it = map.find(node_->name);
+      auto it = map.find(node()->name);
       return it == map.end() ? *this : it->second;
     }
     case ExprKind::kAdd: {
@@ -236,7 +336,7 @@ SymExpr SymExpr::Substitute(const absl::flat_hash_map<std::string, SymExpr>& map
 
 void SymExpr::CollectSymbols(absl::btree_set<std::string>* out) const {
   if (IsSymbol()) {
-    out->insert(node_->name);
+    out->insert(node()->name);
     return;
   }
   for (SymExpr op : operands()) op.CollectSymbols(out);

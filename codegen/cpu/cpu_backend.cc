@@ -78,11 +78,11 @@ double ThreadCpuSeconds() {
 // rounds them for humans, and two kernels differing only in a constant's
 // last bits must not share an object.
 void AppendExactConstants(const Value& value, std::string* out) {
-  if (!value) return;
-  if (value->kind == ValueKind::kConst && value->type == ScalarType::kF32) {
-    absl::StrAppend(out, " ", absl::StrFormat("%a", value->f_value));
+  for (const Value* node : PostOrder(value)) {  // a DAG: each node once
+    if ((*node)->kind == ValueKind::kConst && (*node)->type == ScalarType::kF32) {
+      absl::StrAppend(out, " ", absl::StrFormat("%a", (*node)->f_value));
+    }
   }
-  for (const Value& operand : value->operands) AppendExactConstants(operand, out);
 }
 
 void AppendExactConstants(const std::vector<Stmt>& body, std::string* out) {

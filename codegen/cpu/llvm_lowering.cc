@@ -376,7 +376,21 @@ class KernelLowering {
 
   // ---- Values ----------------------------------------------------------------
 
+  // A statement's value is a DAG (kernel_ir.h): each node is emitted once
+  // per statement (the emission point does not move within one value, so
+  // the first emission dominates every reuse).
   llvm::Value* EmitValue(const Value& v, int width) {
+    if (emitting_value_ == 0) emitted_.clear();
+    auto [it, inserted] = emitted_.try_emplace(v.get(), nullptr);
+    if (!inserted) return it->second;
+    ++emitting_value_;
+    llvm::Value* result = EmitValueOnce(v, width);
+    --emitting_value_;
+    emitted_[v.get()] = result;
+    return result;
+  }
+
+  llvm::Value* EmitValueOnce(const Value& v, int width) {
     switch (v->kind) {
       case ValueKind::kConst:
         if (v->type == ScalarType::kF32) return llvm::ConstantFP::get(LlvmType(v->type, width), v->f_value);
@@ -798,6 +812,8 @@ class KernelLowering {
   absl::flat_hash_map<int, llvm::Value*> staged_scratch_;  // float* of each staged row, by buffer
   bool streaming_ = false;                       // emitting the version for large outputs
   const Stmt* aligned_stream_store_ = nullptr;   // the non-temporal store of the main loop being emitted
+  absl::flat_hash_map<const ValueNode*, llvm::Value*> emitted_;  // nodes of the value being emitted
+  int emitting_value_ = 0;                                       // EmitValue nesting
 };
 
 }  // namespace

@@ -7,11 +7,10 @@
 namespace shapeshift::codegen::cpu {
 namespace {
 
+// Values are DAGs (kernel_ir.h): these visit each node once.
 bool ReadsAny(const Value& v, const absl::flat_hash_map<std::string, ReduceOp>& names) {
-  if (!v) return false;
-  if (v->kind == ValueKind::kVar && names.contains(v->name)) return true;
-  for (const Value& o : v->operands) {
-    if (ReadsAny(o, names)) return true;
+  for (const Value* node : PostOrder(v)) {
+    if ((*node)->kind == ValueKind::kVar && names.contains((*node)->name)) return true;
   }
   return false;
 }
@@ -25,12 +24,14 @@ bool StoresTo(const Stmt& s, int buffer) {
 }
 
 void CollectLoads(const Value& v, int buffer, std::vector<SymExpr>* indices) {
-  if (!v) return;
-  if (v->kind == ValueKind::kLoad && v->buffer == buffer) indices->push_back(v->index);
-  // A data-dependent address is in no known row: record a placeholder symbol,
-  // which no loop variable matches, so the row analysis never stages it.
-  if (v->kind == ValueKind::kLoadAt && v->buffer == buffer) indices->push_back(SymExpr::Symbol("<data>"));
-  for (const Value& o : v->operands) CollectLoads(o, buffer, indices);
+  for (const Value* node : PostOrder(v)) {
+    if ((*node)->buffer != buffer) continue;
+    if ((*node)->kind == ValueKind::kLoad) indices->push_back((*node)->index);
+    // A data-dependent address is in no known row: record a placeholder
+    // symbol, which no loop variable matches, so the row analysis never
+    // stages it.
+    if ((*node)->kind == ValueKind::kLoadAt) indices->push_back(SymExpr::Symbol("<data>"));
+  }
 }
 
 bool LoadsFrom(const Value& v, int buffer) {

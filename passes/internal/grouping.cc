@@ -40,9 +40,30 @@ std::vector<const Node*> Grouping::NodesOf(Unit u) const {
   return {nodes.begin(), nodes.end()};
 }
 
+int Grouping::FirstPosition(Unit u) const {
+  if (u >= kUnassignedBase) return static_cast<int>(u - kUnassignedBase);
+  return position_.at(groups_[u].nodes.front());  // nodes are kept in topological order
+}
+
+int Grouping::LastPosition(Unit u) const {
+  if (u >= kUnassignedBase) return static_cast<int>(u - kUnassignedBase);
+  return position_.at(groups_[u].nodes.back());
+}
+
 bool Grouping::Reaches(const std::vector<Unit>& starts, Unit target, bool backward) const {
-  absl::flat_hash_set<Unit> seen(starts.begin(), starts.end());
-  std::deque<Unit> work(starts.begin(), starts.end());
+  // Every node on a data path from the target's nodes lies after the
+  // target's first node (and before its last node, for a path into it), so
+  // a unit wholly on the wrong side of the target is never on a path.
+  const int target_first = FirstPosition(target);
+  const int target_last = LastPosition(target);
+  auto may_lead_to_target = [&](Unit u) {
+    return u == target || (backward ? LastPosition(u) > target_first : FirstPosition(u) < target_last);
+  };
+  absl::flat_hash_set<Unit> seen;
+  std::deque<Unit> work;
+  for (Unit u : starts) {
+    if (may_lead_to_target(u) && seen.insert(u).second) work.push_back(u);
+  }
   while (!work.empty()) {
     Unit u = work.front();
     work.pop_front();
@@ -64,7 +85,7 @@ bool Grouping::Reaches(const std::vector<Unit>& starts, Unit target, bool backwa
       for (const Node* m : next) {
         if (IsCompileTime(m)) continue;
         Unit mu = UnitOf(m);
-        if (mu != u && seen.insert(mu).second) work.push_back(mu);
+        if (mu != u && may_lead_to_target(mu) && seen.insert(mu).second) work.push_back(mu);
       }
     }
   }
@@ -73,6 +94,7 @@ bool Grouping::Reaches(const std::vector<Unit>& starts, Unit target, bool backwa
 
 bool Grouping::CanAdd(const Node* n, int gid) const {
   if (IsAssigned(n) || IsCompileTime(n)) return false;
+  if (groups_[gid].nodes.size() >= static_cast<size_t>(kMaxGroupNodes)) return false;
   std::vector<Unit> producers;
   for (int i = 0; i < n->num_inputs(); ++i) {
     const Value* v = n->input(i);

@@ -30,8 +30,8 @@ class Grouping {
   int NewGroup(GroupKind kind, Node* anchor);
   Group& group(int gid) { return groups_[gid]; }
 
-  // True when `n` is unassigned, not compile-time, and adding it to `gid`
-  // keeps the group graph acyclic.
+  // True when `n` is unassigned, not compile-time, `gid` has room
+  // (kMaxGroupNodes), and adding `n` keeps the group graph acyclic.
   bool CanAdd(const Node* n, int gid) const;
   void Add(Node* n, int gid);  // requires CanAdd
   void Remove(Node* n);         // undoes Add (n must not be a group's anchor)
@@ -49,8 +49,13 @@ class Grouping {
   static constexpr Unit kUnassignedBase = int64_t{1} << 32;
   Unit UnitOf(const Node* n) const;
   std::vector<const Node*> NodesOf(Unit u) const;
+  // The first and last topological position of a unit's nodes.
+  int FirstPosition(Unit u) const;
+  int LastPosition(Unit u) const;
   // True when `target` is reachable from any of `starts` along data edges
-  // (backward: producers; forward: consumers).
+  // (backward: producers; forward: consumers). Units entirely before
+  // (backward) or after (forward) the target cannot be on such a path and
+  // are not explored, so on a long chain this is O(1), not O(chain).
   bool Reaches(const std::vector<Unit>& starts, Unit target, bool backward) const;
 
   const Graph& graph_;

@@ -74,6 +74,18 @@ bool WriteAll(int fd, absl::string_view bytes) {
   return true;
 }
 
+// What a non-regular file is, for messages.
+const char* FileKind(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "a special file";
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> DefaultCacheDir() {
@@ -127,18 +139,33 @@ void ArtifactCache::Reject(const std::string& path, absl::string_view reason) {
 }
 
 absl::StatusOr<std::optional<std::string>> ArtifactCache::Read(const std::string& path, absl::string_view key) {
-  FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  auto miss = [&]() -> std::optional<std::string> {
+    absl::MutexLock lock(&mu_);
+    ++stats_.misses;
+    return std::nullopt;
+  };
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it would block
+  // forever); O_NOFOLLOW: an entry is a file, never a link to elsewhere.
+  FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
   if (fd.get() < 0) {
-    if (errno == ENOENT) {
-      absl::MutexLock lock(&mu_);
-      ++stats_.misses;
-      return std::nullopt;
+    const int error = errno;
+    if (error == ENOENT) return miss();
+    // A symbolic link (ELOOP), a socket (ENXIO), or a non-directory where
+    // the namespace directory belongs (ENOTDIR).
+    if (error == ELOOP || error == ENXIO || error == ENOTDIR) {
+      if (absl::Status s = MoveAsideIfNotRegular(path); !s.ok()) return Error(s);
+      return miss();
     }
-    return Error(absl::UnavailableError(absl::StrCat(path, ": cannot open: ", ErrnoText(errno))));
+    return Error(absl::UnavailableError(absl::StrCat(path, ": cannot open: ", ErrnoText(error))));
   }
   struct stat info {};
-  if (fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) {
-    return Error(absl::UnavailableError(absl::StrCat(path, ": not a readable regular file")));
+  if (fstat(fd.get(), &info) != 0) {
+    return Error(absl::UnavailableError(absl::StrCat(path, ": cannot stat: ", ErrnoText(errno))));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    fd.Close();
+    if (absl::Status s = MoveAsideIfNotRegular(path); !s.ok()) return Error(s);
+    return miss();
   }
   // Deletes the damaged file unless a writer has already renamed a new one
   // over it (then the name no longer refers to what was read).
@@ -174,6 +201,41 @@ absl::StatusOr<std::optional<std::string>> ArtifactCache::Read(const std::string
   return std::optional<std::string>(std::move(body));
 }
 
+absl::Status ArtifactCache::MoveAsideIfNotRegular(const std::string& path) {
+  // The squatter may be the entry itself or, when the namespace directory
+  // is not a directory, the namespace.
+  std::string squatter = path;
+  struct stat info {};
+  if (lstat(squatter.c_str(), &info) != 0) {
+    const int error = errno;
+    if (error == ENOENT) return absl::OkStatus();  // gone meanwhile: nothing to move
+    squatter = std::filesystem::path(path).parent_path().string();
+    if (error != ENOTDIR || lstat(squatter.c_str(), &info) != 0 || S_ISDIR(info.st_mode)) {
+      return absl::UnavailableError(absl::StrCat(path, ": cannot stat: ", ErrnoText(error)));
+    }
+  } else if (S_ISREG(info.st_mode)) {
+    return absl::OkStatus();  // replaced by a real entry meanwhile
+  }
+  static std::atomic<uint64_t> next_quarantine{0};
+  const std::filesystem::path where(squatter);
+  const std::string aside = (where.parent_path() / absl::StrCat(".", where.filename().string(), ".quarantined.",
+                                                                getpid(), ".", next_quarantine++))
+                                .string();
+  const char* kind = FileKind(info.st_mode);
+  if (rename(squatter.c_str(), aside.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat(squatter, ": ", kind, " where a cache ",
+                                               squatter == path ? "file" : "directory",
+                                               " belongs, and it cannot be moved aside: ", ErrnoText(errno)));
+  }
+  std::string problem = absl::StrCat(squatter, ": ", kind, " where a cache ", squatter == path ? "file" : "directory",
+                                     " belongs; moved aside to ", aside, ", the entry will be rebuilt");
+  absl::MutexLock lock(&mu_);
+  ++stats_.rejected;
+  stats_.last_problem = problem;
+  if (options_.warnings != nullptr) *options_.warnings << "shapeshift: cache: " << problem << "\n";
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<std::string>> ArtifactCache::Get(absl::string_view ns, absl::string_view key) {
   if (absl::Status s = ValidateName("namespace", ns); !s.ok()) return Error(s);
   if (absl::Status s = ValidateName("key", key); !s.ok()) return Error(s);
@@ -188,9 +250,16 @@ absl::Status ArtifactCache::Put(absl::string_view ns, absl::string_view key, abs
     return Error(absl::InvalidArgumentError(absl::StrCat(path, ": payload of ", payload.size(),
                                                          " bytes exceeds the limit of ", options_.max_payload_bytes)));
   }
+  const std::string ns_dir = absl::StrCat(dir_, "/", ns);
   std::error_code error;
-  std::filesystem::create_directories(absl::StrCat(dir_, "/", ns), error);
-  if (error) return Error(absl::UnavailableError(absl::StrCat(dir_, "/", ns, ": ", error.message())));
+  std::filesystem::create_directories(ns_dir, error);
+  if (error && !std::filesystem::is_directory(std::filesystem::symlink_status(ns_dir))) {
+    // Something that is not a directory holds the namespace's name.
+    if (absl::Status s = MoveAsideIfNotRegular(path); !s.ok()) return Error(s);
+    error.clear();
+    std::filesystem::create_directories(ns_dir, error);
+  }
+  if (error) return Error(absl::UnavailableError(absl::StrCat(ns_dir, ": ", error.message())));
   static std::atomic<uint64_t> next_temp{0};
   std::string temp = absl::StrCat(dir_, "/", ns, "/.", key, ".tmp.", getpid(), ".", next_temp++);
   FileDescriptor fd(open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
@@ -201,7 +270,16 @@ absl::Status ArtifactCache::Put(absl::string_view ns, absl::string_view key, abs
     written = false;
     write_error = errno;
   }
-  if (!written || rename(temp.c_str(), path.c_str()) != 0) {
+  bool renamed = written && rename(temp.c_str(), path.c_str()) == 0;
+  if (written && !renamed && (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)) {
+    // A directory holds the entry's name: move it aside, then try once more.
+    if (absl::Status s = MoveAsideIfNotRegular(path); !s.ok()) {
+      unlink(temp.c_str());
+      return Error(s);
+    }
+    renamed = rename(temp.c_str(), path.c_str()) == 0;
+  }
+  if (!renamed) {
     int rename_error = written ? errno : write_error;
     unlink(temp.c_str());
     return Error(absl::UnavailableError(absl::StrCat(path, ": cannot write: ", ErrnoText(rename_error))));

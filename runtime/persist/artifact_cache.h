@@ -15,6 +15,15 @@
 // file filed under another key is *rejected* — counted, reported (the
 // warning stream gets the file name and the reason; last_problem keeps it),
 // deleted, and answered as a miss, so the caller's next Put rebuilds it.
+//
+// Entries are opened with O_NONBLOCK | O_NOFOLLOW and must be regular
+// files (fstat): a FIFO, directory, symbolic link, socket or device
+// squatting on an entry's name (or a non-directory on a namespace's) is
+// never read or waited on. It is moved aside once — renamed to
+// `.<name>.quarantined.<pid>.<n>` in the same directory, which no lookup
+// reads — counted as rejected, reported naming the file, and answered as a
+// miss; the next Put then writes the entry, so the warning is not repeated
+// on every run.
 #ifndef SHAPESHIFT_RUNTIME_PERSIST_ARTIFACT_CACHE_H_
 #define SHAPESHIFT_RUNTIME_PERSIST_ARTIFACT_CACHE_H_
 
@@ -45,7 +54,7 @@ struct ArtifactCacheStats {
   int64_t hits = 0;
   int64_t misses = 0;    // includes rejected entries
   int64_t writes = 0;
-  int64_t rejected = 0;  // damaged entries found (and deleted)
+  int64_t rejected = 0;  // damaged entries found (and deleted), squatters moved aside
   int64_t errors = 0;    // I/O errors and refused writes
   std::string last_problem;  // the latest rejection or error, with the file name
 };
@@ -83,6 +92,10 @@ class ArtifactCache : public EntryStore {
   ArtifactCache(std::string dir, const ArtifactCacheOptions& options) : dir_(std::move(dir)), options_(options) {}
   absl::StatusOr<std::optional<std::string>> Read(const std::string& path, absl::string_view key);
   void Reject(const std::string& path, absl::string_view reason);
+  // Renames a non-regular file at `path` (or a non-directory holding its
+  // namespace directory's name) to a quarantine name and reports it; OK
+  // when `path` is absent or a regular file by now.
+  absl::Status MoveAsideIfNotRegular(const std::string& path);
   absl::Status Error(absl::Status status);
 
   const std::string dir_;

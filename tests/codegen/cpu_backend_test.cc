@@ -233,6 +233,23 @@ TEST_P(CpuBackendTest, IntegerBoolAndIndexValues) {
   }
 }
 
+// 60 steps of v = v*v - v: 2^60 operations as a tree, 121 distinct nodes;
+// each is emitted once.
+TEST_P(CpuBackendTest, ASharedSubexpressionIsComputedOnce) {
+  auto kernel = MustCompile(testing::SharedChainKernel(60));
+  ASSERT_NE(kernel, nullptr);
+  for (int64_t n : {1, 17, 513}) {
+    std::vector<float> x(n), y(n);
+    for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 101) / 100.0f - 0.5f;  // the orbit stays in [-0.25, 0.75]
+    void* buffers[] = {x.data(), y.data()};
+    RunParallel(*kernel, buffers, &n);
+    for (int64_t i = 0; i < n; ++i) {
+      float want = testing::SharedChainReference(60, x[i]);
+      ASSERT_TRUE(Close(y[i], want, 1e-4, 1e-5)) << "x=" << x[i] << " got " << y[i] << " want " << want;
+    }
+  }
+}
+
 // A loop that reads the accumulator it updates (a running sum) is not
 // vectorizable; it must still be correct (the lowering keeps it scalar).
 TEST_P(CpuBackendTest, LoopReadingItsOwnAccumulatorStaysCorrect) {

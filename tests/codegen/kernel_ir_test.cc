@@ -1,8 +1,10 @@
 #include "codegen/kernel_ir.h"
 
 #include "codegen/kernel_library.h"
+#include "codegen/kernel_print.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/codegen/test_util.h"
 
 namespace shapeshift::codegen {
 namespace {
@@ -37,6 +39,30 @@ TEST(KernelIrTest, PrintShowsSignatureLoopsAndReductions) {
   EXPECT_THAT(text, HasSubstr("for j in [0, n):"));
   EXPECT_THAT(text, HasSubstr("row_max = max(row_max, "));
   EXPECT_THAT(text, HasSubstr("row_sum = sum(row_sum, e)"));
+}
+
+// 60 steps: 2^60 nodes as a tree. Every walk visits the 121 distinct nodes.
+TEST(KernelIrTest, ASharedSubexpressionIsWalkedAndPrintedOnce) {
+  using testing::SharedChainKernel;
+  Kernel k = SharedChainKernel(60);
+  EXPECT_TRUE(Verify(k).ok()) << Verify(k);
+  std::string text = Print(k);
+  EXPECT_LT(text.size(), 10000u) << "printed as a tree";
+  // Leaves (x[p]) are repeated; each shared inner node is named once.
+  EXPECT_THAT(text, HasSubstr("y[p] = (($58 * $58) - $58) where $0 = ((x[p] * x[p]) - x[p]); $1 = (($0 * $0) - $0); "));
+  EXPECT_TRUE(StructurallyEqual(k, SharedChainKernel(60, "renamed")));
+  EXPECT_EQ(StructuralHash(k), StructuralHash(SharedChainKernel(60, "renamed")));
+  EXPECT_FALSE(StructurallyEqual(k, SharedChainKernel(61)));
+  // Sharing is not identity: the same expression built as a tree is equal.
+  BufferRef x{0, ScalarType::kF32};
+  Value a = Load(x, k.ParallelVar()), b = Load(x, k.ParallelVar());
+  Kernel tree = SharedChainKernel(0);
+  tree.body[0].value = (a * b) - Load(x, k.ParallelVar());
+  Kernel dag = SharedChainKernel(1);
+  EXPECT_TRUE(StructurallyEqual(tree, dag));
+  EXPECT_EQ(StructuralHash(tree), StructuralHash(dag));
+  // Without sharing the text is what it always was.
+  EXPECT_EQ(PrintStmtLine(tree, tree.body[0]), "y[p] = ((x[p] * x[p]) - x[p])");
 }
 
 TEST(KernelIrTest, StructuralIdentityIgnoresNames) {

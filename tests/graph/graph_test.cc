@@ -93,6 +93,51 @@ TEST(GraphTest, TopologicalSortRestoresOrderAfterRewiring) {
   EXPECT_TRUE(g.Verify().ok());
 }
 
+// 50,000 nodes whose dependencies run exactly against the current order
+// (node i reads node i+1): the sort reverses them, and independent nodes
+// keep their order. (The sort used to rescan the list per node: O(n^2).)
+TEST(GraphTest, TopologicalSortOfALongChainWiredBackwards) {
+  constexpr int kLength = 50000;
+  Graph g;
+  Value* x = g.AddInput("x", F32({4}));
+  std::vector<Node*> chain;
+  // Each reads its own placeholder, so the rewiring below is O(1) per node.
+  for (int i = 0; i < kLength; ++i) chain.push_back(g.AddNode("Neg", {g.AddConstant("", Tensor::Scalar(0.0f))}, 1));
+  Node* independent = g.AddNode("Abs", {x}, 1, {}, "independent");
+  for (int i = 0; i + 1 < kLength; ++i) chain[i]->SetInput(0, chain[i + 1]->output(0));
+  chain.back()->SetInput(0, x);
+  g.RemoveUnusedConstants();
+  g.AddOutput(chain[0]->output(0));
+  g.AddOutput(independent->output(0));
+  ASSERT_TRUE(g.TopologicalSort().ok());
+  std::vector<Node*> order = g.nodes();
+  ASSERT_EQ(order.size(), static_cast<size_t>(kLength + 1));
+  for (int i = 0; i < kLength; ++i) ASSERT_EQ(order[i], chain[kLength - 1 - i]) << i;
+  EXPECT_EQ(order.back(), independent);
+  EXPECT_TRUE(g.Verify().ok());
+}
+
+// A value read 50,000 times is replaced in one pass (this used to search
+// and erase in the use list once per use).
+TEST(GraphTest, ReplaceAllUsesWithAWidelyReadValue) {
+  constexpr int kReaders = 50000;
+  Graph g;
+  Value* x = g.AddInput("x", F32({4}));
+  Value* y = g.AddInput("y", F32({4}));
+  std::vector<Node*> readers;
+  for (int i = 0; i < kReaders; ++i) readers.push_back(g.AddNode("Add", {x, i % 2 ? x : y}, 1));
+  g.AddOutput(x);
+  g.ReplaceAllUsesWith(x, y);
+  EXPECT_TRUE(x->uses().empty());
+  EXPECT_EQ(y->uses().size(), static_cast<size_t>(2 * kReaders));  // both inputs of every reader
+  for (Node* n : readers) {
+    EXPECT_EQ(n->input(0), y);
+    EXPECT_EQ(n->input(1), y);
+  }
+  EXPECT_EQ(g.outputs()[0], y);
+  EXPECT_TRUE(g.Verify().ok()) << g.Verify();
+}
+
 TEST(GraphTest, TopologicalSortReportsCycles) {
   Graph g;
   Value* x = g.AddInput("x", F32({4}));

@@ -40,6 +40,29 @@ TEST_F(FusionTest, MatmulAbsorbsScaleBiasGeluAndResidual) {
   EXPECT_EQ(group.outputs, std::vector<Value*>{y});
 }
 
+// A long chain is split into groups of at most kMaxGroupNodes (the depth
+// of the kernel each becomes), consecutive and complete; a reduction's
+// epilogue is capped the same way.
+TEST_F(FusionTest, LongChainsAreSplitIntoGroupsOfAtMostKMaxGroupNodes) {
+  constexpr int kLength = 1000;
+  Value* x = In("x", {batch, seq, 4});
+  for (int i = 0; i < kLength; ++i) x = Op(i % 2 ? "Relu" : "Neg", {x});
+  Value* r = Op("ReduceSum", {x, Ints({-1})});
+  for (int i = 0; i < 300; ++i) r = Op("Neg", {r});
+  g.AddOutput(r);
+  FusionPlan plan = Plan();
+  int64_t nodes = 0;
+  for (const Group& group : plan.groups) {
+    EXPECT_LE(group.nodes.size(), static_cast<size_t>(kMaxGroupNodes)) << group.ToString();
+    nodes += static_cast<int64_t>(group.nodes.size());
+  }
+  EXPECT_EQ(nodes, kLength + 1 + 300);
+  EXPECT_EQ(plan.groups.size(), static_cast<size_t>((kLength + kMaxGroupNodes - 1) / kMaxGroupNodes +
+                                                    (300 + 1 + kMaxGroupNodes - 1) / kMaxGroupNodes))
+      << plan.ToString();
+  EXPECT_TRUE(VerifyFusionPlan(g, plan).ok());
+}
+
 TEST_F(FusionTest, SharedMatmulOutputStopsTheEpilogue) {
   Value* x = In("x", {seq, 4});
   Value* biased = Op("Add", {Op("MatMul", {x, Weights(4, 8)}), Floats({8}, std::vector<float>(8, 0.1f))});

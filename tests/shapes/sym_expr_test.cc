@@ -125,16 +125,18 @@ TEST(SymExprTest, SymbolsAndOrder) {
 
 TEST(SymExprTest, InterningIsThreadSafe) {
   std::vector<std::thread> threads;
-  std::vector<const internal::ExprNode*> nodes(8);
+  // The results are kept: nodes are freed with their last reference, so
+  // identity is only meaningful between live expressions.
+  std::vector<SymExpr> results(8);
   for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([t, &nodes] {
+    threads.emplace_back([t, &results] {
       SymExpr acc;
       for (int i = 0; i < 2000; ++i) acc = acc + SymExpr::Symbol("thread_sym") * (i % 7);
-      nodes[t] = acc.node();
+      results[t] = acc;
     });
   }
   for (auto& th : threads) th.join();
-  for (int t = 1; t < 8; ++t) EXPECT_EQ(nodes[t], nodes[0]);
+  for (int t = 1; t < 8; ++t) EXPECT_EQ(results[t].node(), results[0].node());
 }
 
 }  // namespace
