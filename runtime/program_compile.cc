@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/lower/lower_group.h"
+#include "graph/op_table.h"
 #include "passes/pipeline.h"
 #include "runtime/program_impl.h"
 
@@ -22,6 +23,21 @@ namespace lower = codegen::lower;
   auto lhs##_or = (expr);                         \
   if (!lhs##_or.ok()) return lhs##_or.status();   \
   auto lhs = *std::move(lhs##_or)
+
+// An op the CPU path lowers but the op table keeps off the device (its
+// lowered kernels have no faithful CUDA mapping, graph/op_table.cc CpuOnly)
+// is refused for Device::kCuda before anything is emitted: the CUDA column
+// is the promise, and a kernel that compiles is not proof it is right.
+absl::Status CheckCudaColumn(const passes::Group& group) {
+  for (const Node* n : group.nodes) {
+    const OpInfo* op = FindOp(n->op_type());
+    if (op != nullptr && op->cpu == Lowering::kCompiled && op->cuda == Lowering::kNone) {
+      return absl::UnimplementedError(absl::StrCat("group #", group.id, ": node '", n->name(), "' (", n->op_type(),
+                                                   "): op ", n->op_type(), " has no compiled CUDA lowering"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 class ProgramBuilder {
  public:
@@ -46,6 +62,9 @@ class ProgramBuilder {
       impl_.kernel_cache = std::make_unique<cpu::KernelCache>(impl_.backend.get());
     }
     for (const passes::Group& group : pipeline_.fusion.groups) {
+      if (options.device == Device::kCuda) {
+        if (absl::Status s = CheckCudaColumn(group); !s.ok()) return s;
+      }
       SS_ASSIGN_OR_RETURN(steps, lower::LowerGroup(group, &env_));
       for (lower::LoweredStep& step : steps) {
         if (absl::Status s = std::visit([&](auto& call) { return AddStep(call); }, step); !s.ok()) {

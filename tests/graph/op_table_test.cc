@@ -48,7 +48,9 @@ TEST(OpTableTest, TheCudaColumnFollowsTheCpuColumn) {
   EXPECT_GT(cuda_compiled, 0) << "the device program compiles the CPU path's kernels";
   EXPECT_EQ(FindOp("MatMul")->cuda, Lowering::kCompiled);
   EXPECT_EQ(FindOp("LayerNormalization")->cuda, Lowering::kCompiled);
-  EXPECT_EQ(FindOp("Tile")->cuda, Lowering::kNone) << "no CPU lowering, so none on the device either";
+  EXPECT_EQ(FindOp("Tan")->cuda, Lowering::kNone) << "no CPU lowering, so none on the device either";
+  EXPECT_EQ(FindOp("ScatterND")->cpu, Lowering::kCompiled);
+  EXPECT_EQ(FindOp("ScatterND")->cuda, Lowering::kNone) << "its sequential scatter loop has no CUDA mapping";
 }
 
 TEST(OpTableTest, UnknownOpsAreAbsent) {
