@@ -161,6 +161,8 @@ class PredicateBuilder {
 
 static Predicate MakeComparison(PredKind kind, SymExpr a, SymExpr b) {
   if (auto diff = (a - b).AsConst()) return Bool(CompareInts(kind, *diff, 0));
+  // Two constants whose difference overflows still compare exactly.
+  if (a.IsConst() && b.IsConst()) return Bool(CompareInts(kind, *a.AsConst(), *b.AsConst()));
   if (a.IsConst()) {
     std::swap(a, b);
     kind = Mirror(kind);
@@ -168,8 +170,12 @@ static Predicate MakeComparison(PredKind kind, SymExpr a, SymExpr b) {
   if (b.IsConst()) {
     if (int64_t c = ConstantTerm(a); c != 0) {
       SymExpr moved = b - c;
-      if (moved.IsConst()) {  // not when b - c overflows
-        a = a - c;
+      SymExpr rest = a - c;
+      // Not when b - c overflows, nor when a's constants do not fold (their
+      // sum overflows): moving one would not remove it from the left side,
+      // and the printed text would not parse back to the same comparison.
+      if (moved.IsConst() && ConstantTerm(rest) == 0) {
+        a = rest;
         b = moved;
       }
     }

@@ -121,6 +121,24 @@ TEST(ParseSymExprTest, Int64MinIsWritable) {
   ASSERT_TRUE(p.ok()) << p.status();
 }
 
+TEST(ParsePredicateTest, ComparisonsWhoseConstantsOverflowRoundTrip) {
+  // Found by fuzz_smoke.predicate: constants whose difference or sum is no
+  // int64 must still print as text that parses back to the same predicate.
+  for (const char* text : {"014804 !=  - 9223372036854775807 ", "-9223372036854775807 - 922337203675807 <= 0",
+                           "9223372036854775807 > -9223372036854775808",
+                           "seq + 9223372036854775807 + 9223372036854775807 <= 0",
+                           "-9223372036854775807 - 922337203675807 + seq < 5"}) {
+    absl::StatusOr<Predicate> p = ParsePredicate(text);
+    ASSERT_TRUE(p.ok()) << text << ": " << p.status();
+    absl::StatusOr<Predicate> back = ParsePredicate(p->ToString());
+    ASSERT_TRUE(back.ok()) << p->ToString() << ": " << back.status();
+    EXPECT_EQ(*back, *p) << text << " prints as " << p->ToString() << ", which parses to " << back->ToString();
+  }
+  // Two constants compare exactly even when their difference overflows.
+  EXPECT_EQ(*ParsePredicate("14804 != -9223372036854775807"), Predicate::True());
+  EXPECT_EQ(*ParsePredicate("9223372036854775807 < -9223372036854775808"), Predicate::False());
+}
+
 TEST(ParserNestingTest, DeepNestingIsAnErrorNotAStackOverflow) {
   const std::string parens = std::string(20000, '(') + "x" + std::string(20000, ')');
   absl::StatusOr<SymExpr> e = ParseSymExpr(parens);
