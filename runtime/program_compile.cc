@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "codegen/lower/lower_group.h"
 #include "graph/op_table.h"
 #include "passes/pipeline.h"
@@ -18,11 +19,6 @@ namespace {
 using codegen::lower::GraphValue;
 namespace cpu = codegen::cpu;
 namespace lower = codegen::lower;
-
-#define SS_ASSIGN_OR_RETURN(lhs, expr)            \
-  auto lhs##_or = (expr);                         \
-  if (!lhs##_or.ok()) return lhs##_or.status();   \
-  auto lhs = *std::move(lhs##_or)
 
 // An op the CPU path lowers but the op table keeps off the device (its
 // lowered kernels have no faithful CUDA mapping, graph/op_table.cc CpuOnly)
@@ -384,10 +380,8 @@ class ProgramBuilder {
     std::vector<Predicate> atoms;
     for (const GuardAtom& atom : env_.guards()) {
       atoms.push_back(atom.predicate);
-      const Provenance& p = atom.provenance;
-      impl_.guard_texts.push_back(absl::StrCat(atom.predicate.ToString(), " (asked by ", p.pass,
-                                               p.node.empty() ? "" : absl::StrCat(" at node '", p.node, "'"),
-                                               ": ", p.reason, ")"));
+      impl_.guard_texts.push_back(
+          absl::StrCat(atom.predicate.ToString(), " (asked by ", ProvenanceText(atom.provenance), ")"));
     }
     if (atoms.empty()) return absl::OkStatus();
     std::vector<std::string> order;

@@ -19,6 +19,10 @@ namespace shapeshift {
 bool IsTrue(Answer a) { return a == Answer::kProvenTrue || a == Answer::kSpecializedTrue; }
 bool IsFalse(Answer a) { return a == Answer::kProvenFalse || a == Answer::kSpecializedFalse; }
 
+std::string ProvenanceText(const Provenance& p) {
+  return absl::StrCat(p.pass, p.node.empty() ? "" : absl::StrCat(" at node '", p.node, "'"), ": ", p.reason);
+}
+
 std::string RangeNoteSuffix(const SymbolInfo& info) {
   return info.range_note.empty() ? std::string() : absl::StrCat("; ", info.range_note);
 }

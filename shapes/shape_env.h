@@ -71,6 +71,10 @@ struct Provenance {
   std::string reason;  // e.g. "drop the vector remainder loop"
 };
 
+// The one text of a provenance, as every report prints it:
+// "<pass> at node '<node>': <reason>" (no " at node" part when node is "").
+std::string ProvenanceText(const Provenance& p);
+
 struct GuardAtom {
   Predicate predicate;  // the question, oriented so it held at the hint
   Provenance provenance;

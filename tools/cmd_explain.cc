@@ -50,8 +50,7 @@ int UsageError(absl::string_view message) { return ReportError("explain", kExitU
 
 // "memory-plan at node 't3': reuse a dead buffer's slot"
 std::string Origin(const Provenance& p) {
-  return absl::StrCat(Escaped(p.pass), p.node.empty() ? "" : absl::StrCat(" at node '", Escaped(p.node), "'"), ": ",
-                      Escaped(p.reason));
+  return ProvenanceText(Provenance{Escaped(p.pass), Escaped(p.node), Escaped(p.reason)});
 }
 
 std::string AtomLine(const AtomRecord& atom) {

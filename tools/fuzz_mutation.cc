@@ -33,10 +33,6 @@ std::optional<Predicate> Weakened(const Predicate& atom) {
   }
 }
 
-std::string Origin(const Provenance& p) {
-  return absl::StrCat(p.pass, p.node.empty() ? "" : absl::StrCat(" at node '", p.node, "'"), ": ", p.reason);
-}
-
 struct Mutant {
   std::string mutation;
   std::optional<Predicate> replacement;  // nullopt: dropped
@@ -106,7 +102,7 @@ absl::StatusOr<MutationReport> RunGuardMutants(FuzzRunner& runner, int max_shape
         result.entry_id = entry->id;
         result.tier = runtime::TierName(entry->tier);
         result.atom = original.ToString();
-        result.asked_by = Origin(entry->guards[i].provenance);
+        result.asked_by = ProvenanceText(entry->guards[i].provenance);
         result.mutation = m.mutation;
         result.mutant = m.replacement ? m.replacement->ToString() : "";
 

@@ -3,22 +3,14 @@
 #include "codegen/lower/lower_group.h"
 
 #include "absl/strings/str_cat.h"
+#include "codegen/lower/lower_util.h"
 #include "graph/dtype.h"
 
 namespace shapeshift::codegen::lower {
 namespace {
 
 absl::Status GroupError(const passes::Group& g, absl::string_view why) {
-  const Node* n = g.nodes.empty() ? nullptr : g.nodes.front();
-  return absl::UnimplementedError(absl::StrCat("cannot lower group #", g.id,
-                                               n ? absl::StrCat(" (node '", n->name(), "' ", n->op_type(), ")") : "",
-                                               ": ", why));
-}
-
-SymExpr Product(const std::vector<SymExpr>& dims, size_t begin, size_t end) {
-  SymExpr p = 1;
-  for (size_t i = begin; i < end; ++i) p = p * dims[i];
-  return p;
+  return lower::GroupError(g, g.nodes.empty() ? nullptr : g.nodes.front(), why);
 }
 
 int64_t StaticOrRuntime(SymExpr e) { return e.AsConst().value_or(cpu::kRuntimeDim); }

@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "codegen/lower/element_emitter.h"
 #include "codegen/lower/lower_group.h"
+#include "codegen/lower/lower_util.h"
 #include "codegen/lower/row_loop.h"
 #include "graph/dtype.h"
 
@@ -31,25 +33,9 @@ absl::Status NodeError(const Node* node, absl::string_view why) {
       absl::StrCat("cannot lower node '", node->name(), "' (", node->op_type(), "): ", why));
 }
 
-// A kernel under construction; nothing is computed inline (every graph
-// value is a buffer), the op's semantics are spelled out here.
-struct Builder {
-  Builder(ShapeEnv* env, std::string name) : call(std::make_unique<KernelCall>()), em(&call->kernel, env, {}) {
-    call->kernel.name = std::move(name);
-  }
-  KernelCall Take() {
-    call->dim_values = em.dims().dim_values();
-    call->buffers = em.buffer_values();
-    return std::move(*call);
-  }
-  std::unique_ptr<KernelCall> call;  // heap: `em` points into it
-  ElementEmitter em;
-};
-
-#define SS_ASSIGN(lhs, expr)                    \
-  auto lhs##_or = (expr);                       \
-  if (!lhs##_or.ok()) return lhs##_or.status(); \
-  auto lhs = *std::move(lhs##_or)
+// Kernels here compute nothing inline (every graph value is a buffer): the
+// op's semantics are spelled out in each lowering.
+using Builder = KernelBuilder;
 
 // An index read from data, as i64, wrapped from the end when negative and
 // clamped into [0, dim) (`dim` in kernel space). The clamp never changes a
@@ -59,12 +45,6 @@ Value ClampedIndex(Value id, SymExpr dim) {
   Value n = IndexValue(dim);
   Value wrapped = Select(Compare(CompareOp::kLt, id, I64(0)), id + n, id);
   return Max(Binary(BinaryOp::kMin, wrapped, n - I64(1)), I64(0));
-}
-
-SymExpr Product(const std::vector<SymExpr>& dims, size_t begin, size_t end) {
-  SymExpr p = 1;
-  for (size_t i = begin; i < end; ++i) p = p * dims[i];
-  return p;
 }
 
 absl::StatusOr<int64_t> Axis(const Node* node, int64_t rank) {
@@ -114,6 +94,22 @@ std::vector<LoweredStep> CheckedKernel(IndexCheckCall check, KernelCall kernel, 
   return steps;
 }
 
+// The end both axis gathers share: out[o] = data[data_at, with the axis
+// replaced by the clamped index `id`], stored by the row loop, after the
+// index check on that axis.
+absl::StatusOr<std::vector<LoweredStep>> FinishAxisGather(const Node* node, ShapeEnv* env, Builder& b,
+                                                          const RowLoop& loop, int64_t axis, Value id,
+                                                          const std::vector<SymExpr>& data_at) {
+  const GraphValue* data = node->input(0);
+  const std::vector<SymExpr>& d = data->type().shape;
+  SS_ASSIGN_OR_RETURN(table, b.em.InputBuffer(data));
+  SymExpr stride = b.em.dims().Bind(Product(d, axis + 1, d.size()));
+  Value at = IndexValue(b.em.Linear(d, data_at)) + ClampedIndex(id, b.em.dims().Bind(d[axis])) * IndexValue(stride);
+  SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(node->output(0)));
+  b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, LoadAt(table, at))})};
+  return CheckedKernel(Check(node, {d[axis]}, {axis}), b.Take(), env);
+}
+
 // out[o_pre, o_idx, o_post] = data[o_pre, indices[o_idx], o_post].
 absl::StatusOr<std::vector<LoweredStep>> LowerGatherAxis(const Node* node, ShapeEnv* env) {
   const GraphValue* data = node->input(0);
@@ -122,20 +118,15 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGatherAxis(const Node* node, Shape
   if (absl::Status s = CheckIndexType(node, indices); !s.ok()) return s;
   const std::vector<SymExpr>& d = data->type().shape;
   const int64_t q = indices->type().rank();
-  SS_ASSIGN(axis, Axis(node, static_cast<int64_t>(d.size())));
-  Builder b(env, "gather");
+  SS_ASSIGN_OR_RETURN(axis, Axis(node, static_cast<int64_t>(d.size())));
+  Builder b(env, {}, "gather");
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, out->type().shape, 1);
   std::vector<SymExpr> idx_at(loop.idx.begin() + axis, loop.idx.begin() + axis + q);
-  SS_ASSIGN(id, b.em.Emit(indices, idx_at));
+  SS_ASSIGN_OR_RETURN(id, b.em.Emit(indices, idx_at));
   std::vector<SymExpr> data_at(loop.idx.begin(), loop.idx.begin() + axis);
   data_at.push_back(0);
   data_at.insert(data_at.end(), loop.idx.begin() + axis + q, loop.idx.end());
-  SS_ASSIGN(table, b.em.InputBuffer(data));
-  SymExpr stride = b.em.dims().Bind(Product(d, axis + 1, d.size()));
-  Value at = IndexValue(b.em.Linear(d, data_at)) + ClampedIndex(id, b.em.dims().Bind(d[axis])) * IndexValue(stride);
-  SS_ASSIGN(y, b.em.OutputBuffer(out));
-  b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, LoadAt(table, at))})};
-  return CheckedKernel(Check(node, {d[axis]}, {axis}), b.Take(), env);
+  return FinishAxisGather(node, env, b, loop, axis, id, data_at);
 }
 
 // out[o] = data[o with o[axis] replaced by indices[o]]; indices may be
@@ -148,7 +139,7 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGatherElements(const Node* node, S
   const std::vector<SymExpr>& d = data->type().shape;
   const std::vector<SymExpr>& q = indices->type().shape;
   if (d.size() != q.size()) return NodeError(node, "data and indices must have the same rank");
-  SS_ASSIGN(axis, Axis(node, static_cast<int64_t>(d.size())));
+  SS_ASSIGN_OR_RETURN(axis, Axis(node, static_cast<int64_t>(d.size())));
   for (size_t k = 0; k < d.size(); ++k) {
     if (static_cast<int64_t>(k) == axis || q[k] == d[k]) continue;
     Provenance why{kPass, node->name(), "GatherElements indices within the data on the other axes"};
@@ -157,17 +148,12 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGatherElements(const Node* node, S
                                           ") is at most the data's (", d[k].ToString(), ")"));
     }
   }
-  Builder b(env, "gather_elements");
+  Builder b(env, {}, "gather_elements");
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, out->type().shape, 1);
-  SS_ASSIGN(id, b.em.Emit(indices, loop.idx));
+  SS_ASSIGN_OR_RETURN(id, b.em.Emit(indices, loop.idx));
   std::vector<SymExpr> data_at = loop.idx;
   data_at[axis] = 0;
-  SS_ASSIGN(table, b.em.InputBuffer(data));
-  SymExpr stride = b.em.dims().Bind(Product(d, axis + 1, d.size()));
-  Value at = IndexValue(b.em.Linear(d, data_at)) + ClampedIndex(id, b.em.dims().Bind(d[axis])) * IndexValue(stride);
-  SS_ASSIGN(y, b.em.OutputBuffer(out));
-  b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, LoadAt(table, at))})};
-  return CheckedKernel(Check(node, {d[axis]}, {axis}), b.Take(), env);
+  return FinishAxisGather(node, env, b, loop, axis, id, data_at);
 }
 
 // out[o_batch, o_mid, o_rest] = data[o_batch, indices[o_batch, o_mid, :], o_rest]
@@ -179,7 +165,7 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGatherND(const Node* node, ShapeEn
   if (indices->type().dtype != DType::kI64) return NodeError(node, "indices must be i64");
   const std::vector<SymExpr>& d = data->type().shape;
   const std::vector<SymExpr>& q = indices->type().shape;
-  SS_ASSIGN(batch_dims, node->attrs().GetInt("batch_dims", 0));
+  SS_ASSIGN_OR_RETURN(batch_dims, node->attrs().GetInt("batch_dims", 0));
   if (q.empty()) return NodeError(node, "indices must have rank >= 1");
   std::optional<int64_t> k = q.back().AsConst();
   if (!k) return NodeError(node, "the index tuple length (the last dim of the indices) must be static");
@@ -187,13 +173,13 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGatherND(const Node* node, ShapeEn
       batch_dims >= static_cast<int64_t>(q.size())) {
     return NodeError(node, "batch_dims and the index tuple length do not fit the data's rank");
   }
-  Builder b(env, "gather_nd");
+  Builder b(env, {}, "gather_nd");
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, out->type().shape, 1);
   const size_t lead = q.size() - 1;  // output dims that index the indices (batch + middle)
   std::vector<SymExpr> data_at(loop.idx.begin(), loop.idx.begin() + batch_dims);
   for (int64_t j = 0; j < *k; ++j) data_at.push_back(0);
   data_at.insert(data_at.end(), loop.idx.begin() + lead, loop.idx.end());
-  SS_ASSIGN(table, b.em.InputBuffer(data));
+  SS_ASSIGN_OR_RETURN(table, b.em.InputBuffer(data));
   Value at = IndexValue(b.em.Linear(d, data_at));
   std::vector<SymExpr> dims;
   std::vector<int64_t> axes;
@@ -201,13 +187,13 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGatherND(const Node* node, ShapeEn
     const int64_t axis = batch_dims + j;
     std::vector<SymExpr> idx_at(loop.idx.begin(), loop.idx.begin() + lead);
     idx_at.push_back(j);
-    SS_ASSIGN(id, b.em.Emit(indices, idx_at));
+    SS_ASSIGN_OR_RETURN(id, b.em.Emit(indices, idx_at));
     SymExpr stride = b.em.dims().Bind(Product(d, axis + 1, d.size()));
     at = at + ClampedIndex(id, b.em.dims().Bind(d[axis])) * IndexValue(stride);
     dims.push_back(d[axis]);
     axes.push_back(axis);
   }
-  SS_ASSIGN(y, b.em.OutputBuffer(out));
+  SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(out));
   b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, LoadAt(table, at))})};
   return CheckedKernel(Check(node, std::move(dims), std::move(axes)), b.Take(), env);
 }
@@ -223,7 +209,7 @@ absl::StatusOr<std::vector<LoweredStep>> LowerScatterND(const Node* node, ShapeE
   const GraphValue* updates = node->input(2);
   const GraphValue* out = node->output(0);
   if (indices->type().dtype != DType::kI64) return NodeError(node, "indices must be i64");
-  SS_ASSIGN(reduction, node->attrs().GetString("reduction", "none"));
+  SS_ASSIGN_OR_RETURN(reduction, node->attrs().GetString("reduction", "none"));
   if (reduction != "none") return NodeError(node, absl::StrCat("reduction '", reduction, "' is not compiled"));
   const std::vector<SymExpr>& d = data->type().shape;
   const std::vector<SymExpr>& q = indices->type().shape;
@@ -232,19 +218,19 @@ absl::StatusOr<std::vector<LoweredStep>> LowerScatterND(const Node* node, ShapeE
   if (!k || *k < 1 || *k > static_cast<int64_t>(d.size())) {
     return NodeError(node, "the index tuple length (the last dim of the indices) must be static and fit the data");
   }
-  Builder copy(env, "scatter_copy");
+  Builder copy(env, {}, "scatter_copy");
   RowLoop loop = MakeRowLoop(&copy.call->kernel, &copy.em, out->type().shape, 1);
-  SS_ASSIGN(value, copy.em.Emit(data, loop.idx));
-  SS_ASSIGN(copy_out, copy.em.OutputBuffer(out));
+  SS_ASSIGN_OR_RETURN(value, copy.em.Emit(data, loop.idx));
+  SS_ASSIGN_OR_RETURN(copy_out, copy.em.OutputBuffer(out));
   copy.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(copy_out, loop.linear, value)})};
 
-  Builder b(env, "scatter_nd");
+  Builder b(env, {}, "scatter_nd");
   b.call->kernel.parallel_extent = 1;
   const SymExpr u = SymExpr::Symbol("u"), j = SymExpr::Symbol(kInnerVar);
   const SymExpr tuples = b.em.dims().Bind(Product(q, 0, q.size() - 1));
   const SymExpr slice = b.em.dims().Bind(Product(d, *k, d.size()));
-  SS_ASSIGN(idx_buf, b.em.InputBuffer(indices));
-  SS_ASSIGN(upd_buf, b.em.InputBuffer(updates));
+  SS_ASSIGN_OR_RETURN(idx_buf, b.em.InputBuffer(indices));
+  SS_ASSIGN_OR_RETURN(upd_buf, b.em.InputBuffer(updates));
   Value at = IndexValue(j);
   std::vector<SymExpr> dims;
   std::vector<int64_t> axes;
@@ -254,7 +240,7 @@ absl::StatusOr<std::vector<LoweredStep>> LowerScatterND(const Node* node, ShapeE
     dims.push_back(d[t]);
     axes.push_back(t);
   }
-  SS_ASSIGN(y, b.em.OutputBuffer(out));
+  SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(out));
   b.call->kernel.body = {
       Loop("u", 0, tuples, {Loop(kInnerVar, 0, slice, {StoreAt(y, at, Load(upd_buf, u * slice + j))})})};
   std::vector<LoweredStep> steps;
@@ -269,15 +255,15 @@ absl::StatusOr<std::vector<LoweredStep>> LowerScatterND(const Node* node, ShapeE
 absl::StatusOr<KernelCall> LowerTile(const Node* node, ShapeEnv* env) {
   const GraphValue* x = node->input(0);
   const GraphValue* out = node->output(0);
-  Builder b(env, "tile");
+  Builder b(env, {}, "tile");
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, out->type().shape, 1);
   std::vector<SymExpr> x_at(loop.idx.size());
   for (size_t k = 0; k < x_at.size(); ++k) {
     SymExpr dim = x->type().shape[k];
     x_at[k] = dim == SymExpr(1) ? SymExpr(0) : Mod(loop.idx[k], b.em.dims().Bind(dim));
   }
-  SS_ASSIGN(value, b.em.Emit(x, x_at));
-  SS_ASSIGN(y, b.em.OutputBuffer(out));
+  SS_ASSIGN_OR_RETURN(value, b.em.Emit(x, x_at));
+  SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(out));
   b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, value)})};
   return b.Take();
 }
@@ -291,9 +277,9 @@ absl::StatusOr<KernelCall> LowerTrilu(const Node* node, ShapeEnv* env) {
   const GraphValue* out = node->output(0);
   const int64_t rank = x->type().rank();
   if (rank < 2) return NodeError(node, "Trilu needs rank >= 2");
-  SS_ASSIGN(upper, node->attrs().GetInt("upper", 1));
-  SS_ASSIGN(type, KernelType(x->type().dtype, "node '" + node->name() + "'"));
-  Builder b(env, upper ? "triu" : "tril");
+  SS_ASSIGN_OR_RETURN(upper, node->attrs().GetInt("upper", 1));
+  SS_ASSIGN_OR_RETURN(type, KernelType(x->type().dtype, "node '" + node->name() + "'"));
+  Builder b(env, {}, upper ? "triu" : "tril");
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, out->type().shape, 1);
   Value k = I64(0);
   if (const GraphValue* kv = node->input(1); kv != nullptr) {
@@ -301,19 +287,19 @@ absl::StatusOr<KernelCall> LowerTrilu(const Node* node, ShapeEnv* env) {
     if (elements && elements->size() == 1) {
       k = IndexValue(b.em.dims().Bind((*elements)[0]));
     } else if (kv->type().rank() <= 1 && env->CanProveEqual(kv->type().NumElements(), 1)) {
-      SS_ASSIGN(read, b.em.Emit(kv, std::vector<SymExpr>(kv->type().rank(), SymExpr(0))));
+      SS_ASSIGN_OR_RETURN(read, b.em.Emit(kv, std::vector<SymExpr>(kv->type().rank(), SymExpr(0))));
       k = read->type == ScalarType::kI64 ? read : Cast(ScalarType::kI64, read);
     } else {
       return NodeError(node, "k must hold exactly one element");
     }
   }
-  SS_ASSIGN(value, b.em.Emit(x, loop.idx));
+  SS_ASSIGN_OR_RETURN(value, b.em.Emit(x, loop.idx));
   Value diagonal = IndexValue(loop.idx[rank - 1] - loop.idx[rank - 2]);
   Value keep = Compare(upper ? CompareOp::kGe : CompareOp::kLe, diagonal, k);
   Value zero = type == ScalarType::kF32 ? F32(0) : Cast(type, I64(0));
   if (type == ScalarType::kBool) zero = Compare(CompareOp::kNe, I64(0), I64(0));
   if (type == ScalarType::kI64) zero = I64(0);
-  SS_ASSIGN(y, b.em.OutputBuffer(out));
+  SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(out));
   b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, Select(keep, value, zero))})};
   return b.Take();
 }
@@ -325,8 +311,6 @@ absl::StatusOr<std::vector<LoweredStep>> One(absl::StatusOr<T> step) {
   steps.push_back(*std::move(step));
   return steps;
 }
-
-#undef SS_ASSIGN
 
 }  // namespace
 

@@ -7,18 +7,17 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "codegen/lower/element_emitter.h"
 #include "codegen/lower/lower_group.h"
+#include "codegen/lower/lower_util.h"
 #include "codegen/lower/row_loop.h"
 
 namespace shapeshift::codegen::lower {
 namespace {
 
 absl::Status GroupError(const passes::Group& g, absl::string_view why) {
-  const Node* n = g.nodes.empty() ? nullptr : g.nodes.back();
-  return absl::UnimplementedError(absl::StrCat("cannot lower group #", g.id,
-                                               n ? absl::StrCat(" (node '", n->name(), "' ", n->op_type(), ")") : "",
-                                               ": ", why));
+  return lower::GroupError(g, g.nodes.empty() ? nullptr : g.nodes.back(), why);
 }
 
 const Node* FindOp(const passes::Group& g, absl::string_view op) {
@@ -36,31 +35,13 @@ bool SameShape(ShapeEnv* env, const std::vector<SymExpr>& a, const std::vector<S
   return true;
 }
 
-// A kernel under construction with its emitter; Take() moves out the call.
-struct Builder {
-  Builder(ShapeEnv* env, const std::vector<Node*>& nodes, std::string name)
-      : call(std::make_unique<KernelCall>()), em(&call->kernel, env, nodes) {
-    call->kernel.name = std::move(name);
-  }
-  KernelCall Take() {
-    call->dim_values = em.dims().dim_values();
-    call->buffers = em.buffer_values();
-    return std::move(*call);
-  }
-  std::unique_ptr<KernelCall> call;  // heap: `em` points into it
-  ElementEmitter em;
-};
+using Builder = KernelBuilder;
 
 std::string KernelName(const passes::Group& g) {
   return absl::StrCat("fused_", g.nodes.empty() ? "" : g.nodes.back()->op_type());
 }
 
 Value F32Var(absl::string_view name) { return Var(name, ScalarType::kF32); }
-
-#define SS_ASSIGN(lhs, expr)          \
-  auto lhs##_or = (expr);             \
-  if (!lhs##_or.ok()) return lhs##_or.status(); \
-  auto lhs = *std::move(lhs##_or)
 
 }  // namespace
 
@@ -75,8 +56,8 @@ absl::StatusOr<KernelCall> LowerElementwise(const passes::Group& g, ShapeEnv* en
     if (!SameShape(env, out->type().shape, domain)) {
       return GroupError(g, absl::StrCat("output '", out->name(), "' does not have the group's domain shape"));
     }
-    SS_ASSIGN(value, b.em.Emit(out, loop.idx));
-    SS_ASSIGN(buffer, b.em.OutputBuffer(out));
+    SS_ASSIGN_OR_RETURN(value, b.em.Emit(out, loop.idx));
+    SS_ASSIGN_OR_RETURN(buffer, b.em.OutputBuffer(out));
     stores.push_back(Store(buffer, loop.linear, value));
   }
   b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, std::move(stores))};
@@ -91,13 +72,13 @@ absl::StatusOr<KernelCall> LowerSoftmax(const passes::Group& g, ShapeEnv* env) {
   if (domain.empty()) return GroupError(g, "softmax of a scalar");
   Builder b(env, g.nodes, "softmax");
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, domain, 1);
-  SS_ASSIGN(logit, b.em.Emit(s.x, loop.idx));
+  SS_ASSIGN_OR_RETURN(logit, b.em.Emit(s.x, loop.idx));
   if (s.scale != 1.0f) logit = logit * F32(s.scale);
   if (s.mask != nullptr) {
-    SS_ASSIGN(mask, b.em.EmitBroadcast(s.mask, domain, loop.idx, softmax));
+    SS_ASSIGN_OR_RETURN(mask, b.em.EmitBroadcast(s.mask, domain, loop.idx, softmax));
     logit = logit + mask;
   }
-  SS_ASSIGN(y, b.em.OutputBuffer(softmax->output(0)));
+  SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(softmax->output(0)));
   b.call->kernel.body = {
       Accumulator("row_max", F32(-std::numeric_limits<double>::infinity())),
       Loop(kInnerVar, 0, loop.n, {Accumulate("row_max", ReduceOp::kMax, logit)}),
@@ -119,15 +100,15 @@ absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& g, ShapeEnv* env)
   if (domain.empty()) return GroupError(g, "layer norm of a scalar");
   Builder b(env, g.nodes, "layer_norm");
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, domain, 1);
-  SS_ASSIGN(x, b.em.Emit(s.x, loop.idx));
+  SS_ASSIGN_OR_RETURN(x, b.em.Emit(s.x, loop.idx));
   if (s.residual != nullptr) {
-    SS_ASSIGN(r, b.em.EmitBroadcast(s.residual, domain, loop.idx, ln));
+    SS_ASSIGN_OR_RETURN(r, b.em.EmitBroadcast(s.residual, domain, loop.idx, ln));
     x = x + r;
   }
-  SS_ASSIGN(gamma, b.em.EmitBroadcast(s.gamma, domain, loop.idx, ln));
+  SS_ASSIGN_OR_RETURN(gamma, b.em.EmitBroadcast(s.gamma, domain, loop.idx, ln));
   Value beta = F32(0);
   if (s.beta != nullptr) {
-    SS_ASSIGN(beta_value, b.em.EmitBroadcast(s.beta, domain, loop.idx, ln));
+    SS_ASSIGN_OR_RETURN(beta_value, b.em.EmitBroadcast(s.beta, domain, loop.idx, ln));
     beta = beta_value;
   }
   // The mean sums x * (1/n), not x, and is clamped to the row's [min, max]
@@ -140,10 +121,10 @@ absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& g, ShapeEnv* env)
                                 Accumulate("x_max", ReduceOp::kMax, F32Var("v")),
                                 Accumulate("x_neg_min", ReduceOp::kMax, Unary(UnaryOp::kNeg, F32Var("v")))};
   if (s.sum_output != nullptr) {
-    SS_ASSIGN(sum_buffer, b.em.OutputBuffer(s.sum_output));
+    SS_ASSIGN_OR_RETURN(sum_buffer, b.em.OutputBuffer(s.sum_output));
     sum_loop.insert(sum_loop.begin() + 1, Store(sum_buffer, loop.linear, F32Var("v")));
   }
-  SS_ASSIGN(y, b.em.OutputBuffer(ln->output(0)));
+  SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(ln->output(0)));
   Value n_f32 = Cast(ScalarType::kF32, IndexValue(loop.n));
   Value centered = x - F32Var("mean");
   b.call->kernel.body = {
@@ -172,7 +153,7 @@ absl::StatusOr<KernelCall> LowerReduction(const passes::Group& g, ShapeEnv* env)
   int axes = static_cast<int>(g.reduction.reduced_axes);
   Builder b(env, g.nodes, absl::StrCat("reduce_", op));
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, in->type().shape, axes);
-  SS_ASSIGN(x, b.em.Emit(in, loop.idx));
+  SS_ASSIGN_OR_RETURN(x, b.em.Emit(in, loop.idx));
   ReduceOp kind = ReduceOp::kSum;
   Value init = F32(0);
   if (op == "ReduceSumSquare") {
@@ -198,8 +179,8 @@ absl::StatusOr<KernelCall> LowerReduction(const passes::Group& g, ShapeEnv* env)
     if (!SameShape(env, out->type().shape, reduced->type().shape)) {
       return GroupError(g, absl::StrCat("output '", out->name(), "' does not have the reduced shape"));
     }
-    SS_ASSIGN(value, b.em.Emit(out, out_idx));
-    SS_ASSIGN(buffer, b.em.OutputBuffer(out));
+    SS_ASSIGN_OR_RETURN(value, b.em.Emit(out, out_idx));
+    SS_ASSIGN_OR_RETURN(buffer, b.em.OutputBuffer(out));
     body.push_back(Store(buffer, p, value));
   }
   b.call->kernel.body = std::move(body);
@@ -219,7 +200,7 @@ absl::StatusOr<std::vector<LoweredStep>> LowerConcat(const passes::Group& g, Sha
     if (in == nullptr) continue;
     Builder b(env, {}, "concat_copy");
     RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, in->type().shape, 1);
-    SS_ASSIGN(value, b.em.Emit(in, loop.idx));
+    SS_ASSIGN_OR_RETURN(value, b.em.Emit(in, loop.idx));
     // The slab offset and the output's axis length are opaque dims, so the
     // copies of all equally shaped inputs are one kernel.
     std::vector<SymExpr> out_idx = loop.idx;
@@ -232,7 +213,7 @@ absl::StatusOr<std::vector<LoweredStep>> LowerConcat(const passes::Group& g, Sha
       out_linear = out_linear + out_idx[k] * stride;
       stride = stride * (k == axis ? out_axis : b.em.dims().Bind(out_shape[k]));
     }
-    SS_ASSIGN(buffer, b.em.OutputBuffer(out));
+    SS_ASSIGN_OR_RETURN(buffer, b.em.OutputBuffer(out));
     b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(buffer, out_linear, value)})};
     offset = offset + in->type().shape[axis];
     steps.push_back(b.Take());
@@ -252,8 +233,8 @@ absl::StatusOr<KernelCall> LowerSlice(const passes::Group& g, ShapeEnv* env) {
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, out->type().shape, 1);
   std::vector<SymExpr> in_idx(s.starts.size());
   for (size_t k = 0; k < s.starts.size(); ++k) in_idx[k] = b.em.dims().Bind(s.starts[k]) + loop.idx[k] * s.steps[k];
-  SS_ASSIGN(value, b.em.Emit(in, in_idx));
-  SS_ASSIGN(buffer, b.em.OutputBuffer(out));
+  SS_ASSIGN_OR_RETURN(value, b.em.Emit(in, in_idx));
+  SS_ASSIGN_OR_RETURN(buffer, b.em.OutputBuffer(out));
   b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(buffer, loop.linear, value)})};
   return b.Take();
 }

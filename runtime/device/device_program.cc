@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "codegen/cuda/gather_kernel.h"
 #include "runtime/device/device_state.h"
 #include "runtime/program_impl.h"
@@ -17,11 +18,6 @@ namespace lower = codegen::lower;
 
 constexpr int64_t kDeviceAlign = 256;
 int64_t Align(int64_t bytes) { return (bytes + kDeviceAlign - 1) / kDeviceAlign * kDeviceAlign; }
-
-#define SS_ASSIGN_OR_RETURN(lhs, expr)          \
-  auto lhs##_or = (expr);                       \
-  if (!lhs##_or.ok()) return lhs##_or.status(); \
-  auto lhs = *std::move(lhs##_or)
 
 }  // namespace
 

@@ -18,10 +18,6 @@ namespace {
 // At the limit, the error lists this many entries' failing atoms.
 constexpr size_t kEntriesInLimitError = 4;
 
-std::string Origin(const Provenance& p) {
-  return absl::StrCat(p.pass, p.node.empty() ? "" : absl::StrCat(" at node '", p.node, "'"), ": ", p.reason);
-}
-
 AtomRecord Record(const GuardAtom& atom) { return AtomRecord{atom.predicate.ToString(), atom.provenance}; }
 
 std::string ValuesText(absl::Span<const std::string> slots, absl::Span<const int64_t> values) {
@@ -336,7 +332,7 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::AtLimit(absl::Span
     std::vector<std::string> failing;
     for (size_t a : m.failing) {
       const GuardAtom& atom = m.entry->guards[a];
-      failing.push_back(absl::StrCat(atom.predicate.ToString(), " [asked by ", Origin(atom.provenance), "]"));
+      failing.push_back(absl::StrCat(atom.predicate.ToString(), " [asked by ", ProvenanceText(atom.provenance), "]"));
     }
     reasons.push_back(absl::StrCat("entry #", m.entry->id, " (", TierName(m.entry->tier),
                                    ") fails ", absl::StrJoin(failing, ", ")));
@@ -411,7 +407,7 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(const
     const std::vector<size_t>& indices = core.verdict == Verdict::kProven ? core.core : m.failing;
     for (size_t a : indices) {
       AtomRecord r = Record(m.entry->guards[a]);
-      if (in_core.insert(absl::StrCat(r.atom, "\n", Origin(r.provenance))).second) event.unsat_core.push_back(r);
+      if (in_core.insert(absl::StrCat(r.atom, "\n", ProvenanceText(r.provenance))).second) event.unsat_core.push_back(r);
     }
   }
   event.new_tier = entry_tier;

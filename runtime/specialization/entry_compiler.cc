@@ -35,10 +35,6 @@ absl::Status CheckSpec(const std::vector<std::string>& slots, const EntrySpec& s
   return absl::OkStatus();
 }
 
-std::string Origin(const Provenance& p) {
-  return absl::StrCat(p.pass, p.node.empty() ? "" : absl::StrCat(" at node '", p.node, "'"), ": ", p.reason);
-}
-
 }  // namespace
 
 absl::StatusOr<TierModel> PrepareTierModel(const Graph& model, const ShapeEnv& env,
@@ -115,7 +111,7 @@ absl::StatusOr<CompiledEntry> CompileSpecializedEntry(const Graph& model, const 
       return absl::InternalError(absl::StrCat("the ", TierName(spec.tier), " compile for ",
                                               ValuesText(slots, spec.trigger),
                                               " recorded a guard that rejects that input: ", g.predicate.ToString(),
-                                              " [asked by ", Origin(g.provenance), "]"));
+                                              " [asked by ", ProvenanceText(g.provenance), "]"));
     }
   }
 

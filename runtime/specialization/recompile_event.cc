@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/status_macros.h"
 
 namespace shapeshift::runtime {
 namespace {
@@ -42,12 +43,6 @@ absl::StatusOr<const json*> GetArray(const json& object, const std::string& path
   }
   return &*it;
 }
-
-#define SS_RETURN_IF_ERROR(expr)         \
-  do {                                   \
-    absl::Status status_ = (expr);       \
-    if (!status_.ok()) return status_;   \
-  } while (false)
 
 json AtomToJson(const AtomRecord& atom) {
   return json{{"atom", atom.atom},
