@@ -1,10 +1,20 @@
-# shapeshift_library(NAME DEPS ...): one library per folder, sources globbed
-# from the folder (recursively), public headers addressed from the repo root.
-# A folder without sources yet is an INTERFACE library, so later folders exist
-# as targets before their issue lands.
+# shapeshift_library(NAME [FLAT] [DIR SUBDIR] DEPS ...): one library per folder,
+# sources globbed from the folder (recursively; FLAT: its own files only, for
+# a folder whose subfolders are libraries of their own; DIR: a subfolder of
+# the current one), public headers addressed from the repo root. A folder
+# without sources yet is an INTERFACE library, so later folders exist as
+# targets before their issue lands.
 function(shapeshift_library name)
-  cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS" ${ARGN})
-  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  cmake_parse_arguments(ARG "FLAT" "DIR" "DEPS;PRIVATE_DEPS" ${ARGN})
+  set(dir ${CMAKE_CURRENT_SOURCE_DIR})
+  if(ARG_DIR)
+    set(dir ${dir}/${ARG_DIR})
+  endif()
+  if(ARG_FLAT)
+    file(GLOB srcs CONFIGURE_DEPENDS ${dir}/*.cc)
+  else()
+    file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${dir}/*.cc)
+  endif()
   list(FILTER srcs EXCLUDE REGEX "_test\\.cc$")
   if(srcs)
     add_library(${name} STATIC ${srcs})

@@ -1,6 +1,6 @@
 # The compiler's source identity: a SHA-256 over the path and contents of every
 # source file that decides the generated code or the ABI it is called through
-# (shapes/, graph/, passes/, codegen/, runtime/). Every binary built from the
+# (base/, shapes/, graph/, passes/, codegen/, runtime/). Every binary built from the
 # same tree (the CLI, the Python module, the test binaries) gets the same
 # identity, so a kernel object or a bundle made by one loads in the others; a
 # change to any of those files changes it, so an object from an older lowering
@@ -37,7 +37,7 @@ endif()
 
 function(shapeshift_source_identity target)
   set(files "")
-  foreach(dir shapes graph passes codegen runtime)
+  foreach(dir base shapes graph passes codegen runtime)
     file(GLOB_RECURSE found CONFIGURE_DEPENDS RELATIVE ${SHAPESHIFT_ROOT}
          ${SHAPESHIFT_ROOT}/${dir}/*.cc ${SHAPESHIFT_ROOT}/${dir}/*.h ${SHAPESHIFT_ROOT}/${dir}/*.def)
     list(APPEND files ${found})
