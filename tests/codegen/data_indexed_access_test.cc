@@ -12,6 +12,7 @@
 #include "codegen/kernel_ir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/codegen/backend_variants.h"
 #include "tests/codegen/test_util.h"
 
 namespace shapeshift::codegen::cpu {
@@ -105,16 +106,7 @@ TEST_P(DataIndexedAccessTest, ScattersWriteRowsWhereTheDataSays) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Widths, DataIndexedAccessTest,
-    ::testing::Values(CpuBackendOptions{.vector_width = 0}, CpuBackendOptions{.vector_width = 4},
-                      CpuBackendOptions{.vector_width = 0, .remainder = RemainderKind::kScalarLoop},
-                      CpuBackendOptions{.vector_width = 1}),
-    [](const ::testing::TestParamInfo<CpuBackendOptions>& info) {
-      std::string width = info.param.vector_width == 0 ? std::string("HostWidth")
-                                                        : absl::StrCat("Width", info.param.vector_width);
-      return width + (info.param.remainder == RemainderKind::kScalarLoop ? "ScalarRemainder" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Widths, DataIndexedAccessTest, BackendVariants(), BackendVariantName);
 
 TEST(DataIndexedAccessVerifyTest, PrintAndCudaShowTheDataIndex) {
   EXPECT_TRUE(Verify(GatherKernel()).ok());

@@ -14,6 +14,7 @@
 #include "codegen/cpu/parallel_run.h"
 #include "codegen/kernel_library.h"
 #include "gtest/gtest.h"
+#include "tests/codegen/backend_variants.h"
 
 namespace shapeshift::codegen::cpu {
 namespace {
@@ -140,16 +141,7 @@ TEST_P(NanPropagationTest, LayerNormOverflowsLikeTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Widths, NanPropagationTest,
-    ::testing::Values(CpuBackendOptions{.vector_width = 0}, CpuBackendOptions{.vector_width = 4},
-                      CpuBackendOptions{.vector_width = 0, .remainder = RemainderKind::kScalarLoop},
-                      CpuBackendOptions{.vector_width = 1}),
-    [](const ::testing::TestParamInfo<CpuBackendOptions>& info) {
-      std::string width = info.param.vector_width == 0 ? std::string("HostWidth")
-                                                        : absl::StrCat("Width", info.param.vector_width);
-      return width + (info.param.remainder == RemainderKind::kScalarLoop ? "ScalarRemainder" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Widths, NanPropagationTest, BackendVariants(), BackendVariantName);
 
 }  // namespace
 }  // namespace shapeshift::codegen::cpu

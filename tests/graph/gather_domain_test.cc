@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "graph/onnx/importer.h"
 #include "gtest/gtest.h"
+#include "tests/graph/imported_model_util.h"
 #include "tests/graph/onnx_test_model.h"
 
 namespace shapeshift {
@@ -18,17 +19,9 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testing::ExportPath;
 using testing::OnnxTestModel;
-
-std::string ExportPath(const std::string& name) {
-  return std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/" + name + "/model.onnx";
-}
-
-std::string RangeOf(const ImportedModel& model, const std::string& name) {
-  const SymbolInfo* s = model.env->FindSymbol(name);
-  if (s == nullptr) return "<no symbol>";
-  return std::to_string(s->min) + ".." + std::to_string(s->max);
-}
+using testing::RangeOf;
 
 // How the positions of PositionModel are computed from ids i64[batch, seq].
 enum class Positions {

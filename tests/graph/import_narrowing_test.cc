@@ -10,6 +10,7 @@
 #include "graph/onnx/importer.h"
 #include "gtest/gtest.h"
 #include "shapes/shape_env.h"
+#include "tests/graph/imported_model_util.h"
 #include "tests/graph/onnx_test_model.h"
 
 namespace shapeshift {
@@ -18,18 +19,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using testing::ExportPath;
 using testing::OnnxTestModel;
-
-std::string ExportPath(const std::string& name) {
-  return std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/" + name + "/model.onnx";
-}
-
-// The range `name` has after import, as "lo..hi".
-std::string RangeOf(const ImportedModel& model, const std::string& name) {
-  const SymbolInfo* s = model.env->FindSymbol(name);
-  if (s == nullptr) return "<no symbol>";
-  return std::to_string(s->min) + ".." + std::to_string(s->max);
-}
+using testing::RangeOf;
 
 // x f32[batch, seq, 4] plus the first `seq` rows of a 16-row position table,
 // the way exporters slice `position_ids` (Shape → Gather → Unsqueeze →
