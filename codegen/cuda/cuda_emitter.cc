@@ -78,18 +78,18 @@ std::string Combine(ReduceOp op, ScalarType t, const std::string& a, const std::
 
 // ---- Structure queries used to pick the mapping -----------------------------
 
+// Over the DAG, each distinct node once (a chain of k reuses is 2^k nodes as
+// a tree).
 bool ValueReads(const Value& v, const std::string& name) {
-  if (!v) return false;
-  if (v->kind == ValueKind::kVar && v->name == name) return true;
-  for (const Value& op : v->operands) {
-    if (ValueReads(op, name)) return true;
+  for (const Value* node : PostOrder(v)) {
+    if ((*node)->kind == ValueKind::kVar && (*node)->name == name) return true;
   }
   return false;
 }
 
 bool BodyReads(const std::vector<Stmt>& body, const std::string& name) {
   for (const Stmt& s : body) {
-    if (ValueReads(s.value, name) || BodyReads(s.body, name)) return true;
+    if (ValueReads(s.value, name) || ValueReads(s.at, name) || BodyReads(s.body, name)) return true;
   }
   return false;
 }
@@ -269,14 +269,17 @@ class CudaEmitter {
     for (const Stmt& s : kernel_.body) {
       switch (s.kind) {
         case StmtKind::kLet:
-        case StmtKind::kAccumulator:
+        case StmtKind::kAccumulator: {
           phase.Open();
-          absl::StrAppend(out, in, "SS_P(", Ident("r_", s.name), ") = ", Val(s.value), ";\n");
+          std::string value = Val(s.value, in, out);
+          absl::StrAppend(out, in, "SS_P(", Ident("r_", s.name), ") = ", value, ";\n");
           break;
+        }
         case StmtKind::kAccumulate: {  // uniform: every thread applies it to its copy
           phase.Open();
           std::string acc = absl::StrCat("SS_P(", Ident("r_", s.name), ")");
-          absl::StrAppend(out, in, acc, " = ", Combine(s.reduce, s.value->type, acc, Val(s.value)), ";\n");
+          std::string value = Val(s.value, in, out);
+          absl::StrAppend(out, in, acc, " = ", Combine(s.reduce, s.value->type, acc, value), ";\n");
           break;
         }
         case StmtKind::kStore:
@@ -336,8 +339,10 @@ class CudaEmitter {
     return Unsupported("index expression kind", static_cast<int>(e.kind()));
   }
 
-  std::string Val(const Value& v) const {
-    auto op = [&](size_t i) { return Val(v->operands[i]); };
+  // The C text of one node whose operands' texts are `ops` (in order).
+  std::string NodeText(const ValueNode& n, std::vector<std::string>& ops) const {
+    const ValueNode* v = &n;
+    auto op = [&](size_t i) { return std::move(ops[i]); };
     bool is_float = v->type == ScalarType::kF32;
     switch (v->kind) {
       case ValueKind::kConst:
@@ -355,7 +360,7 @@ class CudaEmitter {
       case ValueKind::kIndex: return Sym(v->index);
       case ValueKind::kVar: return VarRef(v->name);
       case ValueKind::kUnary: {
-        std::string x = op(0);
+        const std::string x = op(0);
         switch (static_cast<UnaryOp>(v->op)) {
           case UnaryOp::kNeg: return absl::StrCat("(-", x, ")");
           case UnaryOp::kAbs: return is_float ? absl::StrCat("fabsf(", x, ")") : absl::StrCat("llabs(", x, ")");
@@ -376,7 +381,7 @@ class CudaEmitter {
         return Unsupported("unary op", v->op);
       }
       case ValueKind::kBinary: {
-        std::string a = op(0), b = op(1);
+        const std::string a = op(0), b = op(1);
         switch (static_cast<BinaryOp>(v->op)) {
           case BinaryOp::kAdd: return absl::StrCat("(", a, " + ", b, ")");
           case BinaryOp::kSub: return absl::StrCat("(", a, " - ", b, ")");
@@ -406,6 +411,44 @@ class CudaEmitter {
     return Unsupported("value kind", static_cast<int>(v->kind));
   }
 
+  // The C text of `root`, a DAG (kernel_ir.h). Every node it reads more
+  // than once (a constant or a name aside) becomes a local written once to
+  // `out` at `pad` before the statement that uses the text, operands before
+  // their readers (`const float t7 = (t6 * t6);`), and its readers name it:
+  // the text stays linear in the DAG, and each node is one evaluation, as in
+  // the CPU backend (llvm_lowering.cc emits each node once per statement).
+  // The float operations are the tree's, in the same order.
+  std::string Val(const Value& root, const std::string& pad, std::string* out) {
+    std::vector<const Value*> order = PostOrder(root);
+    absl::flat_hash_map<const ValueNode*, int> reads;
+    for (const Value* v : order) {
+      for (const Value& o : (*v)->operands) ++reads[o.get()];
+    }
+    absl::flat_hash_map<const ValueNode*, std::string> text;
+    std::vector<std::string> ops;
+    for (const Value* node : order) {
+      const ValueNode& v = **node;
+      ops.clear();
+      for (const Value& o : v.operands) {
+        auto it = text.find(o.get());
+        if (it == text.end()) {  // a null operand (Verify refuses it first)
+          ops.push_back(Unsupported("null operand", 0));
+          continue;
+        }
+        // Read once: its text moves into its only reader.
+        ops.push_back(reads[o.get()] > 1 ? it->second : std::move(it->second));
+      }
+      std::string t = NodeText(v, ops);
+      if (reads[&v] > 1 && v.kind != ValueKind::kConst && v.kind != ValueKind::kVar) {
+        std::string local = absl::StrCat("t", next_local_++);
+        absl::StrAppend(out, pad, "const ", CType(v.type), " ", local, " = ", t, ";\n");
+        t = std::move(local);
+      }
+      text[&v] = std::move(t);
+    }
+    return root ? std::move(text[root.get()]) : Unsupported("null value", 0);
+  }
+
   // Sequential code of one thread. Accumulates into an accumulator being
   // reduced across the block go to the thread's partial.
   void EmitBlock(const std::vector<Stmt>& body, int depth, std::string* out) {
@@ -424,28 +467,33 @@ class CudaEmitter {
         }
         case StmtKind::kStore: {
           ScalarType t = kernel_.buffers[s.buffer].dtype;
-          std::string value = Val(s.value);
+          std::string value = Val(s.value, pad, out);
           if (t == ScalarType::kBool) value = absl::StrCat("(unsigned char)(", value, ")");
           absl::StrAppend(out, pad, BufferName(s.buffer), "[", Sym(s.index), "] = ", value, ";\n");
           break;
         }
         case StmtKind::kStoreAt: {
           ScalarType t = kernel_.buffers[s.buffer].dtype;
-          std::string value = Val(s.value);
+          std::string value = Val(s.value, pad, out);
           if (t == ScalarType::kBool) value = absl::StrCat("(unsigned char)(", value, ")");
-          absl::StrAppend(out, pad, BufferName(s.buffer), "[", Val(s.at), "] = ", value, ";\n");
+          std::string at = Val(s.at, pad, out);
+          absl::StrAppend(out, pad, BufferName(s.buffer), "[", at, "] = ", value, ";\n");
           break;
         }
-        case StmtKind::kLet:
-          absl::StrAppend(out, pad, "const ", CType(s.value->type), " ", Ident("v_", s.name), " = ", Val(s.value),
-                          ";\n");
+        case StmtKind::kLet: {
+          std::string value = Val(s.value, pad, out);
+          absl::StrAppend(out, pad, "const ", CType(s.value->type), " ", Ident("v_", s.name), " = ", value, ";\n");
           break;
-        case StmtKind::kAccumulator:
-          absl::StrAppend(out, pad, CType(s.value->type), " ", Ident("v_", s.name), " = ", Val(s.value), ";\n");
+        }
+        case StmtKind::kAccumulator: {
+          std::string value = Val(s.value, pad, out);
+          absl::StrAppend(out, pad, CType(s.value->type), " ", Ident("v_", s.name), " = ", value, ";\n");
           break;
+        }
         case StmtKind::kAccumulate: {
           std::string acc = partial_.contains(s.name) ? absl::StrCat("SS_P(", PartialName(s.name), ")") : VarRef(s.name);
-          absl::StrAppend(out, pad, acc, " = ", Combine(s.reduce, s.value->type, acc, Val(s.value)), ";\n");
+          std::string value = Val(s.value, pad, out);
+          absl::StrAppend(out, pad, acc, " = ", Combine(s.reduce, s.value->type, acc, value), ";\n");
           break;
         }
       }
@@ -457,6 +505,7 @@ class CudaEmitter {
   absl::flat_hash_set<std::string> row_state_;  // top-level lets/accumulators of a block-per-row kernel
   absl::flat_hash_set<std::string> partial_;    // accumulators reduced by the loop being emitted
   absl::flat_hash_set<std::string> shared_;     // accumulators with a shared-memory tree
+  int next_local_ = 0;                          // locals t0, t1, ... of shared value nodes
 };
 
 void CudaEmitter::EmitRowLoop(const Stmt& s, const RowLoopPlan& loop, Phase* phase, std::string* out) {
