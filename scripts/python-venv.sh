@@ -5,7 +5,7 @@
 #     the interpreter's version>, so a second run (or CI's) reinstalls nothing;
 #  2. this checkout's package installed into it: `pip install .` without build
 #     isolation (the pinned scikit-build-core and nanobind of the venv build it),
-#     incremental in build-python/ (pyproject.toml), compiled through ccache.
+#     incremental in build-py/ (pyproject.toml), compiled through ccache.
 # scripts/test.sh runs it and registers tests/python with ctest against the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +24,6 @@ fi
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/shapeshift-ccache}
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 export CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-$(nproc)}
-echo "python-venv: pip install . into $venv (build in build-python/)" >&2
+echo "python-venv: pip install . into $venv (build in build-py/)" >&2
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps . >&2
 echo "$venv"
