@@ -24,6 +24,9 @@ fi
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/shapeshift-ccache}
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 export CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-$(nproc)}
+# The compiler CMake picks in scripts/build.sh (c++); pip would pass the interpreter's
+# own (sysconfig's g++), a different name that ccache hashes apart.
+export CC=${CC:-cc} CXX=${CXX:-c++}
 echo "python-venv: pip install . into $venv (build in build-py/)" >&2
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps . >&2
 echo "$venv"
