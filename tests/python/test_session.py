@@ -1,6 +1,7 @@
 """InferenceSession's contract: ORT's signature, one compile for every length,
-zero-copy inputs and outputs, concurrent runs from threads safe."""
+zero-copy inputs and outputs, the GIL released and concurrent runs safe."""
 
+import sys
 import threading
 
 import numpy as np
@@ -117,6 +118,33 @@ def test_concurrent_runs_from_threads(tiny_bert):
     for t in threads:
         t.join()
     assert errors == [] and mismatches == []
+
+
+def test_run_releases_the_gil(tiny_bert):
+    # With a switch interval longer than the test, the interpreter never takes
+    # the GIL from a thread: the main thread can run Python code while the
+    # worker is inside run() only if run() released it. Held, the main thread
+    # would wake only after the worker's last run (finished == runs).
+    feed = bert_feed(8, 512)
+    arrays = [feed["input_ids"], feed["attention_mask"]]
+    runs, finished = 5, []
+
+    def worker():
+        for _ in range(runs):
+            tiny_bert._model.run(arrays)
+            finished.append(1)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    try:
+        t = threading.Thread(target=worker)
+        t.start()  # returns once this thread gets the GIL back
+        seen = len(finished)
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert seen < runs
+    assert len(finished) == runs
 
 
 def test_session_options_are_accepted():
