@@ -141,3 +141,13 @@ def test_negative_thread_count():
     options.intra_op_num_threads = -1
     with pytest.raises(ValueError, match=r"intra_op_num_threads = -1"):
         shapeshift.InferenceSession(TINY_BERT, sess_options=options)
+
+
+def test_recompile_limit_is_a_runtime_error_naming_the_limit():
+    session = shapeshift.InferenceSession(TINY_BERT, policy="static", recompile_limit=1)
+    session.run(None, bert_feed(1, 4))  # the initial compile
+    session.run(None, bert_feed(1, 5))  # the one miss allowed
+    with pytest.raises(RuntimeError, match=r"recompile limit"):
+        session.run(None, bert_feed(1, 6))
+    (out,) = session.run(None, bert_feed(1, 5))  # entries already compiled still serve
+    assert out.shape == (1, 5, 64)

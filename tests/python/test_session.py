@@ -155,3 +155,13 @@ def test_session_options_are_accepted():
     assert session.get_session_options() is options
     (out,) = session.run(None, bert_feed(1, 4), shapeshift.RunOptions())
     assert out.shape == (1, 4, 64)
+
+
+def test_cache_dir_lets_a_second_session_compile_nothing(tmp_path):
+    first = shapeshift.InferenceSession(TINY_BERT, policy="polymorphic", cache_dir=tmp_path)
+    expected = first.run(None, bert_feed(1, 6))[0]
+    assert first.metrics()["compiles"] == 1
+    second = shapeshift.InferenceSession(TINY_BERT, policy="polymorphic", cache_dir=str(tmp_path))
+    m = second.metrics()
+    assert (m["compiles"], m["cache_loads"]) == (0, 1)
+    np.testing.assert_array_equal(second.run(None, bert_feed(1, 6))[0], expected)
