@@ -334,6 +334,10 @@ class ProgramBuilder {
   }
 
   absl::Status AddStep(const lower::IndexCheckCall& call) {
+    if (impl_.device != nullptr) {  // a check kernel: the indices are in device memory
+      ++kernel_calls_;
+      return impl_.device->Add(call, resolver_);
+    }
     IndexCheckStep step;
     SS_ASSIGN_OR_RETURN(indices, Buffer(call.indices));
     SS_ASSIGN_OR_RETURN(count, Slot(call.indices->type().NumElements()));

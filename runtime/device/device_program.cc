@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "codegen/cuda/gather_kernel.h"
+#include "codegen/cuda/index_check_kernel.h"
 #include "runtime/device/device_state.h"
 #include "runtime/program_impl.h"
 
@@ -181,6 +182,32 @@ absl::Status DeviceProgram::Add(const lower::GatherRowsCall& call, const StepRes
   param_words_ += 8;  // 4 pointers, 4 dims
   step.status_word = status_words_++;
   steps_.push_back(std::move(step));
+  has_gathers_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status DeviceProgram::Add(const lower::IndexCheckCall& call, const StepResolver& resolve) {
+  if (call.dims.empty() || call.dims.size() != call.axes.size()) {
+    return absl::InternalError(absl::StrCat("node '", call.node_name, "': an index check needs one axis per dim"));
+  }
+  IndexCheckStep step;
+  SS_ASSIGN_OR_RETURN(indices, resolve.buffer(call.indices));
+  SS_ASSIGN_OR_RETURN(count, resolve.slot(call.indices->type().NumElements()));
+  step.indices = indices;
+  step.count_slot = count;
+  for (SymExpr d : call.dims) {
+    SS_ASSIGN_OR_RETURN(slot, resolve.slot(d));
+    step.dim_slots.push_back(slot);
+  }
+  step.axes = call.axes;
+  step.indices_i32 = call.indices->type().dtype == DType::kI32;
+  step.node_name = call.node_name;
+  step.op_type = call.op_type;
+  step.params = static_cast<int>(param_words_);
+  param_words_ += 2 + cuda::kIndexCheckFixedDims + static_cast<int64_t>(step.dim_slots.size());  // 2 pointers, dims
+  step.status_word = status_words_++;
+  steps_.push_back(std::move(step));
+  has_checks_ = true;
   return absl::OkStatus();
 }
 
@@ -192,16 +219,21 @@ absl::Status DeviceProgram::Finish(const Program::Impl& impl, const Graph& graph
   // 1. One module: every distinct kernel, and the gather kernel if used.
   std::string source = cuda::CudaPrelude();
   for (const cuda::CudaKernelSource& k : sources_) source += k.function;
-  if (status_words_ > 0) source += cuda::GatherRowsKernel().function;
+  if (has_gathers_) source += cuda::GatherRowsKernel().function;
+  if (has_checks_) source += cuda::IndexCheckKernel().function;
   SS_ASSIGN_OR_RETURN(module, api_->LoadModule(source, "program"));
   module_ = std::move(module);
   for (const cuda::CudaKernelSource& k : sources_) {
     SS_ASSIGN_OR_RETURN(fn, module_->Function(k.entry));
     functions_.push_back(fn);
   }
-  if (status_words_ > 0) {
+  if (has_gathers_) {
     SS_ASSIGN_OR_RETURN(fn, module_->Function(cuda::kGatherRowsEntry));
     gather_function_ = fn;
+  }
+  if (has_checks_) {
+    SS_ASSIGN_OR_RETURN(fn, module_->Function(cuda::kIndexCheckEntry));
+    check_function_ = fn;
   }
   // 2. Constants, once, in one allocation.
   constant_offset_.assign(impl.buffers.size(), -1);
@@ -265,7 +297,8 @@ DeviceStats DeviceProgram::stats() const {
   DeviceStats s;
   s.device = api_->info().Describe();
   s.arch = module_ ? module_->arch() : "";
-  s.kernels = static_cast<int64_t>(kernels_.size()) + (gather_function_ != nullptr ? 1 : 0);
+  s.kernels = static_cast<int64_t>(kernels_.size()) + (gather_function_ != nullptr ? 1 : 0) +
+              (check_function_ != nullptr ? 1 : 0);
   s.gemm_configs = static_cast<int64_t>(gemms_.size());
   s.requests = requests_.load();
   s.direct_runs = direct_runs_.load();

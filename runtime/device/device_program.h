@@ -68,6 +68,10 @@ class DeviceProgram {
   absl::Status Add(const codegen::lower::KernelCall& call, const StepResolver& resolve);
   absl::Status Add(const codegen::lower::MatmulCall& call, const StepResolver& resolve);
   absl::Status Add(const codegen::lower::GatherRowsCall& call, const StepResolver& resolve);
+  // The index check as a kernel (codegen/cuda/index_check_kernel.h): the
+  // indices are in device memory; a bad one fails the request, after the
+  // outputs are read back, naming the node, the index and its axis.
+  absl::Status Add(const codegen::lower::IndexCheckCall& call, const StepResolver& resolve);
   // After every step: loads the module, uploads the constants, plans the
   // staging of inputs/outputs and the CUDA graphs.
   absl::Status Finish(const Program::Impl& impl, const Graph& graph, const ShapeEnv& env,
@@ -109,7 +113,17 @@ class DeviceProgram {
     int params = -1;
     int status_word = -1;        // index into the status words
   };
-  using Step = std::variant<KernelStep, GemmStep, GatherStep>;
+  struct IndexCheckStep {
+    int indices = -1;            // buffer
+    int count_slot = -1;
+    std::vector<int> dim_slots;  // axis sizes, cycled over the indices
+    std::vector<int64_t> axes;   // for the message
+    bool indices_i32 = false;
+    std::string node_name, op_type;
+    int params = -1;
+    int status_word = -1;
+  };
+  using Step = std::variant<KernelStep, GemmStep, GatherStep, IndexCheckStep>;
   friend class DeviceRun;
 
   DeviceProgram(std::shared_ptr<codegen::cuda::DeviceApi> api, CudaOptions options);
@@ -127,11 +141,13 @@ class DeviceProgram {
   std::unique_ptr<codegen::cuda::DeviceModule> module_;
   std::vector<const void*> functions_;  // per kernel
   const void* gather_function_ = nullptr;
+  const void* check_function_ = nullptr;
+  bool has_gathers_ = false, has_checks_ = false;
   std::vector<std::unique_ptr<codegen::cuda::DeviceGemm>> gemms_;
   std::vector<std::pair<std::string, codegen::cuda::DeviceGemm*>> gemm_by_op_;
   std::vector<Step> steps_;
   int64_t param_words_ = 0;
-  int status_words_ = 0;
+  int status_words_ = 0;  // one per gather and per index check
   int64_t status_base_ = 0;  // first status word in the parameter block
   // Constants on the device: one allocation, an offset per buffer (-1: none).
   codegen::cuda::DevicePtr constants_ = 0;

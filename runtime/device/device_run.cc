@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/cuda/gather_kernel.h"
+#include "codegen/cuda/index_check_kernel.h"
 #include "runtime/device/device_program.h"
 #include "runtime/device/device_state.h"
 #include "runtime/program_impl.h"
@@ -37,6 +38,10 @@ class DeviceRun {
   absl::Status Enqueue(DeviceState& state, size_t i, bool graph);
   absl::Status RunGraph(DeviceState& state);
   absl::StatusOr<std::vector<Tensor>> CopyOutputs(DeviceState& state);
+  // Element `position` of index buffer `buffer` (after the stream is
+  // synchronized), for an error message: read on the host when the caller
+  // passed it there, else copied back from the device.
+  absl::StatusOr<int64_t> IndexAt(DeviceState& state, int buffer, bool i32, int64_t position);
 
   int64_t Placed(int slot) const { return placement_[slot]; }
   int64_t Actual(int slot) const { return actual_[slot]; }
@@ -143,6 +148,14 @@ void DeviceRun::FillParameters(DeviceState& state) {
       w[5] = static_cast<uint64_t>(g->row_bytes);
       w[6] = static_cast<uint64_t>(g->table_rows);
       w[7] = g->indices_i32 ? 1 : 0;
+    } else if (const auto* c = std::get_if<DeviceProgram::IndexCheckStep>(&step)) {
+      uint64_t* w = words + c->params;
+      *w++ = address_[c->indices];
+      *w++ = state.params + 8 * static_cast<uint64_t>(dp_.status_base_ + c->status_word);
+      *w++ = static_cast<uint64_t>(Actual(c->count_slot));
+      *w++ = c->indices_i32 ? 1 : 0;
+      *w++ = c->dim_slots.size();
+      for (int slot : c->dim_slots) *w++ = static_cast<uint64_t>(Actual(slot));
     }
   }
   for (int i = 0; i < dp_.status_words_; ++i) words[dp_.status_base_ + i] = cuda::kGatherNoBadIndex;
@@ -201,6 +214,12 @@ absl::Status DeviceRun::Enqueue(DeviceState& state, size_t i, bool graph) {
     ops.residual = g->residual >= 0 ? address_[g->residual] : 0;
     ops.d = address_[g->c];
     return g->gemm->Run(shape, ops, state.stream, state.workspace, state.workspace_bytes);
+  }
+  if (const auto* c = std::get_if<DeviceProgram::IndexCheckStep>(&step)) {
+    cuda::DevicePtr params = state.params + 8 * static_cast<uint64_t>(c->params);
+    return api.Launch(*dp_.module_, dp_.check_function_,
+                      cuda::ChooseLaunch(cuda::ThreadMapping::kFlat, size(c->count_slot), 1), state.stream, params,
+                      params + 16);
   }
   const auto& g = std::get<DeviceProgram::GatherStep>(step);
   int64_t work = size(g.count_slot) * cuda::GatherWordsPerRow(g.row_bytes);
@@ -285,6 +304,24 @@ absl::Status DeviceRun::RunGraph(DeviceState& state) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> DeviceRun::IndexAt(DeviceState& state, int buffer, bool i32, int64_t position) {
+  const size_t size = i32 ? 4 : 8;
+  const BufferSource& src = impl_.buffers[buffer];
+  int64_t wide = 0;
+  int32_t narrow = 0;
+  void* dst = i32 ? static_cast<void*>(&narrow) : static_cast<void*>(&wide);
+  if (src.kind == BufferSource::Kind::kInput && inputs_[src.index].space == MemorySpace::kHost) {
+    std::memcpy(dst, static_cast<const char*>(inputs_[src.index].data) + position * size, size);
+  } else {
+    cuda::DeviceApi& api = *dp_.api_;
+    absl::Status s = api.CopyToHost(dst, address_[buffer] + static_cast<uint64_t>(position) * size, size, state.stream);
+    if (s.ok()) s = api.Synchronize(state.stream);
+    if (!s.ok()) return s;
+    ++dp_.d2h_;
+  }
+  return i32 ? int64_t{narrow} : wide;
+}
+
 absl::StatusOr<std::vector<Tensor>> DeviceRun::CopyOutputs(DeviceState& state) {
   cuda::DeviceApi& api = *dp_.api_;
   std::vector<Tensor> outputs;
@@ -315,18 +352,27 @@ absl::StatusOr<std::vector<Tensor>> DeviceRun::CopyOutputs(DeviceState& state) {
     ++dp_.d2h_;
   }
   if (absl::Status s = api.Synchronize(state.stream); !s.ok()) return s;
+  // The first step in plan order that found a bad index fails the request
+  // (as the CPU's checks stop at the first); the steps after it read
+  // clamped indices, so they stayed inside their buffers.
   for (const Step& step : dp_.steps_) {
+    if (const auto* c = std::get_if<DeviceProgram::IndexCheckStep>(&step)) {
+      if (state.status[c->status_word] == cuda::kIndexCheckPassed) continue;
+      const int64_t r = state.status[c->status_word];
+      const size_t n = c->dim_slots.size();
+      const int64_t dim = Actual(c->dim_slots[r % n]);
+      absl::StatusOr<int64_t> id = IndexAt(state, c->indices, c->indices_i32, r);
+      if (!id.ok()) return id.status();
+      return absl::InvalidArgumentError(absl::StrCat("node '", c->node_name, "' (", c->op_type, "): index ", *id,
+                                                     " at position ", r, " is out of range for axis ", c->axes[r % n],
+                                                     " of size ", dim, " (valid: ", -dim, " to ", dim - 1, ")"));
+    }
     const auto* g = std::get_if<DeviceProgram::GatherStep>(&step);
     if (g == nullptr || state.status[g->status_word] == cuda::kGatherNoBadIndex) continue;
-    int64_t r = state.status[g->status_word];
-    std::string id = "an index";
-    const BufferSource& src = impl_.buffers[g->indices];
-    if (src.kind == BufferSource::Kind::kInput && inputs_[src.index].space == MemorySpace::kHost) {
-      const void* data = inputs_[src.index].data;
-      id = absl::StrCat("index ", g->indices_i32 ? static_cast<const int32_t*>(data)[r]
-                                                 : static_cast<const int64_t*>(data)[r]);
-    }
-    return absl::InvalidArgumentError(absl::StrCat("node '", g->node_name, "': ", id, " at position ", r,
+    const int64_t r = state.status[g->status_word];
+    absl::StatusOr<int64_t> id = IndexAt(state, g->indices, g->indices_i32, r);
+    if (!id.ok()) return id.status();
+    return absl::InvalidArgumentError(absl::StrCat("node '", g->node_name, "': index ", *id, " at position ", r,
                                                    " is outside the table's ", g->table_rows, " rows"));
   }
   return outputs;

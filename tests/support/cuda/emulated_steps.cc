@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/gather_kernel.h"
+#include "codegen/cuda/index_check_kernel.h"
 #include "codegen/cuda/gemm_plan.h"
 #include "graph/interpreter.h"
 #include "tests/support/cuda/emulated_device.h"
@@ -87,6 +88,20 @@ absl::StatusOr<std::vector<Tensor>> RunStepsEmulated(const Graph& graph, const s
       }
     } else if (const auto* a = std::get_if<lower::AliasCall>(&step)) {
       store[a->alias] = tensor(a->source).Reshaped(a->alias->type().Evaluate(*bound).value()).value();
+    } else if (const auto* c = std::get_if<lower::IndexCheckCall>(&step)) {
+      // The device program's check kernel (index_check_kernel.h).
+      int64_t status = kIndexCheckPassed;
+      const Tensor& ids = tensor(c->indices);
+      std::vector<void*> ptrs = {const_cast<void*>(ids.raw()), &status};
+      std::vector<int64_t> dims = {ids.num_elements(), ids.dtype() == DType::kI32 ? 1 : 0,
+                                   static_cast<int64_t>(c->dims.size())};
+      for (SymExpr d : c->dims) dims.push_back(eval(d));
+      if (absl::Status s = Run(IndexCheckKernel(), ids.num_elements(), 1, ptrs, dims, options); !s.ok()) return s;
+      if (status != kIndexCheckPassed) {
+        return absl::InvalidArgumentError(absl::StrCat("node '", c->node_name, "' (", c->op_type, "): index ",
+                                                       ids.GetAsInt64(status), " at position ", status,
+                                                       " is out of range"));
+      }
     } else {
       const auto& g = std::get<lower::GatherRowsCall>(step);
       int64_t status = kGatherNoBadIndex;
