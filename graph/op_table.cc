@@ -147,15 +147,16 @@ const Row kRows[] = {
 };
 
 // Ops the CPU compiles whose lowered kernels the CUDA emitter cannot spell
-// (codegen/cuda/cuda_emitter.cc refuses an IR operation it has no CUDA text
-// for). None today: add an op here when its CPU lowering gains an IR
-// operation before the emitter does.
+// faithfully (codegen/cuda/cuda_emitter.cc refuses an IR operation it has no
+// CUDA text for; a kernel it could print with a different meaning, say
+// writes reordered across threads, belongs here). None today: ScatterND was
+// here until the emitter kept its loop over index tuples in order on one
+// thread (duplicate tuples: the last one wins, as in the interpreter and
+// ONNX Runtime). Add an op when its CPU lowering gains an IR operation or a
+// loop shape before the emitter does; runtime/program_compile.cc
+// (CheckCudaColumn) then refuses it for Device::kCuda naming the node.
 bool CpuOnly(absl::string_view op) {
-  // ScatterND: its scatter kernel walks the index tuples in one sequential
-  // loop (duplicate tuples: the last one wins, as the interpreter and ONNX
-  // Runtime do); the CUDA emitter maps every loop onto threads, which
-  // reorders the writes (caught by the op-table walk with threads reversed).
-  static const absl::flat_hash_set<std::string>* const kCpuOnly = new absl::flat_hash_set<std::string>{"ScatterND"};
+  static const absl::flat_hash_set<std::string>* const kCpuOnly = new absl::flat_hash_set<std::string>{};
   return kCpuOnly->contains(op);
 }
 

@@ -94,6 +94,28 @@ bool BodyReads(const std::vector<Stmt>& body, const std::string& name) {
   return false;
 }
 
+bool HasStoreAt(const std::vector<Stmt>& body) {
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::kStoreAt || HasStoreAt(s.body)) return true;
+  }
+  return false;
+}
+
+// Whether a loop's iterations may run on different threads as far as
+// data-indexed stores go: kernel_ir.h promises disjoint StoreAt writes only
+// across parallel iterations and across the iterations of one innermost
+// loop. An outer loop around data-indexed stores (ScatterND's loop over the
+// index tuples around each tuple's slice) may write one place twice where
+// tuples repeat, and the later iteration must win, so it keeps its order on
+// one thread.
+bool MaySpreadOverThreads(const Stmt& loop) {
+  if (!HasStoreAt(loop.body)) return true;
+  for (const Stmt& s : loop.body) {
+    if (s.kind == StmtKind::kLoop) return false;  // not innermost
+  }
+  return true;
+}
+
 // The reduce ops of every Accumulate into `name` inside `body` (any depth).
 void CollectAccumulates(const std::vector<Stmt>& body, const std::string& name, absl::flat_hash_set<int>* ops) {
   for (const Stmt& s : body) {
@@ -130,7 +152,7 @@ MappingPlan ChooseMapping(const Kernel& k) {
   }
   if (accumulators.empty()) {
     if (k.body.size() == 1 && k.body[0].kind == StmtKind::kLoop && OnlyDims(k.body[0].begin, k) &&
-        OnlyDims(k.body[0].end, k)) {
+        OnlyDims(k.body[0].end, k) && MaySpreadOverThreads(k.body[0])) {
       plan.mapping = ThreadMapping::kFlat;
     }
     return plan;
@@ -140,6 +162,7 @@ MappingPlan ChooseMapping(const Kernel& k) {
   // after the loop.
   for (const Stmt& s : k.body) {
     if (s.kind != StmtKind::kLoop) continue;
+    if (!MaySpreadOverThreads(s)) return plan;
     RowLoopPlan loop;
     for (const Stmt* acc : accumulators) {
       absl::flat_hash_set<int> ops;
@@ -283,6 +306,7 @@ class CudaEmitter {
           break;
         }
         case StmtKind::kStore:
+        case StmtKind::kStoreAt:
           phase.Open();
           absl::StrAppend(out, in, "if (threadIdx.x == 0) {\n");
           EmitBlock({s}, 4, out);

@@ -24,7 +24,17 @@
 //    blockDim.x) and combine their partial accumulators through a
 //    shared-memory tree (blockDim.x must be a power of two <= kMaxBlockThreads).
 //  - kThreadPerIteration: anything else (always correct): one thread runs
-//    whole parallel iterations.
+//    whole parallel iterations. Among them: a loop around data-indexed
+//    stores (StoreAt) nested in an inner loop is never spread over threads,
+//    since kernel_ir.h keeps such writes disjoint only across parallel
+//    iterations and within one innermost loop — ScatterND's loop over its
+//    index tuples (parallel extent 1) runs on one thread, in order, so a
+//    repeated tuple's last write wins as on the CPU.
+//
+// Values are DAGs (kernel_ir.h): a node read more than once in a
+// statement's value is a local (`const float t7 = ...;`) written once before
+// the statement, operands first, so the text is linear in the DAG and each
+// node is one evaluation, as in the CPU backend.
 // Code that runs between barriers is wrapped in `SS_THREADS { ... } SS_SYNC`
 // and values that live across a barrier are `SS_PRIVATE`/`SS_P`: under NVRTC
 // these are plain blocks, `__syncthreads()` and registers; the host

@@ -169,6 +169,79 @@ TEST(CudaEmulationTest, IntegerRowReductionsAndTopLevelStores) {
   }
 }
 
+// ScatterND's scatter kernel (codegen/lower/lower_indexing.cc): a loop over
+// index tuples around a loop over each tuple's slice, data-indexed stores.
+// Tuples may repeat and the later one wins, so the tuple loop keeps its
+// order on one thread whatever the launch and thread order.
+TEST(CudaEmulationTest, DataIndexedStoresKeepTheOrderOfTheirTuples) {
+  Kernel k;
+  k.name = "scatter_rows";
+  BufferRef x = k.AddInput("x");
+  BufferRef where = k.AddInput("where", ScalarType::kI64);
+  BufferRef out = k.AddOutput("out");
+  SymExpr tuples = k.AddDim("tuples"), n = k.AddDim("n");
+  SymExpr u = SymExpr::Symbol("u"), j = SymExpr::Symbol("j");
+  k.parallel_extent = 1;
+  k.body = {Loop("u", 0, tuples,
+                 {Loop("j", 0, n, {StoreAt(out, Load(where, u) * IndexValue(n) + IndexValue(j), Load(x, u * n + j))})})};
+  absl::StatusOr<CudaKernelSource> emitted = EmitCudaKernel(k, "scatter_rows");
+  ASSERT_TRUE(emitted.ok()) << emitted.status();
+  EXPECT_EQ(emitted->mapping, ThreadMapping::kThreadPerIteration);
+  EXPECT_EQ(emitted->work, SymExpr(1)) << "one thread walks the tuples";
+  const int64_t rows = 4;
+  const std::vector<int64_t> where_rows = {2, 0, 2, 3, 0, 2, 1, 2};  // row 2 four times, row 0 twice
+  for (int64_t len : {0, 1, 7, 33, 257}) {
+    const int64_t t = static_cast<int64_t>(where_rows.size());
+    std::vector<float> xs = RandomFloats(t * len, 17);
+    std::vector<float> want(rows * len, -3.0f);
+    for (int64_t q = 0; q < t; ++q) {
+      for (int64_t e = 0; e < len; ++e) want[where_rows[q] * len + e] = xs[q * len + e];
+    }
+    for (const EmulatedRunOptions& o : RunVariants()) {
+      SCOPED_TRACE(absl::StrCat("len=", len, " ", Describe(o)));
+      std::vector<float> got(rows * len, -3.0f);
+      std::vector<int64_t> w = where_rows;
+      ASSERT_TRUE(RunKernelEmulated(k, {xs.data(), w.data(), got.data()}, {t, len}, o).ok());
+      for (int64_t i = 0; i < rows * len; ++i) ASSERT_EQ(got[i], want[i]) << "element " << i;
+    }
+  }
+  // A data-indexed store in the spread loop itself (one innermost loop:
+  // distinct places by kernel_ir.h's contract) is still spread.
+  k.body = {Loop("j", 0, n, {StoreAt(out, IndexValue(n) - I64(1) - IndexValue(j), Load(x, j))})};
+  EXPECT_EQ(EmitCudaKernel(k, "reverse")->mapping, ThreadMapping::kFlat);
+}
+
+// A block-per-row kernel's top-level data-indexed store is written once, by
+// one thread, after the reduction: y[perm[p]] = sum_j x[p*n + j].
+TEST(CudaEmulationTest, ATopLevelDataIndexedStoreOfARowKernelIsWritten) {
+  Kernel k;
+  k.name = "row_sum_at";
+  BufferRef x = k.AddInput("x");
+  BufferRef perm = k.AddInput("perm", ScalarType::kI64);
+  BufferRef y = k.AddOutput("y");
+  SymExpr rows = k.AddDim("rows"), n = k.AddDim("n");
+  k.parallel_extent = rows;
+  SymExpr p = k.ParallelVar(), j = SymExpr::Symbol("j");
+  k.body = {Accumulator("s", F32(0)), Loop("j", 0, n, {Accumulate("s", ReduceOp::kSum, Load(x, p * n + j))}),
+            StoreAt(y, Load(perm, p), Var("s", ScalarType::kF32))};
+  ASSERT_EQ(EmitCudaKernel(k, "k")->mapping, ThreadMapping::kBlockPerRow);
+  const int64_t r = 5;
+  std::vector<int64_t> order = {3, 0, 4, 1, 2};
+  for (int64_t len : {0, 1, 17, 513}) {
+    std::vector<float> xs = RandomFloats(r * len, 23);
+    for (const EmulatedRunOptions& o : RunVariants()) {
+      SCOPED_TRACE(absl::StrCat("len=", len, " ", Describe(o)));
+      std::vector<float> got(r, -3.0f);
+      ASSERT_TRUE(RunKernelEmulated(k, {xs.data(), order.data(), got.data()}, {r, len}, o).ok());
+      for (int64_t row = 0; row < r; ++row) {
+        double want = 0;
+        for (int64_t e = 0; e < len; ++e) want += xs[row * len + e];
+        EXPECT_TRUE(Close(got[order[row]], want, 1e-5, 1e-5)) << "row " << row << ": " << got[order[row]] << " vs " << want;
+      }
+    }
+  }
+}
+
 TEST(CudaEmulationTest, GatherRowsCopiesRowsAndReportsTheFirstBadIndex) {
   const int64_t rows = 11;
   for (int64_t row_elems : {1, 3, 8}) {

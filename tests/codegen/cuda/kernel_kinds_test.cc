@@ -6,7 +6,8 @@
 //    sm_90 in one module, with ptxas's register/spill report per kernel.
 // The kinds are the groups the lowering produces (codegen/lower/README.md),
 // the shapes RMSNorm and RoPE decompose into, the GEMM epilogue kernels of
-// the CUDA GEMM plan, the embedding gather, and the kernel library.
+// the CUDA GEMM plan, the embedding gather, ScatterND (with the index
+// check kernel a device program runs before it), and the kernel library.
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/gather_kernel.h"
 #include "codegen/cuda/gemm_plan.h"
+#include "codegen/cuda/index_check_kernel.h"
 #include "codegen/kernel_library.h"
 #include "tests/codegen/lower/lower_test_util.h"
 #include "tests/codegen/test_util.h"
@@ -361,11 +363,25 @@ bool KernelKindsTest::Build(int index, KindCase* kind) {
                }};
       return true;
     }
+    case 20: {  // ScatterND: the index check, the copy, the scatter (tuples repeat, and come negative)
+      GraphValue* data = In("data", {batch, 8, n});
+      GraphValue* where = In("where", {6, 2}, DType::kI64);
+      GraphValue* rows = In("rows", {6, n});
+      Node* scatter = Op("ScatterND", {data, where, rows});
+      g.AddOutput(scatter->output(0));
+      *kind = {"ScatterND (check, copy, scatter)", Lower(MakeGroup(GroupKind::kOther, {scatter}, {data, where, rows})),
+               [](int64_t len) {
+                 // (0,3) three times (as (0,-5) once), (1,7) twice (as (1,-1) once), (0,7) as (-2,7).
+                 Tensor tuples = Tensor::FromVector<int64_t>(DType::kI64, {6, 2}, {0, 3, 1, -1, 0, 3, -2, 7, 1, 7, 0, -5});
+                 return std::vector<Tensor>{RandomTensor({2, 8, len}, 28), tuples, RandomTensor({6, len}, 29)};
+               }};
+      return true;
+    }
     default: return false;
   }
 }
 
-constexpr int kLoweredKinds = 20;
+constexpr int kLoweredKinds = 21;
 
 TEST_F(KernelKindsTest, EveryKindMatchesTheInterpreterOnCpuAndUnderCudaEmulation) {
   int kinds = 0;
@@ -411,8 +427,8 @@ TEST_F(KernelKindsTest, EveryKindCompilesToCubinForSm80AndSm90) {
                           BiasGeluKernel(GeluForm::kTanh), BiasResidualKernel(), Transpose0213Kernel()}) {
     add("library " + k.name, k);
   }
-  std::string module = cuda::CudaPrelude() + cuda::GatherRowsKernel().function;
-  std::vector<std::string> entries = {cuda::kGatherRowsEntry};
+  std::string module = cuda::CudaPrelude() + cuda::GatherRowsKernel().function + cuda::IndexCheckKernel().function;
+  std::vector<std::string> entries = {cuda::kGatherRowsEntry, cuda::kIndexCheckEntry};
   for (size_t i = 0; i < kernels.size(); ++i) {
     std::string entry = absl::StrCat("k", i, "_", kernels[i].kernel.name);
     absl::StatusOr<cuda::CudaKernelSource> source = cuda::EmitCudaKernel(kernels[i].kernel, entry);
@@ -421,7 +437,7 @@ TEST_F(KernelKindsTest, EveryKindCompilesToCubinForSm80AndSm90) {
     entries.push_back(entry);
   }
   std::cout << "kernel kinds covered: " << kinds.size() << " (" << kLoweredKinds << " lowered kinds + 6 library kernels)"
-            << "; distinct kernels: " << entries.size() << " (gather included)\n";
+            << "; distinct kernels: " << entries.size() << " (gather and index check included)\n";
   EXPECT_EQ(kinds.size(), static_cast<size_t>(kLoweredKinds + 6));
   // Every emitted kernel also compiles as one host module.
   auto host = cuda::testing::HostModule::Compile(module);

@@ -1,5 +1,9 @@
 // Data-indexed ops in Device::kCuda Programs on the host-emulated device
-// (tests/support/cuda): the per-request index checks, which on a device are a kernel reading
+// (tests/support/cuda): ScatterND with repeated and negative index tuples
+// (the later tuple wins, as in the interpreter and ONNX Runtime), with
+// threads forward and reversed and through CUDA graph replays, its module
+// compiled by NVRTC for sm_80 and sm_90 where the toolkit is present; and
+// the per-request index checks, which on a device are a kernel reading
 // the indices in device memory: a bad index fails the request naming the
 // node, the index and its axis, exactly as on the CPU.
 #include <cstdint>
@@ -82,6 +86,92 @@ void ExpectMatches(DeviceFixture& f, const std::vector<Tensor>& inputs, const st
   EXPECT_TRUE(cmp.agree) << where << ": " << cmp.first_mismatch;
 }
 
+#ifdef SHAPESHIFT_HAVE_CUDA
+void ExpectCubins(const std::string& module) {
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    absl::StatusOr<codegen::cuda::Cubin> cubin = codegen::cuda::CompileToCubin(module, "indexing", arch);
+    ASSERT_TRUE(cubin.ok()) << arch << ": " << cubin.status();
+    EXPECT_FALSE(cubin->reports.empty()) << cubin->log;
+  }
+}
+#endif
+
+// A cache update: rows of a [batch, 16, 4] cache replaced at (batch,
+// position) tuples; positions repeat within a request (the last tuple
+// wins) and come as negatives too, batch indices as well.
+BuiltModel ScatterModel() {
+  ModelBuilder m;
+  SymExpr b = m.Dim("batch", 1, 4), s = m.Dim("seq", 1, 32);
+  Value* cache = m.In("cache", {b, 16, 4});
+  Value* where = m.In("where", {b, s, 2}, DType::kI64);
+  Value* rows = m.In("rows", {b, s, 4});
+  m.graph().AddOutput(m.NamedNode(kNode, "ScatterND", {cache, where, rows})->output(0));
+  return m.Finish();
+}
+
+Tensor RepeatedTuples(int64_t batch, int64_t seq) {
+  Tensor pairs = Tensor::Zeros(DType::kI64, {batch, seq, 2}).value();
+  int64_t* p = pairs.mutable_data<int64_t>();
+  for (int64_t i = 0; i < batch; ++i) {
+    for (int64_t t = 0; t < seq; ++t) {
+      const int64_t position = (t * 7) % 5;  // five places: every place repeats once seq > 5
+      p[(i * seq + t) * 2] = t % 3 == 0 ? i - batch : i;
+      p[(i * seq + t) * 2 + 1] = t % 2 == 1 ? position - 16 : position;
+    }
+  }
+  return pairs;
+}
+
+TEST(DeviceIndexingTest, ScatterNDWithRepeatedAndNegativeTuplesMatchesTheInterpreter) {
+  for (bool reverse : {false, true}) {
+    SCOPED_TRACE(reverse ? "threads reversed" : "threads forward");
+    DeviceFixture f = CompileForDevice(ScatterModel(), reverse, /*graphs=*/false);
+    ASSERT_NE(f.session, nullptr);
+    ASSERT_EQ(f.session->stats().program.device, "cuda");
+    ASSERT_EQ(f.device->sources.size(), 1u);
+#ifdef SHAPESHIFT_HAVE_CUDA
+    if (!reverse) ExpectCubins(f.device->sources.front());
+#endif
+    for (auto [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {1, 6}, {2, 7}, {3, 17}, {4, 32}}) {
+      std::vector<Tensor> inputs = {Floats({batch, 16, 4}, seq), RepeatedTuples(batch, seq),
+                                    Floats({batch, seq, 4}, batch + 100)};
+      ExpectMatches(f, inputs, absl::StrCat(batch, "x", seq));
+    }
+  }
+}
+
+// Replays of a captured graph read the request's dims: the same scatter at
+// several sizes of one bucket, each request checked.
+TEST(DeviceIndexingTest, ScatterNDThroughCudaGraphReplaysMatchesTheInterpreter) {
+  DeviceFixture f = CompileForDevice(ScatterModel(), /*reverse=*/false, /*graphs=*/true);
+  ASSERT_NE(f.session, nullptr);
+  for (int round = 0; round < 3; ++round) {
+    for (int64_t seq : {17, 20, 32, 9}) {
+      std::vector<Tensor> inputs = {Floats({2, 16, 4}, round * 10 + seq), RepeatedTuples(2, seq),
+                                    Floats({2, seq, 4}, round)};
+      ExpectMatches(f, inputs, absl::StrCat("round ", round, " seq ", seq));
+    }
+  }
+  std::optional<DeviceStats> stats = f.session->program().device_stats();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_GT(stats->graph_replays, 0) << f.session->program().device_report();
+}
+
+TEST(DeviceIndexingTest, AnOutOfRangeScatterTupleFailsTheRequestNamingNodeAndIndex) {
+  DeviceFixture f = CompileForDevice(ScatterModel(), /*reverse=*/false, /*graphs=*/false);
+  ASSERT_NE(f.session, nullptr);
+  for (auto [bad, position] : std::vector<std::pair<std::vector<int64_t>, int>>{{{0, 16}, 1}, {{0, -17}, 1}, {{1, 0}, 0}}) {
+    std::vector<Tensor> inputs = {Floats({1, 16, 4}, 1), Tensor::FromVector<int64_t>(DType::kI64, {1, 1, 2}, bad),
+                                  Floats({1, 1, 4}, 2)};
+    absl::StatusOr<std::vector<Tensor>> got = f.session->Run(inputs);
+    ASSERT_FALSE(got.ok()) << "tuple " << bad[0] << "," << bad[1];
+    EXPECT_THAT(got.status().message(), HasSubstr(absl::StrCat("node '", kNode, "' (ScatterND): index ", bad[position],
+                                                               " at position ", position)));
+    EXPECT_FALSE(Interpret(*f.reference, inputs).ok());
+  }
+  // The program still serves good requests after bad ones.
+  ExpectMatches(f, {Floats({2, 16, 4}, 5), RepeatedTuples(2, 9), Floats({2, 9, 4}, 6)}, "after the bad ones");
+}
 
 // Gather on an inner axis by runtime indices (an input) and by indices a
 // kernel computed on the device (an intermediate): the check reads them
