@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -102,8 +103,31 @@ memory::desc F32(const memory::dims& dims, Tag tag) { return memory::desc(dims, 
 
 struct OnednnMatmul::Primitive {
   dnnl::matmul matmul;
-  memory::desc packed_b;  // the primitive's layout of B, when config.pack_b
+  memory::desc packed_b;    // the primitive's layout of B, when config.pack_b
+  memory::desc scratchpad;  // user-managed (see the header); size 0 when none
 };
+
+namespace {
+
+// The calling thread's scratchpad, at least `bytes` long (64-byte aligned:
+// oneDNN's kernels load whole cache lines). It grows and is never shared:
+// Execute() is synchronous, so one thread is inside at most one at a time.
+absl::StatusOr<void*> ThreadScratchpad(size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
+    size_t bytes = 0;
+  };
+  thread_local Buffer buffer;
+  if (buffer.bytes < bytes) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    buffer.data.reset(std::aligned_alloc(64, rounded));
+    buffer.bytes = buffer.data ? rounded : 0;
+    if (!buffer.data) return absl::ResourceExhaustedError(absl::StrCat("oneDNN scratchpad of ", bytes, " bytes"));
+  }
+  return buffer.data.get();
+}
+
+}  // namespace
 
 // The argument memories of the last Execute(), kept for the next call of the
 // same shape, which only re-points them (set_data_handle) at its operands:
@@ -128,8 +152,11 @@ int BiasArgument(const MatmulConfig& cfg) {
   return BiasIsPostOp(cfg) ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1) : DNNL_ARG_BIAS;
 }
 
+// `scratchpad` (the calling thread's, or null when the primitive needs none)
+// is described by `scratchpad_desc`.
 std::unordered_map<int, memory> MakeArguments(const MatmulConfig& cfg, const memory::desc& packed_b,
-                                              const MatmulShape& shape, const MatmulOperands& ops) {
+                                              const MatmulShape& shape, const MatmulOperands& ops,
+                                              const memory::desc& scratchpad_desc, void* scratchpad) {
   const bool batched = cfg.batch != 0;
   Layout l = MakeLayout(batched, cfg.transpose_b, shape.batch, shape.m, shape.k, shape.n);
   dnnl::engine& engine = CpuEngine();
@@ -139,13 +166,15 @@ std::unordered_map<int, memory> MakeArguments(const MatmulConfig& cfg, const mem
       {DNNL_ARG_DST, memory(F32(l.c, l.c_tag), engine, ops.c)},
   };
   if (cfg.bias) args.emplace(BiasArgument(cfg), memory(F32(l.bias, l.a_tag), engine, Handle(ops.bias)));
+  if (scratchpad != nullptr) args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad_desc, engine, scratchpad));
   return args;
 }
 
 // Re-points cached arguments; set_data_handle only where the pointer changed
 // (it also re-zeroes a blocked layout's padding, so an unchanged weight stays
 // untouched).
-void PointArguments(const MatmulConfig& cfg, const MatmulOperands& ops, std::unordered_map<int, memory>& args) {
+void PointArguments(const MatmulConfig& cfg, const MatmulOperands& ops, void* scratchpad,
+                    std::unordered_map<int, memory>& args) {
   auto point = [&](int arg, void* handle) {
     auto it = args.find(arg);
     if (it != args.end() && it->second.get_data_handle() != handle) it->second.set_data_handle(handle);
@@ -154,6 +183,7 @@ void PointArguments(const MatmulConfig& cfg, const MatmulOperands& ops, std::uno
   point(DNNL_ARG_WEIGHTS, Handle(ops.b));
   point(DNNL_ARG_DST, ops.c);
   point(BiasArgument(cfg), Handle(ops.bias));
+  point(DNNL_ARG_SCRATCHPAD, scratchpad);
 }
 
 class UnlockAtExit {
@@ -214,6 +244,7 @@ absl::StatusOr<std::unique_ptr<OnednnMatmul>> OnednnMatmul::Create(const MatmulC
   Layout l = MakeLayout(batched, config.transpose_b, Dim(config.batch), Dim(config.m), Dim(config.k), Dim(config.n));
   try {
     dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (config.scale != 1.0f) attr.set_output_scales(0, {config.scale});
     dnnl::post_ops post_ops;
     auto primitive = std::make_unique<Primitive>();
@@ -232,6 +263,7 @@ absl::StatusOr<std::unique_ptr<OnednnMatmul>> OnednnMatmul::Create(const MatmulC
     dnnl::matmul::primitive_desc pd(desc, attr, CpuEngine());
     std::string implementation = pd.impl_info_str();
     if (config.pack_b) primitive->packed_b = pd.weights_desc();
+    primitive->scratchpad = pd.scratchpad_desc();
     primitive->matmul = dnnl::matmul(pd);
     return std::unique_ptr<OnednnMatmul>(new OnednnMatmul(config, std::move(primitive), std::move(implementation)));
   } catch (const dnnl::error& e) {
@@ -258,20 +290,27 @@ absl::Status OnednnMatmul::Execute(const MatmulShape& shape, const MatmulOperand
     if (cfg.residual && ops.residual != ops.c) CopyResidual(ops.residual, ops.c, batch * shape.m * shape.n);
     SingleThreadScope serial(batch * shape.m * shape.k * shape.n < kSerialGemmMacs);
     dnnl::stream& stream = ThreadStream();
+    const memory::desc& scratchpad_desc = primitive_->scratchpad;
+    void* scratchpad = nullptr;
+    if (size_t bytes = scratchpad_desc.get_size(); bytes > 0) {
+      absl::StatusOr<void*> buffer = ThreadScratchpad(bytes);
+      if (!buffer.ok()) return absl::ResourceExhaustedError(absl::StrCat(DescribeConfig(cfg), ": ", buffer.status().message()));
+      scratchpad = *buffer;
+    }
     if (cache_->mu.TryLock()) {
       UnlockAtExit unlock(&cache_->mu);  // on every path out, exceptions included
       if (!cache_->valid || !SameShape(cache_->shape, shape, batched)) {
         cache_->valid = false;
-        cache_->args = MakeArguments(cfg, primitive_->packed_b, shape, ops);
+        cache_->args = MakeArguments(cfg, primitive_->packed_b, shape, ops, scratchpad_desc, scratchpad);
         cache_->shape = shape;
         cache_->valid = true;
       } else {
-        PointArguments(cfg, ops, cache_->args);
+        PointArguments(cfg, ops, scratchpad, cache_->args);
       }
       primitive_->matmul.execute(stream, cache_->args);
       stream.wait();
     } else {
-      primitive_->matmul.execute(stream, MakeArguments(cfg, primitive_->packed_b, shape, ops));
+      primitive_->matmul.execute(stream, MakeArguments(cfg, primitive_->packed_b, shape, ops, scratchpad_desc, scratchpad));
       stream.wait();
     }
   } catch (const dnnl::error& e) {
@@ -279,6 +318,8 @@ absl::Status OnednnMatmul::Execute(const MatmulShape& shape, const MatmulOperand
   }
   return absl::OkStatus();
 }
+
+int64_t OnednnMatmul::scratchpad_bytes() const { return static_cast<int64_t>(primitive_->scratchpad.get_size()); }
 
 bool OnednnMatmul::SamePackedLayout(const OnednnMatmul& other) const {
   return config_.pack_b && other.config_.pack_b && primitive_->packed_b == other.primitive_->packed_b;

@@ -24,8 +24,16 @@
 // Per-call cost: a call with the previous call's shape re-points the cached
 // oneDNN memory objects instead of re-creating them; a GEMM below 2^17
 // multiply-adds, and a residual copy below 16384 floats, run on the calling
-// thread (no OpenMP fork). Every runtime-dims primitive measured needs no
-// oneDNN scratchpad (size 0), so there is none to keep between calls.
+// thread (no OpenMP fork).
+//
+// Scratchpad: oneDNN's default ("library") scratchpad is one buffer per
+// creating thread, shared by every primitive made on it, so primitives
+// created on one thread and run concurrently from several (as Program::Run
+// does) would overwrite each other's partial results. Each primitive is
+// therefore created with a user-managed scratchpad, and Execute() hands it
+// the calling thread's own buffer (grown to the largest size needed, kept
+// for the thread's life). Runtime-dims primitives measured need none (size
+// 0); fully static ones (brg:avx512_core) can.
 #ifndef SHAPESHIFT_CODEGEN_CPU_ONEDNN_MATMUL_H_
 #define SHAPESHIFT_CODEGEN_CPU_ONEDNN_MATMUL_H_
 
@@ -111,6 +119,8 @@ class OnednnMatmul {
   const MatmulConfig& config() const { return config_; }
   // oneDNN's implementation name, e.g. "gemm:jit" or "brg:avx512_core".
   const std::string& implementation() const { return implementation_; }
+  // Bytes of scratchpad one Execute() needs (0 for most runtime-dims ones).
+  int64_t scratchpad_bytes() const;
 
  private:
   struct Primitive;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -151,6 +152,33 @@ TEST(OnednnMatmulTest, ConcurrentCallsOnOnePrimitive) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 10; ++i) RunAndCheck(**mm, {1, 1 + (t + i) % 5, 24, 3 + t}, static_cast<uint32_t>(100 * t + i));
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+}
+
+// Fully static primitives (brg:avx512_core) need a scratchpad: its batch
+// descriptors hold the operand pointers, and a K split keeps partial sums
+// there. With oneDNN's library-managed scratchpad, every primitive created on
+// one thread shares that thread's buffer, so threads running them at once
+// read each other's operands (wrong products, or a crash: seen on
+// 1x4096x4096). Each call must use the calling thread's own.
+TEST(OnednnMatmulTest, ConcurrentCallsOnStaticPrimitivesEachUseTheirOwnScratchpad) {
+  std::vector<std::unique_ptr<OnednnMatmul>> mms;
+  for (MatmulConfig cfg : {MatmulConfig{.m = 8, .k = 768, .n = 768}, MatmulConfig{.m = 16, .k = 1024, .n = 1024}}) {
+    auto mm = OnednnMatmul::Create(cfg);
+    ASSERT_TRUE(mm.ok()) << mm.status();
+    EXPECT_GT((*mm)->scratchpad_bytes(), 0) << DescribeConfig(cfg) << " (" << (*mm)->implementation() << ")";
+    mms.push_back(*std::move(mm));
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 6; ++i) {
+        const OnednnMatmul& mm = *mms[(t + i) % 2];
+        const MatmulConfig& cfg = mm.config();
+        RunAndCheck(mm, {1, cfg.m, cfg.k, cfg.n}, static_cast<uint32_t>(1000 + 100 * t + i));
+      }
     });
   }
   for (std::thread& thread : threads) thread.join();
