@@ -112,6 +112,8 @@ const Row kRows[] = {
     {"Softmax", C::kNormalization, 1, 1, 1, 1, rules::SoftmaxLike, 0, L::kCompiled},
     {"LogSoftmax", C::kNormalization, 1, 1, 1, 1, rules::SoftmaxLike, 0, L::kNone},
     {"LayerNormalization", C::kNormalization, 2, 3, 1, 3, rules::LayerNormalization, 0, L::kCompiled},
+    // Opset 23; also what `rms-norm-recognition` rewrites Llama's decomposed form into.
+    {"RMSNormalization", C::kNormalization, 2, 2, 1, 1, rules::LayerNormalization, 0, L::kCompiled},
     // Reductions (axes: attribute, or input 1 from opset 13/18).
     {"ReduceMean", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},
     {"ReduceSum", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},

@@ -9,8 +9,8 @@
 //     other reader; a B operand that is a Transpose of the last two dims
 //     (read only by the matmul) becomes transpose_b. A Softmax over the last
 //     axis absorbs backward an Add of a mask that broadcasts to the scores
-//     and a scale by a constant scalar. A LayerNormalization over the last
-//     axis absorbs backward an Add of two same-shape tensors (the residual
+//     and a scale by a constant scalar. A LayerNormalization or
+//     RMSNormalization over the last axis absorbs backward an Add of two same-shape tensors (the residual
 //     sum; if the sum is read elsewhere it is also a group output). A
 //     trailing-axes Reduce* absorbs forward a chain of elementwise ops over
 //     its result. Transpose, views, Gather (embedding), Concat and Slice

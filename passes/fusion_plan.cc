@@ -59,6 +59,7 @@ std::string KindDetails(const Group& g) {
       if (g.softmax.mask) parts.push_back(absl::StrCat("mask=%", g.softmax.mask->name()));
       break;
     case GroupKind::kLayerNorm:
+      if (g.layer_norm.rms) parts.push_back("rms");
       parts.push_back(absl::StrCat("epsilon=", g.layer_norm.epsilon));
       if (g.layer_norm.residual) parts.push_back(absl::StrCat("residual=%", g.layer_norm.residual->name()));
       if (g.layer_norm.sum_output) parts.push_back("stores_sum");

@@ -46,7 +46,7 @@ enum class GroupKind {
   kMatmul,       // MatMul/Gemm + epilogue → one oneDNN matmul with post-ops
   kElementwise,  // a DAG of elementwise ops over one iteration domain
   kSoftmax,      // [scale] [+ mask] → Softmax over the last axis
-  kLayerNorm,    // [residual +] LayerNormalization over the last axis
+  kLayerNorm,    // [residual +] LayerNormalization or RMSNormalization over the last axis
   kReduction,    // Reduce* over trailing axes [+ elementwise on the result]
   kTranspose,    // a permutation copy
   kView,         // Reshape/Squeeze/Unsqueeze/Flatten: output aliases input
@@ -98,6 +98,9 @@ struct SoftmaxGroup {
 };
 
 struct LayerNormGroup {
+  // RMSNormalization: y = x / sqrt(mean(x^2) + epsilon) * gamma (no mean is
+  // subtracted, no beta); else LayerNormalization.
+  bool rms = false;
   Value* x = nullptr;         // normalized input is x (+ residual)
   Value* residual = nullptr;  // same shape as x; or null
   Value* gamma = nullptr;     // [N]

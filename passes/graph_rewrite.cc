@@ -26,6 +26,28 @@ bool NearlyEqual(double a, double b, double tolerance) {
   return std::abs(a - b) <= tolerance * std::max(1.0, std::abs(b));
 }
 
+Value* OtherOperand(const Node& node, const Value* known) {
+  if (node.num_inputs() != 2) return nullptr;
+  if (node.input(0) == known) return node.input(1);
+  if (node.input(1) == known) return node.input(0);
+  return nullptr;
+}
+
+bool IsPerChannelConstant(const Value* v, int64_t n) {
+  if (v == nullptr || !v->is_constant() || v->constant()->num_elements() != n) return false;
+  const auto& shape = v->constant()->shape();
+  return !shape.empty() && shape.back() == n;
+}
+
+Value* ChannelVector(Graph& graph, const Value* v, int64_t n, float fill) {
+  if (v != nullptr && v->type().rank() == 1) return const_cast<Value*>(v);
+  std::vector<float> data(n, fill);
+  if (v != nullptr) {
+    for (int64_t i = 0; i < n; ++i) data[i] = static_cast<float>(v->constant()->GetAsDouble(i));
+  }
+  return graph.AddConstant("", Tensor::FromVector<float>(DType::kF32, {n}, data));
+}
+
 bool IsGraphOutput(const Graph& graph, const Value* v) {
   const auto& outs = graph.outputs();
   return std::find(outs.begin(), outs.end(), v) != outs.end();

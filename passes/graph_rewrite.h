@@ -27,6 +27,16 @@ bool IsConstantFilledWith(const Value* v, double x);
 // True when |a - b| <= tolerance * max(1, |b|).
 bool NearlyEqual(double a, double b, double tolerance = 1e-4);
 
+// The other operand of a binary node, given one of them; nullptr when
+// `known` is neither.
+Value* OtherOperand(const Node& node, const Value* known);
+// A constant with exactly n elements that broadcasts as a per-last-dim
+// vector ([n], [1, n], [1, 1, n], ...): a normalization's gamma or beta.
+bool IsPerChannelConstant(const Value* v, int64_t n);
+// `v` (such a constant) as a [n] f32 constant, or n copies of `fill` when
+// `v` is null.
+Value* ChannelVector(Graph& graph, const Value* v, int64_t n, float fill);
+
 // True when `v` is a graph output (its name is visible to users).
 bool IsGraphOutput(const Graph& graph, const Value* v);
 

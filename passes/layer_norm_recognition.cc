@@ -19,20 +19,6 @@ struct LayerNormMatch {
   std::vector<Node*> nodes;  // topological order
 };
 
-// The other operand of a binary node, given one of them.
-Value* OtherOperand(const Node& node, const Value* known) {
-  if (node.input(0) == known) return node.input(1);
-  if (node.input(1) == known) return node.input(0);
-  return nullptr;
-}
-
-// A constant with exactly n elements that broadcasts as a per-last-dim vector.
-bool IsPerChannelConstant(const Value* v, int64_t n) {
-  if (v == nullptr || !v->is_constant() || v->constant()->num_elements() != n) return false;
-  const auto& shape = v->constant()->shape();
-  return !shape.empty() && shape.back() == n;
-}
-
 std::optional<LayerNormMatch> MatchAt(Node* mean_node) {
   if (mean_node->op_type() != "ReduceMean" || !ReducesLastAxisKeepDims(*mean_node)) return std::nullopt;
   LayerNormMatch m;
@@ -95,16 +81,6 @@ std::optional<LayerNormMatch> MatchAt(Node* mean_node) {
     }
   }
   return m;
-}
-
-// A [n] f32 constant with the data of `v` (already n elements), or ones.
-Value* ChannelVector(Graph& graph, const Value* v, int64_t n, float fill) {
-  if (v != nullptr && v->type().rank() == 1) return const_cast<Value*>(v);
-  std::vector<float> data(n, fill);
-  if (v != nullptr) {
-    for (int64_t i = 0; i < n; ++i) data[i] = static_cast<float>(v->constant()->GetAsDouble(i));
-  }
-  return graph.AddConstant("", Tensor::FromVector<float>(DType::kF32, {n}, data));
 }
 
 }  // namespace

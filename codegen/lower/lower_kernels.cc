@@ -93,12 +93,14 @@ absl::StatusOr<KernelCall> LowerSoftmax(const passes::Group& g, ShapeEnv* env) {
 }
 
 absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& g, ShapeEnv* env) {
-  const Node* ln = FindOp(g, "LayerNormalization");
   const passes::LayerNormGroup& s = g.layer_norm;
-  if (ln == nullptr || s.x == nullptr || s.gamma == nullptr) return GroupError(g, "no LayerNormalization node");
+  const Node* ln = FindOp(g, s.rms ? "RMSNormalization" : "LayerNormalization");
+  if (ln == nullptr || s.x == nullptr || s.gamma == nullptr) {
+    return GroupError(g, s.rms ? "no RMSNormalization node" : "no LayerNormalization node");
+  }
   const std::vector<SymExpr>& domain = s.x->type().shape;
   if (domain.empty()) return GroupError(g, "layer norm of a scalar");
-  Builder b(env, g.nodes, "layer_norm");
+  Builder b(env, g.nodes, s.rms ? "rms_norm" : "layer_norm");
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, domain, 1);
   SS_ASSIGN_OR_RETURN(x, b.em.Emit(s.x, loop.idx));
   if (s.residual != nullptr) {
@@ -126,6 +128,22 @@ absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& g, ShapeEnv* env)
   }
   SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(ln->output(0)));
   Value n_f32 = Cast(ScalarType::kF32, IndexValue(loop.n));
+  if (s.rms) {
+    // One pass for the sum of squares (which overflows to +inf as f32 must:
+    // the row is then x * 0, graph/reference/normalization.cc), one for y.
+    std::vector<Stmt> rms_sum = {Let("v", x), Accumulate("sum_sq", ReduceOp::kSum, F32Var("v") * F32Var("v"))};
+    if (s.sum_output != nullptr) {
+      SS_ASSIGN_OR_RETURN(sum_buffer, b.em.OutputBuffer(s.sum_output));
+      rms_sum.push_back(Store(sum_buffer, loop.linear, F32Var("v")));
+    }
+    b.call->kernel.body = {
+        Accumulator("sum_sq", F32(0)),
+        Loop(kInnerVar, 0, loop.n, std::move(rms_sum)),
+        Let("inv_rms", Unary(UnaryOp::kRsqrt, F32Var("sum_sq") * Unary(UnaryOp::kRecip, n_f32) + F32(s.epsilon))),
+        Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, x * F32Var("inv_rms") * gamma)}),
+    };
+    return b.Take();
+  }
   Value centered = x - F32Var("mean");
   b.call->kernel.body = {
       Let("inv_n", Unary(UnaryOp::kRecip, n_f32)),

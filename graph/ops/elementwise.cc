@@ -1,7 +1,7 @@
 // Shape rules for element-wise ops: unary math and activations (output type =
 // input type), broadcasting binary/variadic arithmetic, comparisons and
 // logic (bool output), Where, Clip, Cast, Dropout, and the normalizations
-// whose output has the input's shape (Softmax, LayerNormalization, CumSum).
+// whose output has the input's shape (Softmax, LayerNormalization, RMSNormalization, CumSum).
 //
 // Integer arithmetic also propagates shape values. ONNX integer Div
 // truncates toward zero while SymExpr FloorDiv floors, so Div is folded to

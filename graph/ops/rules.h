@@ -26,7 +26,7 @@ absl::Status Cast(InferenceContext& ctx);
 absl::Status Dropout(InferenceContext& ctx);
 absl::Status SoftmaxLike(InferenceContext& ctx);
 absl::Status Trilu(InferenceContext& ctx);
-absl::Status LayerNormalization(InferenceContext& ctx);
+absl::Status LayerNormalization(InferenceContext& ctx);  // also RMSNormalization (Y only)
 // reduction.cc
 absl::Status Reduce(InferenceContext& ctx);
 absl::Status ArgReduce(InferenceContext& ctx);

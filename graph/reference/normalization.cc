@@ -1,4 +1,4 @@
-// Softmax, LogSoftmax and LayerNormalization, computed in double.
+// Softmax, LogSoftmax, LayerNormalization and RMSNormalization, computed in double.
 //
 // Opset difference that changes results, not just syntax: before opset 13
 // Softmax/LogSoftmax flatten the input to 2-D at `axis` (default 1) and
@@ -158,12 +158,71 @@ KernelResult LayerNormalization(const KernelArgs& args) {
   return std::vector<Tensor>{*std::move(y), *std::move(mean_out), *std::move(inv_out)};
 }
 
+// RMSNormalization (opset 23) over dims [axis, rank): Y = X / sqrt(mean(X^2)
+// + epsilon) * Scale, Scale broadcast to the normalized shape. Range
+// semantics as LayerNormalization's: a sum of squares beyond the element
+// type's range is +inf, so the row is 0 where x is finite (x * 0) and NaN
+// where it is infinite — what the decomposed form (Pow, ReduceMean, Sqrt,
+// Reciprocal, Mul) computes in f32 too.
+KernelResult RMSNormalization(const KernelArgs& args) {
+  absl::StatusOr<const Tensor*> x = RequiredInput(args, 0);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<const Tensor*> scale = RequiredInput(args, 1);
+  if (!scale.ok()) return scale.status();
+  absl::StatusOr<int64_t> axis_attr = args.attrs->GetInt("axis", -1);
+  absl::StatusOr<float> epsilon = args.attrs->GetFloat("epsilon", 1e-5f);
+  absl::StatusOr<int64_t> stash_type = args.attrs->GetInt("stash_type", 1);
+  if (!axis_attr.ok()) return axis_attr.status();
+  if (!epsilon.ok()) return epsilon.status();
+  if (!stash_type.ok()) return stash_type.status();
+  std::optional<DType> stash = DTypeFromOnnx(static_cast<int>(*stash_type));
+  if (!stash || !IsFloat(*stash) || *stash == DType::kF16 || *stash == DType::kBF16) {
+    return Unsupported(absl::StrCat("RMSNormalization stash_type ", *stash_type));
+  }
+  absl::Status same_dtype = RequireSameDType(args, {*x, *scale});
+  if (!same_dtype.ok()) return same_dtype;
+  absl::StatusOr<int64_t> axis = NormalizeAxis(*axis_attr, (*x)->rank());
+  if (!axis.ok()) return axis.status();
+  const std::vector<int64_t>& shape = (*x)->shape();
+  const std::vector<int64_t> norm_shape(shape.begin() + *axis, shape.end());
+  absl::StatusOr<std::vector<int64_t>> b = BroadcastShapes({(*scale)->shape(), norm_shape});
+  if (!b.ok() || *b != norm_shape) {
+    return Invalid("Scale ", ShapeToString((*scale)->shape()), " does not broadcast to ", ShapeToString(norm_shape));
+  }
+  const int64_t outer = Product(shape, 0, *axis);
+  const int64_t n = Product(shape, *axis);
+  absl::StatusOr<Tensor> y = NewOutput((*x)->dtype(), shape);
+  if (!y.ok()) return y.status();
+  absl::Status st = VisitFloat(args, (*x)->dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const double range = std::numeric_limits<T>::max();
+    const T* in = (*x)->data<T>();
+    const T* s = (*scale)->data<T>();
+    T* o = y->mutable_data<T>();
+    for (int64_t a = 0; a < outer; ++a) {
+      const T* row = in + a * n;
+      double sum_sq = 0;
+      for (int64_t k = 0; k < n; ++k) sum_sq += static_cast<double>(row[k]) * static_cast<double>(row[k]);
+      if (sum_sq > range) sum_sq = std::numeric_limits<double>::infinity();
+      const double inv_rms = 1.0 / std::sqrt(sum_sq / static_cast<double>(n) + static_cast<double>(*epsilon));
+      IndexWalker walk = IndexWalker::Broadcast(norm_shape, {(*scale)->shape()});
+      for (int64_t k = 0; k < n; ++k, walk.Next()) {
+        o[a * n + k] = static_cast<T>(static_cast<double>(row[k]) * inv_rms * static_cast<double>(s[walk.offset(0)]));
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return std::vector<Tensor>{*std::move(y)};
+}
+
 }  // namespace
 
 void RegisterNormalizationKernels(KernelRegistry& registry) {
   registry.Add("Softmax", SoftmaxFamily, HalfPrecision::kViaF32);
   registry.Add("LogSoftmax", SoftmaxFamily, HalfPrecision::kViaF32);
   registry.Add("LayerNormalization", LayerNormalization);
+  registry.Add("RMSNormalization", RMSNormalization);
 }
 
 }  // namespace shapeshift::reference

@@ -12,12 +12,6 @@ namespace {
 
 constexpr char kPass[] = "fusion";
 
-Value* OtherOperand(const Node& node, const Value* known) {
-  if (node.input(0) == known) return node.input(1);
-  if (node.input(1) == known) return node.input(0);
-  return nullptr;
-}
-
 // The single node reading `v` exactly once, unassigned and addable to `gid`.
 Node* AbsorbableConsumer(Grouping& g, const Value* v, int gid) {
   if (v->uses().size() != 1 || IsGraphOutput(g.graph(), v)) return nullptr;
@@ -216,9 +210,10 @@ void BuildLayerNorm(Grouping& g, Node* node) {
   int gid = g.NewGroup(supported ? GroupKind::kLayerNorm : GroupKind::kOther, node);
   if (!supported) return;
   LayerNormGroup& ln = g.group(gid).layer_norm;
+  ln.rms = node->op_type() == "RMSNormalization";
   ln.x = x;
   ln.gamma = node->input(1);
-  ln.beta = node->input(2);
+  ln.beta = ln.rms ? nullptr : node->input(2);
   ln.epsilon = node->attrs().GetFloat("epsilon", 1e-5f).value_or(1e-5f);
   Node* add = ProducerIs(x, "Add");
   if (add && g.CanAdd(add, gid) && add->input(0)->type().dtype == DType::kF32 &&
@@ -310,7 +305,7 @@ bool BuildAnchoredGroup(Grouping& g, Node* node) {
     BuildMatmul(g, node);
   } else if (op == "Softmax") {
     BuildSoftmax(g, node);
-  } else if (op == "LayerNormalization") {
+  } else if (op == "LayerNormalization" || op == "RMSNormalization") {
     BuildLayerNorm(g, node);
   } else if (op.rfind("Reduce", 0) == 0) {
     BuildReduction(g, node);

@@ -3,6 +3,7 @@
 #include "passes/dce.h"
 #include "passes/gelu_recognition.h"
 #include "passes/layer_norm_recognition.h"
+#include "passes/rms_norm_recognition.h"
 #include "passes/softmax_recognition.h"
 #include "tests/passes/pass_test_util.h"
 
@@ -67,6 +68,73 @@ TEST_F(LayerNormRecognitionTest, LeavesItAloneWhenAnIntermediateIsReadElsewhere)
   ASSERT_TRUE(changed.ok());
   EXPECT_FALSE(*changed);
   EXPECT_EQ(Count("LayerNormalization"), 0);
+}
+
+class RmsNormRecognitionTest : public PassTest {
+ protected:
+  enum class Form { kDiv, kReciprocal, kOneOver };
+  // What exporters write for Llama's RMSNorm: x * rsqrt(mean(x^2) + eps) * w,
+  // with rsqrt as Div, Reciprocal or 1/.
+  Value* Decomposed(Value* x, Form form, bool square_by_mul, Value** ms_out = nullptr) {
+    Value* sq = square_by_mul ? Op("Mul", {x, x}) : Op("Pow", {x, Scalar(2)});
+    Value* ms = Op("ReduceMean", {sq}, LastAxis());
+    if (ms_out) *ms_out = ms;
+    Value* root = Op("Sqrt", {Op("Add", {ms, Scalar(1e-6f)})});
+    Value* norm = form == Form::kDiv ? Op("Div", {x, root})
+                  : form == Form::kReciprocal ? Op("Mul", {x, Op("Reciprocal", {root})})
+                                              : Op("Mul", {Op("Div", {Scalar(1), root}), x});
+    return Op("Mul", {Floats({4}, {0.5f, 1, 2, -1}), norm});
+  }
+};
+
+TEST_F(RmsNormRecognitionTest, RewritesEachRsqrtAndSquareForm) {
+  for (Form form : {Form::kDiv, Form::kReciprocal, Form::kOneOver}) {
+    for (bool by_mul : {false, true}) {
+      SCOPED_TRACE(static_cast<int>(form) * 2 + by_mul);
+      Graph fresh(17);
+      std::swap(g, fresh);
+      Value* x = In("x", {batch, seq, 4});
+      Value* y = Decomposed(x, form, by_mul);
+      const std::string y_name = y->name();
+      g.AddOutput(y);
+      g.AddOutput(Op("Neg", {x}));  // x has another reader: it is not part of the pattern
+      std::vector<Tensor> in = {Random({2, 3, 4}, 5)};
+      absl::StatusOr<std::vector<Tensor>> before = Interpret(g, in);
+      ASSERT_TRUE(before.ok()) << before.status();
+      absl::StatusOr<bool> changed = RecognizeRmsNorm(g, env);
+      ASSERT_TRUE(changed.ok()) << changed.status();
+      EXPECT_TRUE(*changed);
+      ASSERT_TRUE(EliminateDeadCode(g).ok());
+      EXPECT_EQ(g.num_nodes(), 2);
+      const Node* rms = g.outputs()[0]->producer();
+      EXPECT_EQ(rms->op_type(), "RMSNormalization");
+      EXPECT_EQ(rms->input(0), x);
+      EXPECT_EQ(g.outputs()[0]->name(), y_name);
+      EXPECT_FLOAT_EQ(*rms->attrs().GetFloat("epsilon", 0.0f), 1e-6f);
+      ExpectOutputs(g, in, *before);
+    }
+  }
+}
+
+TEST_F(RmsNormRecognitionTest, LeavesItAloneWhenAnIntermediateIsReadElsewhereOrTheEpsIsNotConstant) {
+  Value* x = In("x", {batch, 4});
+  Value* ms = nullptr;
+  g.AddOutput(Decomposed(x, Form::kReciprocal, false, &ms));
+  g.AddOutput(Op("Neg", {ms}));
+  absl::StatusOr<bool> changed = RecognizeRmsNorm(g, env);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(*changed);
+
+  Graph fresh(17);
+  std::swap(g, fresh);
+  Value* x2 = In("x", {batch, 4});
+  Value* eps = In("eps", {1});
+  Value* ms2 = Op("ReduceMean", {Op("Pow", {x2, Scalar(2)})}, LastAxis());
+  g.AddOutput(Op("Div", {x2, Op("Sqrt", {Op("Add", {ms2, eps})})}));
+  changed = RecognizeRmsNorm(g, env);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(Count("RMSNormalization"), 0);
 }
 
 using SoftmaxRecognitionTest = PassTest;
