@@ -98,9 +98,6 @@ struct SoftmaxGroup {
 };
 
 struct LayerNormGroup {
-  // RMSNormalization: y = x / sqrt(mean(x^2) + epsilon) * gamma (no mean is
-  // subtracted, no beta); else LayerNormalization.
-  bool rms = false;
   Value* x = nullptr;         // normalized input is x (+ residual)
   Value* residual = nullptr;  // same shape as x; or null
   Value* gamma = nullptr;     // [N]
@@ -109,6 +106,9 @@ struct LayerNormGroup {
   // When residual is set and the sum x + residual is also read outside the
   // group, it is stored here (a group output); else null.
   Value* sum_output = nullptr;
+  // RMSNormalization: y = x / sqrt(mean(x^2) + epsilon) * gamma (no mean is
+  // subtracted, no beta); else LayerNormalization.
+  bool rms = false;
 };
 
 struct ElementwiseGroup {

@@ -12,7 +12,7 @@ using ::testing::HasSubstr;
 using namespace shapeshift::kernel_testing;
 
 // The op set the IR and the kernels both promise (issue 3; GatherND for the
-// dynamo exporter's mask lookup, issue 7; ScatterND, issue 13).
+// dynamo exporter's mask lookup, issue 7; ScatterND and RMSNormalization, issue 13).
 constexpr const char* kOpSet[] = {
     "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Neg", "Abs", "Exp", "Log", "Tanh",
     "Erf", "Sigmoid", "Relu", "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum",
@@ -25,7 +25,7 @@ constexpr const char* kOpSet[] = {
     "IsInf", "Mod", "GreaterOrEqual", "LessOrEqual", "Xor", "PRelu", "ReduceMin", "ReduceProd",
     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax",
     "ArgMin", "LogSoftmax", "Tile", "Sum", "Mean", "GatherElements", "GatherND", "Dropout", "Gelu",
-    "ScatterND"};
+    "ScatterND", "RMSNormalization"};
 
 TEST(KernelRegistryTest, EveryOpOfTheOpSetHasAKernel) {
   for (const char* op : kOpSet) {

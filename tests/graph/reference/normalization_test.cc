@@ -51,5 +51,21 @@ TEST(NormalizationKernelTest, LayerNormalizationWithStatsOutputs) {
   EXPECT_EQ(no_bias->size(), 1u);
 }
 
+// y = x / sqrt(mean(x^2) + eps) * scale; a sum of squares past FLT_MAX is
+// +inf, so the row is 0 (x * 0), as the decomposed f32 form computes it.
+TEST(NormalizationKernelTest, RMSNormalizationScalesByTheRootMeanSquare) {
+  Tensor x = F32({2, 2}, {3, 4, 1e30f, 1e30f});
+  Tensor scale = F32({2}, {1, 2});
+  Attributes eps;
+  eps.Set("epsilon", 0.f);
+  auto out = RunOp("RMSNormalization", {x, scale}, eps, 23);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float rms = std::sqrt(12.5f);
+  EXPECT_THAT(Values<float>((*out)[0]),
+              ElementsAre(FloatNear(3 / rms, 1e-6), FloatNear(8 / rms, 1e-6), 0, 0));
+  auto bad_scale = RunOp("RMSNormalization", {x, F32({3}, {1, 1, 1})}, eps, 23);
+  EXPECT_FALSE(bad_scale.ok());
+}
+
 }  // namespace
 }  // namespace shapeshift
