@@ -11,6 +11,7 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev
   clang clang-14 libclang-rt-14-dev libomp-14-dev
   libssl-dev libhiredis-dev redis-server
+  python3-dev python3-venv
 )
 # ocl-icd-opencl-dev: libdnnl-dev's CMake config calls find_package(OpenCL), but
 #   the package only *recommends* it and we install without recommends.
@@ -18,6 +19,8 @@ PACKAGES=(
 # libssl-dev: OpenSSL's libcrypto, for SHA-256 and HMAC-SHA-256 (bundle checksums and
 #   signatures, signed remote-cache entries): a well-kept crypto library, not a hand-written hash.
 # libhiredis-dev: the C client of the remote compile cache (runtime/persist/remote_cache.h).
+# python3-dev, python3-venv: the Python package's build (headers) and its test venv
+#   (scripts/python-venv.sh; the PyPI packages themselves are pinned in python/requirements.txt).
 # redis-server: the server scripts/test.sh starts on a loopback port of its own for the
 #   remote-cache and replica tests (the package's own service is not used).
 

@@ -5,6 +5,9 @@
 #                                harnesses are built first (./build-fuzz) and the suite includes
 #                                fuzz_smoke.<harness>: SHAPESHIFT_FUZZ_SMOKE_SECONDS (default 5) of
 #                                fuzzing each (tests/fuzz/smoke.cmake). FUZZ_SMOKE=0 leaves it out.
+#                                The Python package is installed into a cached venv
+#                                (scripts/python-venv.sh) and its pytest suites run as python.*;
+#                                PYTHON_TESTS=0 leaves them out.
 #   scripts/test.sh --sanitize   the shapes/graph/codegen/runtime unit tests and hostile_test under
 #                                ASan+UBSan (clang, ./build-asan); the last line says how many
 #                                suites passed
@@ -75,7 +78,16 @@ else
       --target onnx_import_fuzzer sym_expr_fuzzer predicate_fuzzer guard_program_fuzzer
     FUZZ_ARGS=(-DSHAPESHIFT_FUZZ_HARNESS_DIR="$PWD/$FUZZ_BUILD_DIR/tests/fuzz")
   fi
-  scripts/build.sh "${FUZZ_ARGS[@]}"
+  # The Python package (python/, tests/python): a venv of pinned PyPI packages with this
+  # checkout installed (scripts/python-venv.sh), whose pytest suites ctest runs as
+  # python.*. PYTHON_TESTS=0 leaves them out.
+  PY_ARGS=(-DSHAPESHIFT_PYTHON_VENV=)
+  if [ "${PYTHON_TESTS:-1}" != 0 ]; then
+    echo "== Python package (pip install . into a cached venv), tested by ctest as python.*"
+    PY_VENV=$(scripts/python-venv.sh | tail -n 1)
+    PY_ARGS=(-DSHAPESHIFT_PYTHON_VENV="$PY_VENV")
+  fi
+  scripts/build.sh "${FUZZ_ARGS[@]}" "${PY_ARGS[@]}"
 fi
 if [ ${#CTEST_FILTER[@]} -eq 0 ]; then
   # The fleet tests (tests/fleet: remote cache, replicas) need a Redis server:

@@ -31,8 +31,7 @@
 #include "tools/command.h"
 #include "tools/fuzz_budget.h"
 #include "tools/device_flags.h"
-#include "tools/fuzz_mutation.h"
-#include "tools/fuzz_runner.h"
+#include "tools/fuzz_report.h"
 #include "tools/model_loader.h"
 #include "tools/terminal_text.h"
 
@@ -67,13 +66,7 @@ constexpr char kUsage[] =
     "  Exit: 0 clean, 1 any failure (allocation failures included, or a kill rate below the minimum),\n"
     "  2 bad usage or model.\n";
 
-struct FuzzFlags {
-  FuzzOptions options;
-  int64_t cases = 1000;
-  std::vector<std::string> explicit_cases;
-  bool mutate_guards = false;
-  int mutant_shapes = 8;
-  double min_kill_rate = 0.9;
+struct FuzzFlags : FuzzRequest {
   bool json = false;
 };
 
@@ -126,107 +119,6 @@ absl::StatusOr<FuzzFlags> ParseFuzzFlags(const ParsedArgs& args) {
   }
   flags.json = args.Has("json");
   return flags;
-}
-
-nlohmann::ordered_json ShapeJson(const FuzzDomain& domain, const std::vector<int64_t>& values) {
-  nlohmann::ordered_json shape = nlohmann::ordered_json::object();
-  for (size_t s = 0; s < domain.slots.size() && s < values.size(); ++s) shape[domain.slots[s]] = values[s];
-  return shape;
-}
-
-// The command that rebuilds the cache the failure saw (the shapes that
-// compiled before it) and then sends `shape`.
-std::string ReplayCommand(const FuzzFlags& flags, FuzzRunner& runner, const FuzzFailure& failure,
-                          const std::vector<int64_t>& shape) {
-  const FuzzDomain& domain = runner.domain();
-  std::vector<std::string> parts = {"shapeshift fuzz", flags.options.model};
-  for (size_t s = 0; s < domain.slots.size(); ++s) {
-    parts.push_back(absl::StrCat("--dim ", domain.slots[s], "=", domain.min[s], "..", domain.max[s]));
-  }
-  parts.push_back(absl::StrCat("--policy ", runtime::SpecializationPolicyName(flags.options.policy)));
-  parts.push_back(absl::StrCat("--recompile-limit ", flags.options.recompile_limit));
-  parts.push_back(absl::StrCat("--seed ", flags.options.seed));
-  const std::vector<std::vector<int64_t>>& history = runner.compile_triggers();
-  for (size_t i = 0; i < failure.compiles_before && i < history.size(); ++i) {
-    parts.push_back(absl::StrCat("--case ", CaseFlagText(domain, history[i])));
-  }
-  parts.push_back(absl::StrCat("--case ", CaseFlagText(domain, shape)));
-  return absl::StrJoin(parts, " ");
-}
-
-nlohmann::ordered_json ReportJson(const FuzzFlags& flags, FuzzRunner& runner, const MutationReport* mutation) {
-  const FuzzResults& r = runner.results();
-  nlohmann::ordered_json j;
-  j["model"] = flags.options.model;
-  j["policy"] = runtime::SpecializationPolicyName(flags.options.policy);
-  j["seed"] = flags.options.seed;
-  j["dims"] = nlohmann::ordered_json::object();
-  for (size_t s = 0; s < runner.domain().slots.size(); ++s) {
-    j["dims"][runner.domain().slots[s]] = absl::StrCat(runner.domain().min[s], "..", runner.domain().max[s]);
-  }
-  j["cases"] = r.cases;
-  j["sound_failures"] = r.sound_failures;
-  j["unclear_errors"] = r.unclear_errors;
-  j["spurious_recompiles"] = r.spurious_recompiles;
-  j["evaluator_disagreements"] = r.evaluator_disagreements;
-  j["compiles"] = runner.compiles();
-  j["served"] = r.served;
-  j["rejected_as_expected"] = r.rejected_as_expected;
-  j["limit_refusals"] = r.limit_refusals;
-  j["max_case_bytes"] = runner.max_case_bytes();
-  j["over_budget"] = r.over_budget;
-  j["largest_over_budget_bytes"] = r.largest_over_budget;
-  j["allocation_failures"] = r.allocation_failures;
-  j["evaluator_checks"] = r.evaluator_checks;
-  j["distinct_shapes"] = runner.visited_shapes().size();
-  j["interpreter_runs"] = runner.oracle().interpreter_runs();
-  j["max_abs_error"] = r.max_abs_error;
-  j["rtol"] = kDefaultTolerance.rtol;
-  j["atol"] = kDefaultTolerance.atol;
-  j["failures"] = nlohmann::ordered_json::array();
-  for (const FuzzFailure& f : r.failures) {
-    nlohmann::ordered_json fj;
-    fj["property"] = f.property;
-    fj["what"] = f.what;
-    fj["case"] = f.case_index;
-    fj["kind"] = CaseKindName(f.case_kind);
-    fj["shape"] = ShapeJson(runner.domain(), f.values);
-    const std::vector<int64_t>& reproducer = f.minimized.empty() ? f.values : f.minimized;
-    if (!f.minimized.empty()) fj["minimized"] = ShapeJson(runner.domain(), f.minimized);
-    fj["detail"] = f.detail;
-    fj["replay"] = ReplayCommand(flags, runner, f, reproducer);
-    j["failures"].push_back(fj);
-  }
-  if (mutation != nullptr) {
-    j["mutants"] = mutation->mutants.size();
-    j["killed"] = mutation->killed;
-    j["needed"] = mutation->needed;
-    j["killed_needed"] = mutation->killed_needed;
-    j["kill_rate"] = mutation->kill_rate;
-    j["mutant_allocation_failures"] = mutation->allocation_failures;
-    j["mutant_results"] = nlohmann::ordered_json::array();
-    for (const MutantResult& m : mutation->mutants) {
-      nlohmann::ordered_json mj;
-      mj["entry"] = m.entry_id;
-      mj["tier"] = m.tier;
-      mj["atom"] = m.atom;
-      mj["asked_by"] = m.asked_by;
-      mj["mutation"] = m.mutation;
-      if (!m.mutant.empty()) mj["mutant"] = m.mutant;
-      mj["necessity"] = m.necessity;
-      mj["result"] = m.killed ? "killed" : "survived";
-      if (m.killed) {
-        mj["killed_by"] = m.killed_by;
-        mj["killing_shape"] = ShapeJson(runner.domain(), m.killing_shape);
-      }
-      mj["shapes_tried"] = m.shapes_tried;
-      if (m.shapes_over_budget > 0) mj["shapes_over_budget"] = m.shapes_over_budget;
-      if (m.allocation_failures > 0) mj["allocation_failures"] = m.allocation_failures;
-      if (!m.detail.empty()) mj["detail"] = m.detail;
-      j["mutant_results"].push_back(mj);
-    }
-  }
-  return j;
 }
 
 // Text from the model (dim names, paths, error details, atoms) is escaped.
@@ -290,40 +182,15 @@ int Fuzz(const std::vector<std::string>& raw_args) {
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   absl::StatusOr<FuzzFlags> flags = args.ok() ? ParseFuzzFlags(*args) : absl::StatusOr<FuzzFlags>(args.status());
   if (!flags.ok()) return UsageError("fuzz", kUsage, std::string(flags.status().message()));
-  absl::StatusOr<std::unique_ptr<FuzzRunner>> runner = FuzzRunner::Create(flags->options);
-  if (!runner.ok()) return Fail(kExitUsage, std::string(runner.status().message()));
-
-  std::vector<FuzzCase> cases;
-  if (flags->explicit_cases.empty()) {
-    cases = GenerateCases((*runner)->domain(), flags->cases, flags->options.seed);
-  } else {
-    for (const std::string& text : flags->explicit_cases) {
-      absl::StatusOr<FuzzCase> c = ParseCaseFlag(text, (*runner)->domain());
-      if (!c.ok()) return Fail(kExitUsage, std::string(c.status().message()));
-      cases.push_back(*std::move(c));
-    }
-  }
-  if (absl::Status s = (*runner)->RunCases(cases); !s.ok()) return Fail(kExitUsage, std::string(s.message()));
-  // Mutants first: minimizing sends more requests, which may compile more entries.
-  std::optional<MutationReport> mutation;
-  if (flags->mutate_guards) {
-    absl::StatusOr<MutationReport> report = RunGuardMutants(**runner, flags->mutant_shapes);
-    if (!report.ok()) return Fail(kExitUsage, absl::StrCat("--mutate-guards: ", report.status().message()));
-    mutation = *std::move(report);
-  }
-  (*runner)->MinimizeFailures();
-
-  const nlohmann::ordered_json report = ReportJson(*flags, **runner, mutation ? &*mutation : nullptr);
+  absl::StatusOr<FuzzOutcome> outcome = RunFuzz(*flags);
+  if (!outcome.ok()) return Fail(kExitUsage, std::string(outcome.status().message()));
+  const nlohmann::ordered_json& report = outcome->report;
   if (flags->json) {
     std::printf("%s\n", JsonText(report).c_str());
   } else {
     PrintText(report);
   }
-  const FuzzResults& r = (*runner)->results();
-  const bool failed = r.sound_failures > 0 || r.unclear_errors > 0 || r.spurious_recompiles > 0 ||
-                      r.evaluator_disagreements > 0 || r.allocation_failures > 0 ||
-                      (mutation && (mutation->kill_rate < flags->min_kill_rate || mutation->allocation_failures > 0));
-  return failed ? kExitNegative : kExitOk;
+  return outcome->failed ? kExitNegative : kExitOk;
 }
 
 }  // namespace

@@ -51,6 +51,7 @@
 #include "tools/fleet_flags.h"
 #include "tools/device_flags.h"
 #include "tools/model_loader.h"
+#include "tools/prove_report.h"
 #include "tools/run_cache_dir.h"
 #include "tools/terminal_text.h"
 #include "tools/warm.h"
@@ -233,47 +234,14 @@ int ProveModel(const ParsedArgs& args) {
   Z3Bridge z3(kProveTimeoutMs);
   CoverageResult r = runtime::ProveCacheCoverage(cache, DeclaredDomain(env), z3);
   const bool covered = r.verdict == Verdict::kProven;
-  nlohmann::ordered_json out;
-  out["covered"] = covered;
-  out["witness"] = nullptr;
-  if (r.verdict == Verdict::kRefuted) {
-    out["witness"] = nlohmann::ordered_json::object();
-    for (const SymbolInfo& s : env.symbols()) out["witness"][s.name] = r.witness.at(s.name);
-  }
-  if (r.verdict == Verdict::kUnknown) out["unknown"] = r.detail;
+  nlohmann::ordered_json out = CoverageVerdictJson(r, env);
   out["model"] = model_arg;
   out["policy"] = runtime::SpecializationPolicyName(policy);
-  out["domain"] = nlohmann::ordered_json::object();
-  for (const SymbolInfo& s : env.symbols()) out["domain"][s.name] = absl::StrCat(s.min, "..", s.max);
+  out["domain"] = DomainJson(env);
   out["notes"] = notes;
   out["compiles"] = (*session)->stats().dispatcher.compiles;
   out["cache_loads"] = (*session)->stats().dispatcher.cache_loads;
-  out["entries"] = nlohmann::ordered_json::array();
-  for (const std::shared_ptr<const runtime::CacheEntry>& e : cache.entries()) {
-    std::vector<std::string> guards;
-    for (const GuardAtom& g : e->guards) guards.push_back(g.predicate.ToString());
-    nlohmann::ordered_json entry = {{"id", e->id}, {"tier", runtime::TierName(e->tier)}, {"guards", guards}};
-    // --device cuda: the entry's CUDA graph buckets, their guard atoms with
-    // provenance, and Z3's verdict that they cover the symbol's range.
-    if (const runtime::CudaGraphPlan* plan = e->artifact->program->cuda_graph_plan(); plan != nullptr) {
-      nlohmann::ordered_json graphs = {{"enabled", plan->enabled}};
-      if (!plan->enabled) graphs["reason"] = plan->disabled_reason;
-      if (plan->enabled) {
-        graphs["symbol"] = plan->symbol;
-        graphs["buckets"] = nlohmann::ordered_json::array();
-        for (const runtime::Bucket& b : runtime::AllBuckets(*plan)) {
-          std::vector<std::string> atoms;
-          for (const GuardAtom& a : plan->BucketGuards(b)) atoms.push_back(a.predicate.ToString());
-          graphs["buckets"].push_back({{"lo", b.lo}, {"hi", b.hi}, {"guards", atoms},
-                                       {"provenance", absl::StrCat("dispatcher: ", plan->Describe(b))}});
-        }
-        CoverageResult c = runtime::ProveBucketCoverage(*plan, z3);
-        graphs["coverage"] = VerdictName(c.verdict);
-      }
-      entry["cuda_graphs"] = graphs;
-    }
-    out["entries"].push_back(entry);
-  }
+  out["entries"] = EntriesJson(cache, z3);
   if (args.Has("json")) {
     std::printf("%s\n", JsonText(out).c_str());
   } else {

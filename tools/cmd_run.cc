@@ -92,6 +92,7 @@
 #include "tools/command.h"
 #include "tools/fleet_flags.h"
 #include "tools/device_flags.h"
+#include "tools/metrics_json.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
 #include "tools/run_io.h"
@@ -321,26 +322,6 @@ nlohmann::ordered_json OutputSummary(const std::string& name, const Tensor& t) {
   }
   return {{"name", name}, {"dtype", std::string(DTypeName(t.dtype()))}, {"shape", t.shape()},
           {"sum", sum},   {"abs_sum", abs_sum}};
-}
-
-// FormatMetricsText's `name value` lines as a JSON object of numbers (so the
-// JSON keeps every field the text has, under the same names).
-nlohmann::ordered_json MetricsJson(const std::string& text) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    std::vector<std::string> name_value = absl::StrSplit(line, absl::MaxSplits(' ', 1));
-    int64_t integer = 0;
-    double real = 0;
-    if (name_value.size() != 2) continue;
-    if (absl::SimpleAtoi(name_value[1], &integer)) {
-      out[name_value[0]] = integer;
-    } else if (absl::SimpleAtod(name_value[1], &real)) {
-      out[name_value[0]] = real;
-    } else {
-      out[name_value[0]] = name_value[1];
-    }
-  }
-  return out;
 }
 
 // Adds the session's metrics to the report (--json) or prints them after it.

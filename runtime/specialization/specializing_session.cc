@@ -23,7 +23,8 @@ absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::Create
 }
 
 absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::CreateFromBuilt(
-    std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, const SpecializingSessionOptions& options) {
+    std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, const SpecializingSessionOptions& options,
+    const std::string& model_name) {
   if (graph == nullptr || env == nullptr) {
     return absl::InvalidArgumentError("a built model needs both a graph and a ShapeEnv");
   }
@@ -32,7 +33,7 @@ absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::Create
     if (!ranged.ok()) return ranged.status();
     env = *std::move(ranged);
   }
-  return Create(std::move(graph), std::move(env), options, "<built model>");
+  return Create(std::move(graph), std::move(env), options, model_name);
 }
 
 absl::StatusOr<std::unique_ptr<SpecializingSession>> SpecializingSession::Create(

@@ -73,10 +73,12 @@ class SpecializingSession {
  public:
   static absl::StatusOr<std::unique_ptr<SpecializingSession>> CreateFromOnnxFile(
       const std::string& path, const SpecializingSessionOptions& options);
-  // A built model (examples/ builders); `options.compile.dims` replace the
-  // builder's ranges, unknown names are an error.
+  // A built model (examples/ builders, or a model the caller imported);
+  // `options.compile.dims` replace the builder's ranges, unknown names are an
+  // error. `model_name` names the model in errors ("compiling NAME: ...").
   static absl::StatusOr<std::unique_ptr<SpecializingSession>> CreateFromBuilt(
-      std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, const SpecializingSessionOptions& options);
+      std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, const SpecializingSessionOptions& options,
+      const std::string& model_name = "<built model>");
   ~SpecializingSession();
 
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs);

@@ -1,0 +1,31 @@
+// How a failed absl::Status reaches Python: as the exception a Python user
+// expects, with the C++ message (which names the input, dim, range or file)
+// unchanged.
+//
+//   InvalidArgument, OutOfRange, FailedPrecondition -> ValueError
+//   NotFound                                        -> FileNotFoundError
+//   Unimplemented                                   -> NotImplementedError
+//   everything else (a failed compile, the recompile limit, a device that
+//   is not there)                                   -> RuntimeError
+//
+// A request whose only fault is an input's element type is a TypeError
+// (the caller decides: ThrowStatusAs).
+#ifndef SHAPESHIFT_PYTHON_SRC_ERRORS_H_
+#define SHAPESHIFT_PYTHON_SRC_ERRORS_H_
+
+#include <Python.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace shapeshift::python {
+
+// Raises the exception for `status` (which must not be OK).
+[[noreturn]] void ThrowStatus(const absl::Status& status);
+// Raises `type` (a PyExc_*) with `message`.
+[[noreturn]] void ThrowAs(PyObject* type, const std::string& message);
+
+}  // namespace shapeshift::python
+
+#endif  // SHAPESHIFT_PYTHON_SRC_ERRORS_H_

@@ -1,0 +1,167 @@
+"""InferenceSession's contract: ORT's signature, one compile for every length,
+zero-copy inputs and outputs, the GIL released and concurrent runs safe."""
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import shapeshift
+from conftest import TINY_BERT, bert_feed
+
+
+def test_signature_as_ort_describes_it(tiny_bert):
+    inputs = tiny_bert.get_inputs()
+    assert [(i.name, i.type) for i in inputs] == [("input_ids", "tensor(int64)"), ("attention_mask", "tensor(int64)")]
+    assert inputs[0].shape == ["batch", "sequence"]
+    (out,) = tiny_bert.get_outputs()
+    assert (out.name, out.type, out.shape) == ("last_hidden_state", "tensor(float)", ["batch", "sequence", 64])
+    assert tiny_bert.get_providers() == ["CPUExecutionProvider"]
+
+
+def test_every_length_with_one_compile(tiny_bert):
+    before = tiny_bert.metrics()["compiles"]
+    for seq in (1, 2, 7, 8, 33, 100):
+        (out,) = tiny_bert.run(None, bert_feed(2, seq, seed=seq))
+        assert out.shape == (2, seq, 64) and out.dtype == np.float32
+        assert np.isfinite(out).all()
+    assert tiny_bert.metrics()["compiles"] == before == 1
+
+
+def test_bytes_and_path_give_the_same_outputs(tiny_bert):
+    with open(TINY_BERT, "rb") as f:
+        from_bytes = shapeshift.InferenceSession(f.read(), policy="polymorphic")
+    feed = bert_feed(1, 9)
+    np.testing.assert_array_equal(from_bytes.run(None, feed)[0], tiny_bert.run(None, feed)[0])
+
+
+def test_outputs_own_the_tensor_storage(tiny_bert):
+    (out,) = tiny_bert.run(None, bert_feed(1, 8))
+    # The array does not own a numpy buffer: its base is the capsule holding
+    # the C++ tensor (no copy was made); it is writable like ORT's outputs.
+    assert not out.flags.owndata
+    assert out.base is not None
+    assert out.flags.writeable and out.flags.c_contiguous
+    out[...] = 0  # the storage is the caller's now
+    (again,) = tiny_bert.run(None, bert_feed(1, 8))
+    assert np.abs(again).sum() > 0
+
+
+def test_contiguous_inputs_are_used_in_place(tiny_bert):
+    copies = tiny_bert._model.input_copies
+    tiny_bert.run(None, bert_feed(2, 16))
+    assert tiny_bert._model.input_copies == copies
+
+
+def test_non_contiguous_input_is_copied_and_gives_the_same_result(tiny_bert):
+    feed = bert_feed(2, 16)
+    wide = np.zeros((2, 32), dtype=np.int64)
+    wide[:, ::2] = feed["input_ids"]
+    strided = dict(feed, input_ids=wide[:, ::2])
+    assert not strided["input_ids"].flags.c_contiguous
+    copies = tiny_bert._model.input_copies
+    np.testing.assert_array_equal(tiny_bert.run(None, strided)[0], tiny_bert.run(None, feed)[0])
+    assert tiny_bert._model.input_copies == copies + 1
+
+
+def test_buffer_protocol_and_read_only_inputs(tiny_bert):
+    feed = bert_feed(1, 8)
+    expected = tiny_bert.run(None, feed)[0]
+    ro = {k: v.copy() for k, v in feed.items()}
+    for v in ro.values():
+        v.flags.writeable = False
+    np.testing.assert_array_equal(tiny_bert.run(None, ro)[0], expected)
+    mv = {k: memoryview(v) for k, v in feed.items()}
+    np.testing.assert_array_equal(tiny_bert.run(None, mv)[0], expected)
+
+
+def test_dlpack_inputs(tiny_bert):
+    class DLPackOnly:  # anything with __dlpack__, as a torch tensor has
+        def __init__(self, array):
+            self._array = array
+
+        def __dlpack__(self, **kwargs):
+            return self._array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self._array.__dlpack_device__()
+
+    feed = bert_feed(1, 8)
+    expected = tiny_bert.run(None, feed)[0]
+    wrapped = {k: DLPackOnly(v) for k, v in feed.items()}
+    copies = tiny_bert._model.input_copies
+    np.testing.assert_array_equal(tiny_bert.run(None, wrapped)[0], expected)
+    assert tiny_bert._model.input_copies == copies
+
+
+def test_concurrent_runs_from_threads(tiny_bert):
+    lengths = [1, 3, 8, 17, 40, 64, 5, 12]
+    feeds = [bert_feed(1 + i % 3, seq, seed=i) for i, seq in enumerate(lengths)]
+    expected = [tiny_bert.run(None, f)[0] for f in feeds]
+    errors, mismatches = [], []
+    start = threading.Barrier(len(feeds))
+
+    def worker(i):
+        try:
+            start.wait()
+            for _ in range(10):
+                (out,) = tiny_bert.run(None, feeds[i])
+                if not np.array_equal(out, expected[i]):
+                    mismatches.append(i)
+        except Exception as e:  # reported below: a thread's exception must fail the test
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(feeds))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and mismatches == []
+
+
+def test_run_releases_the_gil(tiny_bert):
+    # With a switch interval longer than the test, the interpreter never takes
+    # the GIL from a thread: the main thread can run Python code while the
+    # worker is inside run() only if run() released it. Held, the main thread
+    # would wake only after the worker's last run (finished == runs).
+    feed = bert_feed(8, 512)
+    arrays = [feed["input_ids"], feed["attention_mask"]]
+    runs, finished = 5, []
+
+    def worker():
+        for _ in range(runs):
+            tiny_bert._model.run(arrays)
+            finished.append(1)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    try:
+        t = threading.Thread(target=worker)
+        t.start()  # returns once this thread gets the GIL back
+        seen = len(finished)
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert seen < runs
+    assert len(finished) == runs
+
+
+def test_session_options_are_accepted():
+    options = shapeshift.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.graph_optimization_level = shapeshift.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = shapeshift.InferenceSession(TINY_BERT, sess_options=options, providers=["CPUExecutionProvider"])
+    assert session.get_session_options() is options
+    (out,) = session.run(None, bert_feed(1, 4), shapeshift.RunOptions())
+    assert out.shape == (1, 4, 64)
+
+
+def test_cache_dir_lets_a_second_session_compile_nothing(tmp_path):
+    first = shapeshift.InferenceSession(TINY_BERT, policy="polymorphic", cache_dir=tmp_path)
+    expected = first.run(None, bert_feed(1, 6))[0]
+    assert first.metrics()["compiles"] == 1
+    second = shapeshift.InferenceSession(TINY_BERT, policy="polymorphic", cache_dir=str(tmp_path))
+    m = second.metrics()
+    assert (m["compiles"], m["cache_loads"]) == (0, 1)
+    np.testing.assert_array_equal(second.run(None, bert_feed(1, 6))[0], expected)
