@@ -548,6 +548,25 @@ def normalization_cases():
     cases.append(Case("layer_norm_decomposed", "the torch (opset < 17) layer norm decomposition, recognized", nodes,
                       [("x", x.copy(), True)], [("y", F32)],
                       [("two", c(2.0)), ("eps", c(1e-5)), ("gamma", gamma), ("beta", beta)], row_axes=(1,)))
+    # Llama's RMSNorm as both exporters write it (recognized into one RMSNormalization row kernel):
+    # x * Reciprocal(Sqrt(ReduceMean(x^2) + eps)) * gamma, alone and after a residual Add.
+    def rms(src):
+        return [helper.make_node("Pow", [src, "two"], ["sq"]),
+                helper.make_node("ReduceMean", ["sq"], ["ms"], axes=[-1], keepdims=1),
+                helper.make_node("Add", ["ms", "eps"], ["mse"]),
+                helper.make_node("Sqrt", ["mse"], ["root"]),
+                helper.make_node("Reciprocal", ["root"], ["inv"]),
+                helper.make_node("Mul", [src, "inv"], ["nrm"]),
+                helper.make_node("Mul", ["gamma", "nrm"], ["y"])]
+    x = special_rows(16)
+    cases.append(Case("rms_norm_decomposed", "Llama's RMSNorm decomposition, recognized as RMSNormalization",
+                      rms("x"), [("x", x.copy(), True)], [("y", F32)],
+                      [("two", c(2.0)), ("eps", c(1e-6)), ("gamma", gamma)], row_axes=(1,)))
+    r = np.roll(special_rows(16), 5, axis=0)
+    cases.append(Case("rms_norm_residual", "RMSNorm of x + residual, the sum also an output (one row kernel)",
+                      [helper.make_node("Add", ["x", "r"], ["s"])] + rms("s"),
+                      [("x", x.copy(), True), ("r", r, True)], [("y", F32), ("s", F32)],
+                      [("two", c(2.0)), ("eps", c(1e-6)), ("gamma", gamma)], row_axes=(1,)))
     return cases
 
 

@@ -5,7 +5,8 @@
 //  - (with the CUDA toolkit) compiled by NVRTC to cubins for sm_80 and
 //    sm_90 in one module, with ptxas's register/spill report per kernel.
 // The kinds are the groups the lowering produces (codegen/lower/README.md),
-// the shapes RMSNorm and RoPE decompose into, the GEMM epilogue kernels of
+// the shapes RMSNorm and RoPE decompose into (and RMSNorm's one row kernel),
+// the GEMM epilogue kernels of
 // the CUDA GEMM plan, the embedding gather, ScatterND (with the index
 // check kernel a device program runs before it), and the kernel library.
 #include <cmath>
@@ -377,11 +378,27 @@ bool KernelKindsTest::Build(int index, KindCase* kind) {
                }};
       return true;
     }
+    case 21: {  // residual + RMSNorm as one row kernel (what rms-norm-recognition makes of case 14), the sum stored
+      GraphValue* x = In("x", {batch, n});
+      GraphValue* r = In("r", {batch, n});
+      GraphValue* gamma = In("gamma", {n});
+      Node* add = Op("Add", {x, r});
+      Node* rms = Op("RMSNormalization", {add->output(0), gamma}, Attr("epsilon", 1e-6f));
+      g.AddOutput(rms->output(0));
+      g.AddOutput(add->output(0));
+      passes::Group group = MakeGroup(GroupKind::kLayerNorm, {add, rms}, {x, r, gamma});
+      group.layer_norm = {x, r, gamma, nullptr, 1e-6f, add->output(0), /*rms=*/true};
+      *kind = {"residual + RMSNorm (one row kernel)", Lower(group), [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({3, len}, 30), RandomTensor({3, len}, 31),
+                                            RandomTensor({len}, 32)};
+               }};
+      return true;
+    }
     default: return false;
   }
 }
 
-constexpr int kLoweredKinds = 21;
+constexpr int kLoweredKinds = 22;
 
 TEST_F(KernelKindsTest, EveryKindMatchesTheInterpreterOnCpuAndUnderCudaEmulation) {
   int kinds = 0;
