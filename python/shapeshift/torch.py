@@ -201,20 +201,24 @@ class CompiledGraph:
             plan.append(_Placeholder(name, "input", index, slot=slot))
         for p in plan:
             if p.kind == "size":
-                if p.value not in symbol_dims:
-                    raise ShapeshiftBackendError(
-                        f"shapeshift backend: size input '{p.name}' ({p.value}) is not the size of any tensor "
-                        "input's dim; sizes that are not tensor dims are not supported"
-                    )
-                p.source = symbol_dims[p.value]
+                # A size no tensor input carries is fine as long as only size outputs use it
+                # (checked once the graph is cut down to its tensor outputs, in _lower).
+                p.source = symbol_dims.get(p.value)
         self._plan = plan
         self._symbol_dims = symbol_dims
+        self._size_args = {p.value: p.index for p in plan if p.kind == "size"}
         self._inputs = [p for p in plan if p.kind == "input"]
         self._weights = [p for p in plan if p.kind == "weight"]
         self._scalars = [p for p in plan if p.kind == "scalar"]
 
         self.dims, self._export_ranges = self._ranges(gm, symbol_dims, options)
         lowered, self._outputs, self._out_spec, exported_outputs = self._lower(gm, plan)
+        self.onnx_model: bytes | None = None
+        self.session: InferenceSession | None = None
+        self._feed_slots: list[int] = []
+        if not exported_outputs:  # only sizes, constants or inputs come out: nothing to compile
+            self._run = lambda feed: []
+            return
         self.onnx_model = self._export(lowered, input_examples, input_dims, exported_outputs)
         self.session = self._compile(options)
         names = [i.name for i in self.session.get_inputs()]
@@ -301,11 +305,12 @@ class CompiledGraph:
                 outputs.append(("arg", p.index))
             elif isinstance(value, torch.SymInt):
                 expr = value.node.expr
-                unknown = [str(s) for s in expr.free_symbols if s not in self._symbol_dims]
+                unknown = [str(s) for s in expr.free_symbols
+                           if s not in self._symbol_dims and s not in self._size_args]
                 if unknown:
                     raise ShapeshiftBackendError(
                         f"shapeshift backend: graph output '{leaf.name}' is the size {expr}, which depends on "
-                        f"{', '.join(sorted(unknown))}, no tensor input's dim"
+                        f"{', '.join(sorted(unknown))}, neither a size input nor a tensor input's dim"
                     )
                 outputs.append(("size", expr))
             elif isinstance(value, (int, float, bool)):
@@ -321,6 +326,12 @@ class CompiledGraph:
                 )
         graph.output(tuple(exported))
         graph.eliminate_dead_code()
+        for node, p in placeholder_of.items():
+            if p.kind == "size" and p.source is None and node.users:
+                raise ShapeshiftBackendError(
+                    f"shapeshift backend: size input '{p.name}' ({p.value}) is used by the graph's tensor "
+                    "computation but is not the size of any tensor input's dim; such sizes are not supported"
+                )
         lowered = torch.fx.GraphModule(gm, graph)
         return lowered, outputs, spec, [f"output_{k}" for k in range(len(exported))]
 
@@ -370,9 +381,10 @@ class CompiledGraph:
                 policy=options.get("policy", "polymorphic"),
                 cache_dir=options.get("cache_dir"),
             )
-        except RuntimeError as e:
+        except (RuntimeError, ValueError, TypeError) as e:
             raise ShapeshiftBackendError(
-                f"shapeshift backend: shapeshift cannot compile the graph: {e}{self._fx_origins(str(e))}"
+                f"shapeshift backend: shapeshift cannot compile the graph: {type(e).__name__}: {e}"
+                f"{self._fx_origins(str(e))}"
             ) from e
 
     def _fx_origins(self, message: str) -> str:
@@ -421,16 +433,19 @@ class CompiledGraph:
             elif kind == "arg":
                 results.append(args[what])
             elif kind == "size":
-                results.append(self._size(what, inputs))
+                results.append(self._size(what, args, inputs))
             else:
                 results.append(what)
         return pytree.tree_unflatten(results, self._out_spec)
 
-    def _size(self, expr, inputs) -> int:
+    def _size(self, expr, args, inputs) -> int:
         values = {}
         for symbol in expr.free_symbols:
-            slot, dim = self._symbol_dims[symbol]
-            values[symbol] = inputs[slot].shape[dim]
+            if symbol in self._size_args:
+                values[symbol] = int(args[self._size_args[symbol]])
+            else:
+                slot, dim = self._symbol_dims[symbol]
+                values[symbol] = inputs[slot].shape[dim]
         return int(expr.xreplace(values))
 
 
@@ -459,8 +474,8 @@ class _ExportWrapper(torch.nn.Module):
             if p.kind == "input":
                 args.append(inputs[p.slot])
             elif p.kind == "size":
-                slot, dim = p.source
-                args.append(inputs[slot].shape[dim])
+                # No source: a size only size outputs use, cut from this graph (_lower).
+                args.append(inputs[p.source[0]].shape[p.source[1]] if p.source is not None else None)
             elif p.kind == "int":
                 args.append(p.value)
             else:

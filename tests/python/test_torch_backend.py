@@ -162,6 +162,20 @@ def test_outputs_keep_the_graph_structure():
     assert len(_new_graphs(before)) == 1
 
 
+def test_a_graph_with_only_size_outputs_compiles_nothing():
+    def f(x):
+        return x, x.shape[0] + 1
+
+    before = sst.compiled_graphs()
+    compiled = torch.compile(f, backend="shapeshift", dynamic=True)
+    for n in (3, 8):
+        x = torch.randn(n, 4)
+        got = compiled(x)
+        assert got[0] is x and got[1] == n + 1
+    (graph,) = _new_graphs(before)  # Dynamo still hands the backend a graph (of sizes)
+    assert graph.session is None
+
+
 def test_contiguous_inputs_are_not_copied():
     def f(x):
         return torch.tanh(x) * 3
