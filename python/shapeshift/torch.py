@@ -515,5 +515,6 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, options:
     if kwargs:
         raise ShapeshiftBackendError(f"shapeshift backend: unexpected argument(s) {sorted(kwargs)}")
     compiled = CompiledGraph(gm, example_inputs, options)
+    _compiled[:] = [r for r in _compiled if r() is not None]
     _compiled.append(weakref.ref(compiled))
     return compiled
