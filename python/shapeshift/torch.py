@@ -57,7 +57,7 @@ DEFAULT_MAX_DIM = 65536
 # The highest default-domain opset shapeshift's importer reads (graph/onnx/importer.cc).
 ONNX_OPSET = 18
 
-_OPTIONS = {"policy", "max_dim", "cache_dir", "intra_op_num_threads", "dims"}
+_OPTIONS = {"policy", "max_dim", "cache_dir", "intra_op_num_threads"}
 
 
 class ShapeshiftBackendError(RuntimeError):
@@ -249,7 +249,6 @@ class CompiledGraph:
         """
         max_dim = options.get("max_dim")
         shape_env = _shape_env(gm)
-        overrides = dict(options.get("dims") or {})
         declared: dict[str, tuple[int, int]] = {}
         export: dict[str, tuple[int, int | None]] = {}
         for symbol in symbol_dims:
@@ -259,8 +258,6 @@ class CompiledGraph:
                 lo = max(_finite(vr.lower, 2), 1)
                 hi = _finite(vr.upper, None)
             name = str(symbol)
-            if name in overrides:
-                lo, hi = (int(v) for v in overrides.pop(name))
             if hi is None and (max_dim is not None or lo > 2):
                 hi = int(max_dim if max_dim is not None else DEFAULT_MAX_DIM)
             if hi is not None and lo > hi:
@@ -268,11 +265,6 @@ class CompiledGraph:
             export[name] = (lo, hi)
             if hi is not None:
                 declared[name] = (lo, hi)
-        if overrides:
-            raise ShapeshiftBackendError(
-                f"shapeshift backend: options['dims'] names {sorted(overrides)}, which are not symbolic dims of "
-                f"the graph (its dims: {sorted(export)})"
-            )
         return declared, export
 
     def _lower(self, gm: torch.fx.GraphModule, plan: list[_Placeholder]):
@@ -500,9 +492,9 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, options:
     Returns a CompiledGraph (the callable Dynamo runs). options (``torch.compile(...,
     options={...})``): policy ("polymorphic", the default: one compile for every size; or
     "auto", "bucketed", "static"), max_dim (declared upper end of a dim Dynamo leaves unbounded;
-    default: the session's narrowed default range), dims ({Dynamo symbol: (lo, hi)} replacing
-    Dynamo's range), cache_dir, intra_op_num_threads. Raises ShapeshiftBackendError for anything
-    it cannot compile.
+    default: the session's narrowed default range), cache_dir, intra_op_num_threads. Ranges
+    come from Dynamo (torch._dynamo.mark_dynamic(t, dim, min=, max=)). Raises
+    ShapeshiftBackendError for anything it cannot compile.
     """
     options = dict(options or {})
     unknown = sorted(set(options) - _OPTIONS)

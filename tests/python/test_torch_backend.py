@@ -142,6 +142,20 @@ def test_unbounded_dim_takes_the_range_the_model_serves():
             compiled(input_ids=ids, attention_mask=mask, use_cache=False)
 
 
+def test_max_dim_declares_unbounded_dims():
+    before = sst.compiled_graphs()
+    compiled = torch.compile(lambda x: torch.sigmoid(x) + x, backend="shapeshift", dynamic=True,
+                             options={"max_dim": 16})
+    for n in (3, 16):
+        x = torch.randn(n, 5)
+        torch.testing.assert_close(compiled(x), torch.sigmoid(x) + x)
+    (graph,) = _new_graphs(before)
+    assert sorted(graph.dims.values()) == [(2, 16), (2, 16)]
+    # Dynamo's guards admit 17; the session's declared range does not.
+    with pytest.raises(ValueError, match="= 17 is outside the declared range 2..16"):
+        compiled(torch.randn(17, 5))
+
+
 def test_outputs_keep_the_graph_structure():
     def f(x, w):
         z = torch.relu(x @ w)
