@@ -10,6 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+# torch's PyPI wheel carries its CUDA libraries (several GB): download it once, into the
+# cache bench/peers/setup.sh uses too.
+export PIP_CACHE_DIR="${PIP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/shapeshift/pip}"
 requirements=python/requirements.txt
 key=$( { cat "$requirements"; "$PYTHON" -c 'import sys; print(sys.version)'; } | sha256sum | cut -c1-16)
 venv="${XDG_CACHE_HOME:-$HOME/.cache}/shapeshift/python-venv-$key"
