@@ -11,6 +11,7 @@
 #include "passes/fusion.h"
 #include "passes/gather_as_view.h"
 #include "passes/gelu_recognition.h"
+#include "passes/grouped_query_matmul.h"
 #include "passes/layer_norm_recognition.h"
 #include "passes/matmul_layout.h"
 #include "passes/matmul_operand_scale.h"
@@ -52,6 +53,7 @@ PassManager Recognition(const PassManagerOptions& options) {
   pm.Add("softmax-recognition", RecognizeSoftmax);
   pm.Add("gelu-recognition", RecognizeGelu);
   pm.Add("matmul-operand-scale", HoistMatmulOperandScales);
+  pm.Add("grouped-query-matmul", GroupQueryMatmuls);
   pm.Add("matmul-layout", SplitMatmulOperandTransposes);
   pm.Add("dce", [](Graph& g, ShapeEnv&) { return EliminateDeadCode(g); });
   return pm;
@@ -61,7 +63,7 @@ PassManager Recognition(const PassManagerOptions& options) {
 
 std::vector<std::string> PipelinePassNames() {
   return {"shape-value-folding",    "gather-as-view", "split-to-slices", "uniform-gather", "constant-folding", "simplify",      "cse",    "dce",
-          "cumsum-as-matmul", "layer-norm-recognition", "rms-norm-recognition", "softmax-recognition", "gelu-recognition", "matmul-operand-scale", "matmul-layout", "fusion",
+          "cumsum-as-matmul", "layer-norm-recognition", "rms-norm-recognition", "softmax-recognition", "gelu-recognition", "matmul-operand-scale", "grouped-query-matmul", "matmul-layout", "fusion",
           "memory-plan"};
 }
 
