@@ -121,7 +121,7 @@ absl::StatusOr<bool> Rewrite(Graph& graph, ShapeEnv& env, Node* matmul, const Re
   const std::vector<SymExpr>& as = a->type().shape;
   const std::vector<SymExpr>& xs = r.x->type().shape;
   const int64_t heads = r.groups * r.repeats;
-  if (as.size() != 4 || as[1].AsConst() != heads || !as[3].AsConst() ||
+  if (as.size() != 4 || as[1].AsConst() != heads ||
       !Same(env, as[0], xs[0], *matmul, "query and key/value batch agree")) {
     return false;
   }

@@ -21,8 +21,8 @@
 // and, for the keys, the transpose copy disappear: the Reshapes are views
 // and matmul-layout turns the key transpose into the matmul's transpose_b.
 // Exact (each product sums the same terms in the same order). Only these
-// forms are rewritten; every shape is checked with the env, and G, R and the
-// operand's last dim must be static.
+// forms are rewritten; every shape is checked with the env, and G and R must
+// be static.
 #ifndef SHAPESHIFT_PASSES_GROUPED_QUERY_MATMUL_H_
 #define SHAPESHIFT_PASSES_GROUPED_QUERY_MATMUL_H_
 
