@@ -13,6 +13,7 @@
 
 #include "graph/tensor_proto.h"
 #include "runtime/session.h"
+#include "tests/graph/imported_model_util.h"
 #include "tests/real_exports.h"
 #include "tests/runtime/runtime_test_util.h"
 
@@ -23,19 +24,7 @@ std::string ModelDir(const std::string& name) {
   return std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/" + name + "/";
 }
 
-// Tensors `prefix`_0.pb, _1.pb, ... of `dir`, in order.
-std::vector<Tensor> ReadNumbered(const std::string& dir, const std::string& prefix) {
-  std::vector<Tensor> tensors;
-  for (int k = 0;; ++k) {
-    std::string path = dir + prefix + "_" + std::to_string(k) + ".pb";
-    if (!std::filesystem::exists(path)) break;
-    absl::StatusOr<Tensor> t = ReadTensorProtoFile(path);
-    EXPECT_TRUE(t.ok()) << path << ": " << t.status();
-    if (!t.ok()) break;
-    tensors.push_back(*std::move(t));
-  }
-  return tensors;
-}
+using ::shapeshift::testing::ReadNumbered;
 
 // Runs every test_data_set_N of `dir` through one Session of dir/model.onnx.
 void ExpectSessionReproducesDataSets(const std::string& dir) {

@@ -36,6 +36,7 @@
 #include "graph/onnx/importer.h"
 #include "graph/tensor_proto.h"
 #include "gtest/gtest.h"
+#include "tests/graph/imported_model_util.h"
 #include "runtime/specialization/specializing_session.h"
 #include "tests/real_exports.h"
 
@@ -80,19 +81,7 @@ std::string ModelDir(const std::string& name) {
   return std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/" + name + "/";
 }
 
-// Tensors `prefix`_0.pb, _1.pb, ... of `dir`, in order.
-std::vector<Tensor> ReadNumbered(const std::string& dir, const std::string& prefix) {
-  std::vector<Tensor> tensors;
-  for (int k = 0;; ++k) {
-    std::string path = dir + prefix + "_" + std::to_string(k) + ".pb";
-    if (!std::filesystem::exists(path)) break;
-    absl::StatusOr<Tensor> t = ReadTensorProtoFile(path);
-    EXPECT_TRUE(t.ok()) << path << ": " << t.status();
-    if (!t.ok()) break;
-    tensors.push_back(*std::move(t));
-  }
-  return tensors;
-}
+using ::shapeshift::testing::ReadNumbered;
 
 // The largest |a - b|; infinity when the shapes or dtypes differ or either
 // side holds a NaN (a NaN must never pass as "close").

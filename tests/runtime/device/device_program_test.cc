@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
+#include "tests/graph/imported_model_util.h"
 #include "tests/runtime/e2e_util.h"
 #include "runtime/device/cuda_graphs.h"
 #include "tests/support/cuda/emulated_device.h"
@@ -229,6 +230,31 @@ TEST(DeviceProgramTest, Gpt2DecodeWithKvCacheMatchesTheCpu) {
   }
   DeviceStats s = *gpu->program().device_stats();
   EXPECT_GE(s.graph_replays, 2);  // 5..8 and 33..64 for batch 2
+}
+
+// A grouped-query RoPE decoder (the tiny Llama with past, dynamo export): its
+// RMSNorm row kernels, the attention matmuls over unexpanded key/value heads
+// (grouped-query-matmul) and the rotary kernels on the device, against ONNX
+// Runtime's outputs in the committed test data sets (prefill and decode).
+TEST(DeviceProgramTest, GroupedQueryLlamaWithPastMatchesOnnxRuntime) {
+  auto device = std::make_shared<codegen::cuda::testing::EmulatedDevice>(
+      codegen::cuda::testing::EmulatedDeviceOptions{.reverse_threads = true});
+  absl::StatusOr<std::unique_ptr<Session>> gpu =
+      Session::Create(ModelSource::OnnxFile(shapeshift::testing::ExportPath("llama-past-dynamo")), Cuda(device));
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  const std::string dir = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/llama-past-dynamo/";
+  for (int set = 0; set < 4; ++set) {
+    SCOPED_TRACE(absl::StrCat("test_data_set_", set));
+    const std::string set_dir = dir + "test_data_set_" + std::to_string(set) + "/";
+    std::vector<Tensor> in = shapeshift::testing::ReadNumbered(set_dir, "input");
+    std::vector<Tensor> want = shapeshift::testing::ReadNumbered(set_dir, "output");
+    ASSERT_FALSE(in.empty());
+    absl::StatusOr<std::vector<Tensor>> got = (*gpu)->Run(in);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), want.size());
+    for (size_t o = 0; o < got->size(); ++o) EXPECT_TRUE(TensorsClose((*got)[o], want[o], 1e-4, 1e-4)) << "output " << o;
+  }
+  EXPECT_EQ((*gpu)->stats().compiles, 1);
 }
 
 }  // namespace
