@@ -37,11 +37,17 @@ std::optional<std::vector<Token>> Tokenize(absl::string_view text) {
     if (is(i, [](unsigned char c) { return std::isdigit(c) != 0; })) {
       while (is(i, [](unsigned char c) { return std::isdigit(c) != 0; })) ++i;
       Token t{Token::Type::kInt, std::string(text.substr(start, i - start))};
-      if (t.text == "9223372036854775808") {
+      // By value, so leading zeros are allowed here as in any other literal
+      // (`-09223372036854775808` is INT64_MIN, as `014804` is 14804).
+      uint64_t magnitude = 0;
+      if (!absl::SimpleAtoi(t.text, &magnitude)) return std::nullopt;
+      if (magnitude == uint64_t{1} << 63) {
         t.value = std::numeric_limits<int64_t>::min();
         t.int64_min_magnitude = true;
-      } else if (!absl::SimpleAtoi(t.text, &t.value)) {
+      } else if (magnitude > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         return std::nullopt;
+      } else {
+        t.value = static_cast<int64_t>(magnitude);
       }
       out.push_back(std::move(t));
       continue;
