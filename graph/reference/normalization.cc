@@ -53,6 +53,29 @@ KernelResult SoftmaxFamily(const KernelArgs& args) {
   return std::vector<Tensor>{*std::move(out)};
 }
 
+// The attributes LayerNormalization and RMSNormalization share: axis
+// (default -1, not yet normalized), epsilon (1e-5) and stash_type (f32 or
+// f64; the statistics' type).
+struct NormAttrs {
+  int64_t axis = -1;
+  float epsilon = 1e-5f;
+  DType stash = DType::kF32;
+};
+
+absl::StatusOr<NormAttrs> ReadNormAttrs(const KernelArgs& args) {
+  absl::StatusOr<int64_t> axis = args.attrs->GetInt("axis", -1);
+  absl::StatusOr<float> epsilon = args.attrs->GetFloat("epsilon", 1e-5f);
+  absl::StatusOr<int64_t> stash_type = args.attrs->GetInt("stash_type", 1);
+  if (!axis.ok()) return axis.status();
+  if (!epsilon.ok()) return epsilon.status();
+  if (!stash_type.ok()) return stash_type.status();
+  std::optional<DType> stash = DTypeFromOnnx(static_cast<int>(*stash_type));
+  if (!stash || !IsFloat(*stash) || *stash == DType::kF16 || *stash == DType::kBF16) {
+    return Unsupported(absl::StrCat(args.op_type, " stash_type ", *stash_type));
+  }
+  return NormAttrs{*axis, *epsilon, *stash};
+}
+
 // LayerNormalization over dims [axis, rank): Y = (X - mean) * invstd *
 // Scale + B, with Scale and B broadcast to the normalized shape. Also
 // returns Mean and InvStdDev (shape X[:axis] + 1s, f32 for stash_type 1).
@@ -76,21 +99,16 @@ KernelResult LayerNormalization(const KernelArgs& args) {
   absl::StatusOr<const Tensor*> scale = RequiredInput(args, 1);
   if (!scale.ok()) return scale.status();
   const Tensor* bias = OptionalInput(args, 2);
-  absl::StatusOr<int64_t> axis_attr = args.attrs->GetInt("axis", -1);
-  absl::StatusOr<float> epsilon = args.attrs->GetFloat("epsilon", 1e-5f);
-  absl::StatusOr<int64_t> stash_type = args.attrs->GetInt("stash_type", 1);
-  if (!axis_attr.ok()) return axis_attr.status();
-  if (!epsilon.ok()) return epsilon.status();
-  if (!stash_type.ok()) return stash_type.status();
-  std::optional<DType> stash = DTypeFromOnnx(static_cast<int>(*stash_type));
-  if (!stash || !IsFloat(*stash) || *stash == DType::kF16 || *stash == DType::kBF16) {
-    return Unsupported(absl::StrCat("LayerNormalization stash_type ", *stash_type));
-  }
+  absl::StatusOr<NormAttrs> attrs = ReadNormAttrs(args);
+  if (!attrs.ok()) return attrs.status();
+  const int64_t axis_attr = attrs->axis;
+  const float epsilon = attrs->epsilon;
+  const DType stash = attrs->stash;
   std::vector<const Tensor*> same = {*x, *scale};
   if (bias != nullptr) same.push_back(bias);
   absl::Status same_dtype = RequireSameDType(args, same);
   if (!same_dtype.ok()) return same_dtype;
-  absl::StatusOr<int64_t> axis = NormalizeAxis(*axis_attr, (*x)->rank());
+  absl::StatusOr<int64_t> axis = NormalizeAxis(axis_attr, (*x)->rank());
   if (!axis.ok()) return axis.status();
   const std::vector<int64_t>& shape = (*x)->shape();
   const std::vector<int64_t> norm_shape(shape.begin() + *axis, shape.end());
@@ -107,8 +125,8 @@ KernelResult LayerNormalization(const KernelArgs& args) {
   const int64_t outer = Product(shape, 0, *axis);
   const int64_t n = Product(shape, *axis);
   absl::StatusOr<Tensor> y = NewOutput((*x)->dtype(), shape);
-  absl::StatusOr<Tensor> mean_out = NewOutput(*stash, stat_shape);
-  absl::StatusOr<Tensor> inv_out = NewOutput(*stash, stat_shape);
+  absl::StatusOr<Tensor> mean_out = NewOutput(stash, stat_shape);
+  absl::StatusOr<Tensor> inv_out = NewOutput(stash, stat_shape);
   for (const auto* t : {&y, &mean_out, &inv_out}) {
     if (!t->ok()) return t->status();
   }
@@ -136,7 +154,7 @@ KernelResult LayerNormalization(const KernelArgs& args) {
         sum_sq += centered[k] * centered[k];
       }
       const double var = in_range(sum_sq) / static_cast<double>(n);
-      const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(*epsilon));
+      const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(epsilon));
       IndexWalker walk = IndexWalker::Broadcast(
           norm_shape, {(*scale)->shape(), bias != nullptr ? bias->shape() : no_shape});
       for (int64_t k = 0; k < n; ++k, walk.Next()) {
@@ -144,7 +162,7 @@ KernelResult LayerNormalization(const KernelArgs& args) {
         if (bptr != nullptr) v += static_cast<double>(bptr[walk.offset(1)]);
         o[a * n + k] = static_cast<T>(v);
       }
-      if (*stash == DType::kF32) {
+      if (stash == DType::kF32) {
         mean_out->mutable_data<float>()[a] = static_cast<float>(mean);
         inv_out->mutable_data<float>()[a] = static_cast<float>(inv_std);
       } else {
@@ -169,19 +187,14 @@ KernelResult RMSNormalization(const KernelArgs& args) {
   if (!x.ok()) return x.status();
   absl::StatusOr<const Tensor*> scale = RequiredInput(args, 1);
   if (!scale.ok()) return scale.status();
-  absl::StatusOr<int64_t> axis_attr = args.attrs->GetInt("axis", -1);
-  absl::StatusOr<float> epsilon = args.attrs->GetFloat("epsilon", 1e-5f);
-  absl::StatusOr<int64_t> stash_type = args.attrs->GetInt("stash_type", 1);
-  if (!axis_attr.ok()) return axis_attr.status();
-  if (!epsilon.ok()) return epsilon.status();
-  if (!stash_type.ok()) return stash_type.status();
-  std::optional<DType> stash = DTypeFromOnnx(static_cast<int>(*stash_type));
-  if (!stash || !IsFloat(*stash) || *stash == DType::kF16 || *stash == DType::kBF16) {
-    return Unsupported(absl::StrCat("RMSNormalization stash_type ", *stash_type));
-  }
+  absl::StatusOr<NormAttrs> attrs = ReadNormAttrs(args);
+  if (!attrs.ok()) return attrs.status();
+  const int64_t axis_attr = attrs->axis;
+  const float epsilon = attrs->epsilon;
+  const DType stash = attrs->stash;
   absl::Status same_dtype = RequireSameDType(args, {*x, *scale});
   if (!same_dtype.ok()) return same_dtype;
-  absl::StatusOr<int64_t> axis = NormalizeAxis(*axis_attr, (*x)->rank());
+  absl::StatusOr<int64_t> axis = NormalizeAxis(axis_attr, (*x)->rank());
   if (!axis.ok()) return axis.status();
   const std::vector<int64_t>& shape = (*x)->shape();
   const std::vector<int64_t> norm_shape(shape.begin() + *axis, shape.end());
@@ -204,7 +217,7 @@ KernelResult RMSNormalization(const KernelArgs& args) {
       double sum_sq = 0;
       for (int64_t k = 0; k < n; ++k) sum_sq += static_cast<double>(row[k]) * static_cast<double>(row[k]);
       if (sum_sq > range) sum_sq = std::numeric_limits<double>::infinity();
-      const double inv_rms = 1.0 / std::sqrt(sum_sq / static_cast<double>(n) + static_cast<double>(*epsilon));
+      const double inv_rms = 1.0 / std::sqrt(sum_sq / static_cast<double>(n) + static_cast<double>(epsilon));
       IndexWalker walk = IndexWalker::Broadcast(norm_shape, {(*scale)->shape()});
       for (int64_t k = 0; k < n; ++k, walk.Next()) {
         o[a * n + k] = static_cast<T>(static_cast<double>(row[k]) * inv_rms * static_cast<double>(s[walk.offset(0)]));
