@@ -8,7 +8,7 @@ rotated each round, so slow drift of a shared machine spreads over all):
   shapeshift   shapeshift.InferenceSession.run(None, feed)
   ss-core      shapeshift._core.Model.run([ids, mask]) (no name mapping)
 and, when --cli names the built CLI, `shapeshift run --json` at the same shape
-(the C++ API: SpecializingSession::Run's median over --calls repeats, in its own
+(the C++ API: Session::Run's median over --calls repeats, in its own
 process, OMP_NUM_THREADS=--threads), run once per round between the in-process
 engines, for the Python-vs-C++ difference. Each figure is the median over rounds
 of the round's median per-call wall time (time.perf_counter_ns).

@@ -5,7 +5,7 @@
 // compiler recompiles on every token — the cache length `past` grows by one
 // per step, so every step is a new shape. shapeshift compiles the GPT-2-style
 // decoder (examples/models/gpt2.h, builtin:gpt2-kv) once, polymorphic in
-// batch, seq and past, through a SpecializingSession under the default
+// batch, seq and past, through a Session under the default
 // (auto) policy; this program shows the compile count staying at 1 while
 // past goes 0, P, P+1, ...
 //
@@ -34,13 +34,15 @@
 #include "absl/strings/str_split.h"
 #include "examples/models/gpt2.h"
 #include "nlohmann/json.hpp"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 
 namespace {
 
 using shapeshift::DType;
 using shapeshift::Tensor;
-using shapeshift::runtime::SpecializingSession;
+using shapeshift::runtime::ModelSource;
+using shapeshift::runtime::Session;
+using shapeshift::runtime::SessionOptions;
 
 struct Flags {
   int64_t steps = 16;
@@ -121,7 +123,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto start = std::chrono::steady_clock::now();
-  auto session = SpecializingSession::CreateFromBuilt(std::move(model->graph), std::move(model->env), {});
+  auto session = Session::Create(ModelSource::Built(std::move(model->graph), std::move(model->env)), SessionOptions{});
   const double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!session.ok()) {
     std::fprintf(stderr, "compile: %s\n", session.status().ToString().c_str());

@@ -1,6 +1,6 @@
 // The user's declared dim ranges (`--dim seq=1..512`, CompileOptions::dims)
 // applied to a model's symbols: shared by every way a model becomes a
-// compiled artifact (Session, SpecializingSession).
+// compiled artifact (runtime::Session, the Python package).
 #ifndef SHAPESHIFT_RUNTIME_DIM_RANGES_H_
 #define SHAPESHIFT_RUNTIME_DIM_RANGES_H_
 

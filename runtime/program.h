@@ -4,7 +4,8 @@
 //
 // Why this shape: a Program is compiled once and serves every input shape in
 // the declared domain. Per request it only (1) binds the input dims to the
-// model's symbols and checks them against the declared ranges, (2) evaluates
+// model's symbols and checks them against the declared ranges
+// (input_binder.h; skipped by RunBound for a caller that did it), (2) evaluates
 // the precompiled size tape (kernel dims, GEMM shapes, arena offsets, output
 // shapes), (3) runs the steps on the caller's inputs, the constants, one
 // arena and the output tensors. Nothing is compiled or created per request;
@@ -73,6 +74,17 @@ class Program {
   // for a wrong count, dtype, rank, inconsistent or out-of-range dims, or bad
   // embedding ids. Outputs are freshly allocated owning tensors.
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs, ExecutionContext& context) const;
+  // Run for a caller that has already bound `inputs` by the InputBinder rule
+  // over inputs of the same dtypes and ranks, and checked every declared
+  // range and every guard of this program: the Dispatcher, whose cache
+  // entry's guards imply the program's (entry_compiler.h). `symbol_values`
+  // in bound_symbols() order. Dims the binder does not settle (constants,
+  // repeats, `past + seq`) are still checked against the size tape.
+  absl::StatusOr<std::vector<Tensor>> RunBound(absl::Span<const TensorView> inputs,
+                                               absl::Span<const int64_t> symbol_values,
+                                               ExecutionContext& context) const;
+  // The symbols a request binds, in slot order (InputBinder::symbols()).
+  std::vector<std::string> bound_symbols() const;
 
   const ProgramStats& stats() const { return stats_; }
   // Device::kCuda only (empty otherwise): the device, its module, the CUDA
@@ -91,6 +103,8 @@ class Program {
 
  private:
   explicit Program(std::unique_ptr<Impl> impl);
+  // Everything after binding and guards: sizes, storage, steps.
+  absl::StatusOr<std::vector<Tensor>> Execute(absl::Span<const TensorView> inputs, ExecutionContext& context) const;
   std::unique_ptr<Impl> impl_;
   ProgramStats stats_;
   std::string plan_text_;

@@ -95,41 +95,22 @@ class ProgramBuilder {
  private:
   absl::StatusOr<int> Slot(SymExpr e) { return impl_.tape->Add(e); }
 
-  // Symbols are bound by the first input dim that is exactly that symbol;
-  // every other dim is checked against its evaluated expression.
+  // Symbols are bound by the InputBinder's rule; every other dim is checked
+  // against its evaluated expression after the size tape.
   absl::Status PlanInputs() {
-    absl::flat_hash_set<std::string> bound;
-    std::vector<std::string> names;
+    SS_ASSIGN_OR_RETURN(binder, InputBinder::Create(graph_, env_, /*allow_undeclared=*/true));
+    impl_.binder = std::move(binder);
+    impl_.tape = std::make_unique<SymTape>(impl_.binder.symbol_names());
     for (size_t i = 0; i < graph_.inputs().size(); ++i) {
-      const GraphValue* in = graph_.inputs()[i];
-      InputSpec spec{in->name(), in->type().dtype, {}};
-      for (size_t k = 0; k < in->type().shape.size(); ++k) {
-        SymExpr dim = in->type().shape[k];
-        InputDim d;
-        d.expected = dim.ToString();
-        if (dim.IsSymbol() && bound.insert(dim.symbol_name()).second) {
-          const SymbolInfo* info = env_.FindSymbol(dim.symbol_name());
-          d.bind_slot = static_cast<int>(names.size());
-          names.push_back(dim.symbol_name());
-          impl_.symbols.push_back({dim.symbol_name(), info ? info->min : 0,
-                                   info ? info->max : std::numeric_limits<int64_t>::max(), static_cast<int>(i),
-                                   static_cast<int>(k), info ? RangeNoteSuffix(*info) : std::string()});
-        }
-        spec.dims.push_back(d);
-      }
-      impl_.inputs.push_back(std::move(spec));
-    }
-    impl_.tape = std::make_unique<SymTape>(names);
-    for (size_t i = 0; i < impl_.inputs.size(); ++i) {
-      for (size_t k = 0; k < impl_.inputs[i].dims.size(); ++k) {
-        InputDim& d = impl_.inputs[i].dims[k];
-        if (d.bind_slot >= 0) continue;
-        absl::StatusOr<int> slot = Slot(graph_.inputs()[i]->type().shape[k]);
+      const std::vector<SymExpr>& shape = graph_.inputs()[i]->type().shape;
+      for (size_t k = 0; k < shape.size(); ++k) {
+        if (impl_.binder.inputs()[i].dims[k].bind >= 0) continue;
+        absl::StatusOr<int> slot = Slot(shape[k]);
         if (!slot.ok()) {
-          return absl::InvalidArgumentError(absl::StrCat("input '", impl_.inputs[i].name, "' dim ", k, " (",
-                                                         d.expected, "): ", slot.status().message()));
+          return absl::InvalidArgumentError(absl::StrCat("input '", graph_.inputs()[i]->name(), "' dim ", k, " (",
+                                                         shape[k].ToString(), "): ", slot.status().message()));
         }
-        d.check_slot = *slot;
+        impl_.input_checks.push_back({static_cast<int>(i), static_cast<int>(k), *slot, shape[k].ToString()});
       }
     }
     return absl::OkStatus();
@@ -388,9 +369,7 @@ class ProgramBuilder {
           absl::StrCat(atom.predicate.ToString(), " (asked by ", ProvenanceText(atom.provenance), ")"));
     }
     if (atoms.empty()) return absl::OkStatus();
-    std::vector<std::string> order;
-    for (const SymbolRange& s : impl_.symbols) order.push_back(s.name);
-    absl::StatusOr<GuardProgram> program = GuardProgram::Compile(atoms, order);
+    absl::StatusOr<GuardProgram> program = GuardProgram::Compile(atoms, impl_.binder.symbol_names());
     if (!program.ok()) {
       return absl::Status(program.status().code(), absl::StrCat("guards: ", program.status().message()));
     }

@@ -16,6 +16,7 @@
 #include "codegen/cpu/small_rows_matmul.h"
 #include "graph/dtype.h"
 #include "runtime/device/device_program.h"
+#include "runtime/input_binder.h"
 #include "runtime/output_pool.h"
 #include "runtime/program.h"
 #include "runtime/sym_tape.h"
@@ -78,26 +79,13 @@ struct IndexCheckStep {
 
 using Step = std::variant<KernelStep, MatmulStep, GatherStep, IndexCheckStep>;
 
-// How a request's input dim is used: it binds a symbol (first occurrence),
-// or it must equal an evaluated size (constants, later occurrences, derived
-// dims like 2*seq).
-struct InputDim {
-  int bind_slot = -1;
-  int check_slot = -1;
+// An input dim the binder does not settle (a constant, a repeated symbol,
+// an expression like 2*seq or past+seq): after the size tape it must equal
+// the evaluated size in tape slot `slot`.
+struct InputDimCheck {
+  int input = 0, dim = 0;
+  int slot = -1;
   std::string expected;  // the dim's expression, for messages
-};
-
-struct InputSpec {
-  std::string name;
-  DType dtype = DType::kF32;
-  std::vector<InputDim> dims;
-};
-
-struct SymbolRange {
-  std::string name;
-  int64_t min = 0, max = 0;
-  int input = 0, dim = 0;  // where it is bound
-  std::string note;        // SymbolInfo::range_note: why the range is what it is
 };
 
 struct OutputSpec {
@@ -116,12 +104,13 @@ struct Program::Impl {
   std::vector<BufferSource> buffers;
   std::vector<Step> steps;
   std::unique_ptr<SymTape> tape;
-  std::vector<InputSpec> inputs;
-  std::vector<SymbolRange> symbols;  // slot i of the tape is symbols[i]
+  // Binds inputs to symbols: tape slot i is binder.symbols()[i].
+  InputBinder binder;
+  std::vector<InputDimCheck> input_checks;
   std::vector<OutputSpec> outputs;
   // Guards the compile recorded (specialized answers): the program is valid
   // only where they all hold. Evaluated on the bound symbols (tape slots
-  // [0, symbols.size())); absent when no guard was recorded.
+  // [0, binder.symbols().size())); absent when no guard was recorded.
   std::optional<GuardProgram> guards;
   std::vector<std::string> guard_texts;  // per atom: predicate and provenance
   // Output storage recycled across requests (output_pool.h); shared so

@@ -105,66 +105,64 @@ absl::Status RunStep(const IndexCheckStep& step, void* const* buffers, const int
 
 absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> inputs, ExecutionContext& ctx) const {
   const Impl& p = *impl_;
-  if (inputs.size() != p.inputs.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected ", p.inputs.size(), " inputs, got ", inputs.size()));
-  }
+  const size_t bound = p.binder.symbols().size();
   ctx.slots_.resize(p.tape->num_slots());
-  int64_t* slots = ctx.slots_.data();
-  // 1. Bind symbols from their first occurrence; check dtype and rank.
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const InputSpec& spec = p.inputs[i];
-    const TensorView& in = inputs[i];
-    if (in.dtype != spec.dtype) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has dtype ", DTypeName(in.dtype),
-                                                     ", expected ", DTypeName(spec.dtype)));
-    }
-    if (in.space != MemorySpace::kHost && p.device == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name,
-                                                     "' is in CUDA device memory, but this program runs on the CPU"));
-    }
-    if (in.shape.size() != spec.dims.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has rank ", in.shape.size(),
-                                                     ", expected ", spec.dims.size()));
-    }
-    for (size_t k = 0; k < spec.dims.size(); ++k) {
-      if (spec.dims[k].bind_slot >= 0) slots[spec.dims[k].bind_slot] = in.shape[k];
-    }
-  }
-  // 2. Declared ranges.
-  for (size_t s = 0; s < p.symbols.size(); ++s) {
-    const SymbolRange& r = p.symbols[s];
-    if (slots[s] < r.min || slots[s] > r.max) {
-      return absl::OutOfRangeError(absl::StrCat("input '", p.inputs[r.input].name, "' dim ", r.dim, " (", r.name,
-                                                ") is ", slots[s], ", outside the declared range ", r.min, "..",
-                                                r.max, r.note));
-    }
-  }
-  // 2b. Guards recorded by specialized compile decisions.
+  // 1. Bind symbols (InputBinder: count, dtype, rank, constant dims, ranges).
+  if (absl::Status s = p.binder.Bind(inputs, absl::MakeSpan(ctx.slots_.data(), bound)); !s.ok()) return s;
+  // 2. Guards recorded by specialized compile decisions.
   if (p.guards.has_value()) {
-    GuardVerdict verdict = p.guards->Evaluate(absl::MakeConstSpan(slots, p.symbols.size()));
+    GuardVerdict verdict = p.guards->Evaluate(absl::MakeConstSpan(ctx.slots_.data(), bound));
     if (!verdict.pass) {
       return absl::FailedPreconditionError(absl::StrCat(
           "the request violates a guard of the compiled program: ",
           verdict.failed_atom < p.guard_texts.size() ? p.guard_texts[verdict.failed_atom] : "(bad slot count)"));
     }
   }
-  // 3. Every size the steps need; then the remaining input dims must agree.
-  if (absl::Status s = p.tape->Evaluate(absl::MakeSpan(ctx.slots_)); !s.ok()) return s;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const InputSpec& spec = p.inputs[i];
-    int64_t elements = 1;
-    for (size_t k = 0; k < spec.dims.size(); ++k) {
-      const InputDim& d = spec.dims[k];
-      elements *= inputs[i].shape[k];
-      if (d.check_slot >= 0 && slots[d.check_slot] != inputs[i].shape[k]) {
-        return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' dim ", k, " is ", inputs[i].shape[k],
-                                                       ", but the model requires ", d.expected, " = ",
-                                                       slots[d.check_slot]));
+  return Execute(inputs, ctx);
+}
+
+absl::StatusOr<std::vector<Tensor>> Program::RunBound(absl::Span<const TensorView> inputs,
+                                                      absl::Span<const int64_t> symbol_values,
+                                                      ExecutionContext& ctx) const {
+  const Impl& p = *impl_;
+  if (inputs.size() != p.binder.inputs().size() || symbol_values.size() != p.binder.symbols().size()) {
+    return absl::InternalError(absl::StrCat("RunBound: ", inputs.size(), " inputs and ", symbol_values.size(),
+                                            " symbol values for a program of ", p.binder.inputs().size(),
+                                            " inputs and ", p.binder.symbols().size(), " symbols"));
+  }
+  ctx.slots_.resize(p.tape->num_slots());
+  std::copy(symbol_values.begin(), symbol_values.end(), ctx.slots_.begin());
+  return Execute(inputs, ctx);
+}
+
+std::vector<std::string> Program::bound_symbols() const { return impl_->binder.symbol_names(); }
+
+absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView> inputs, ExecutionContext& ctx) const {
+  const Impl& p = *impl_;
+  int64_t* slots = ctx.slots_.data();
+  if (p.device == nullptr) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].space != MemorySpace::kHost) {
+        return absl::InvalidArgumentError(absl::StrCat("input '", p.binder.inputs()[i].name,
+                                                       "' is in CUDA device memory, but this program runs on the CPU"));
       }
     }
-    if (elements > 0 && inputs[i].data == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has no data"));
+  }
+  // 3. Every size the steps need; then the remaining input dims must agree.
+  if (absl::Status s = p.tape->Evaluate(absl::MakeSpan(ctx.slots_)); !s.ok()) return s;
+  for (const InputDimCheck& c : p.input_checks) {
+    const int64_t given = inputs[c.input].shape[c.dim];
+    if (slots[c.slot] != given) {
+      const std::string value = absl::StrCat(slots[c.slot]);
+      return absl::InvalidArgumentError(absl::StrCat("input '", p.binder.inputs()[c.input].name, "' dim ", c.dim,
+                                                     " is ", given, ", but the model requires ",
+                                                     c.expected == value ? value : absl::StrCat(c.expected, " = ", value)));
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const bool empty = std::find(inputs[i].shape.begin(), inputs[i].shape.end(), 0) != inputs[i].shape.end();
+    if (!empty && inputs[i].data == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", p.binder.inputs()[i].name, "' has no data"));
     }
   }
   // On a device the steps, storage and copies are the device program's.

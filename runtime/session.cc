@@ -23,46 +23,83 @@ ModelSource ModelSource::OnnxBytes(std::string bytes, std::string name) {
   return m;
 }
 
-ModelSource ModelSource::Built(std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env) {
+ModelSource ModelSource::Built(std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, std::string name) {
   ModelSource m;
   m.kind_ = Kind::kBuilt;
-  m.name_ = "<built model>";
+  m.name_ = std::move(name);
   m.graph_ = std::move(graph);
   m.env_ = std::move(env);
   return m;
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  polymorphic_.reset();
+  dispatcher_.reset();  // before the log it appends to
+}
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, const CompileOptions& options) {
-  std::unique_ptr<Session> session(new Session());
+  SessionOptions polymorphic;
+  polymorphic.compile = options;
+  polymorphic.policy = SpecializationPolicy::kPolymorphic;
+  return Create(std::move(model), polymorphic);
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, const SessionOptions& options) {
+  // The model and its env, with the declared ranges applied.
+  std::unique_ptr<Graph> graph;
+  std::unique_ptr<ShapeEnv> env;
   if (model.kind_ == ModelSource::Kind::kBuilt) {
     if (model.graph_ == nullptr || model.env_ == nullptr) {
       return absl::InvalidArgumentError("ModelSource::Built needs both a graph and a ShapeEnv");
     }
-    absl::StatusOr<std::unique_ptr<ShapeEnv>> env = RedeclareWithRanges(*model.env_, options.dims);
-    if (!env.ok()) return env.status();
-    session->env_ = options.dims.empty() ? std::move(model.env_) : *std::move(env);
-    session->graph_ = std::move(model.graph_);
+    graph = std::move(model.graph_);
+    env = std::move(model.env_);
+    if (!options.compile.dims.empty()) {
+      absl::StatusOr<std::unique_ptr<ShapeEnv>> ranged = RedeclareWithRanges(*env, options.compile.dims);
+      if (!ranged.ok()) return ranged.status();
+      env = *std::move(ranged);
+    }
   } else {
     ImportOptions import;
-    import.dim_ranges = options.dims;
+    import.dim_ranges = options.compile.dims;
     absl::StatusOr<ImportedModel> imported = model.kind_ == ModelSource::Kind::kOnnxFile
                                                  ? ImportOnnxFile(model.text_, import)
                                                  : ImportOnnxBytes(model.text_, import, model.name_);
     if (!imported.ok()) return imported.status();
-    for (const auto& [name, range] : options.dims) {
+    for (const auto& [name, range] : options.compile.dims) {
       if (!imported->env->HasSymbol(name)) return UnknownDimError(name, *imported->env);
     }
-    session->env_ = std::move(imported->env);
-    session->graph_ = std::move(imported->graph);
+    graph = std::move(imported->graph);
+    env = std::move(imported->env);
   }
-  absl::StatusOr<std::unique_ptr<Program>> program = Program::Compile(*session->graph_, *session->env_, options);
-  if (!program.ok()) {
-    return absl::Status(program.status().code(),
-                        absl::StrCat("compiling ", model.name_, ": ", program.status().message()));
+
+  std::unique_ptr<Session> session(new Session());
+  absl::StatusOr<std::unique_ptr<RecompileLogWriter>> log = options.recompile_log.empty()
+                                                                ? RecompileLogWriter::OpenFromEnvironment()
+                                                                : RecompileLogWriter::Open(options.recompile_log);
+  if (!log.ok()) return log.status();
+  session->log_ = *std::move(log);
+  DispatcherOptions dispatch;
+  dispatch.policy = options.policy;
+  dispatch.recompile_limit = options.recompile_limit;
+  dispatch.compile = options.compile;
+  dispatch.log = session->log_.get();
+  dispatch.buckets = options.buckets;
+  dispatch.tier_up = options.tier_up;
+  dispatch.cache_dir = options.cache_dir;
+  dispatch.remote_cache = options.remote_cache;
+  dispatch.front_store = options.front_store;
+  dispatch.front_store_writable = options.front_store_writable;
+  absl::StatusOr<std::unique_ptr<Dispatcher>> dispatcher =
+      Dispatcher::Create(std::move(graph), std::move(env), std::move(dispatch));
+  if (!dispatcher.ok()) {
+    return absl::Status(dispatcher.status().code(),
+                        absl::StrCat("compiling ", model.name_, ": ", dispatcher.status().message()));
   }
-  session->program_ = *std::move(program);
+  session->dispatcher_ = *std::move(dispatcher);
+  for (const std::shared_ptr<const CacheEntry>& entry : session->dispatcher_->cache().entries()) {
+    if (entry->guards.empty()) session->polymorphic_ = entry;
+  }
   return session;
 }
 
@@ -85,7 +122,7 @@ void Session::ReleaseContext(std::unique_ptr<ExecutionContext> context) {
 
 absl::StatusOr<std::vector<Tensor>> Session::Run(absl::Span<const TensorView> inputs) {
   std::unique_ptr<ExecutionContext> ctx = AcquireContext();
-  absl::StatusOr<std::vector<Tensor>> out = program_->Run(inputs, *ctx);
+  absl::StatusOr<std::vector<Tensor>> out = dispatcher_->Run(inputs, *ctx);
   ReleaseContext(std::move(ctx));
   if (out.ok()) requests_.fetch_add(1, std::memory_order_relaxed);
   return out;
@@ -97,15 +134,21 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(const std::vector<Tensor>& inpu
 }
 
 absl::StatusOr<std::vector<Tensor>> Session::RunReference(const std::vector<Tensor>& inputs) const {
-  return Interpret(*graph_, inputs);
+  return Interpret(graph(), inputs);
+}
+
+const Program* Session::program() const {
+  return polymorphic_ != nullptr ? polymorphic_->artifact->program.get() : nullptr;
 }
 
 SessionStats Session::stats() const {
   SessionStats s;
-  s.compiles = 1;
-  s.recompiles = 0;
+  s.dispatcher = dispatcher_->stats();
+  s.compiles = s.dispatcher.compiles;
+  s.recompiles = s.dispatcher.compiles - s.dispatcher.compiles_by_trigger[static_cast<int>(RecompileTrigger::kInitial)];
   s.requests = requests_.load(std::memory_order_relaxed);
-  s.program = program_->stats();
+  s.entries = dispatcher_->cache().size();
+  if (const Program* p = program()) s.program = p->stats();
   return s;
 }
 

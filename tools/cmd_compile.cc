@@ -84,7 +84,7 @@ int RunCompile(const std::vector<std::string>& raw) {
   const std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
   if (args->Has("warm")) {
     const std::string trace = args->Get("warm");
-    options.warm = [&recipes, trace](runtime::SpecializingSession& session) {
+    options.warm = [&recipes, trace](runtime::Session& session) {
       return WarmSession(session, recipes, trace);
     };
   }

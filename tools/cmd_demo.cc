@@ -265,7 +265,7 @@ int Demo(const DemoFlags& flags) {
   r["distinct_shapes"] = shapes.size();
   r["seed"] = flags.seed;
   r["device"] = stats.program.device;
-  if (std::optional<runtime::DeviceStats> device = (*session)->program().device_stats()) {
+  if (std::optional<runtime::DeviceStats> device = (*session)->program()->device_stats()) {
     r["device_name"] = device->device;
     r["graph_captures"] = device->graph_captures;
     r["graph_replays"] = device->graph_replays;

@@ -10,7 +10,7 @@
 // [--dim name=lo..hi]... [--policy P] [--warm TRACE] [--cache-dir DIR |
 // --no-cache] [--json]`): the model is
 // loaded with its declared ranges (overridden by `--dim`), a
-// SpecializingSession builds the artifacts the policy compiles ahead of time
+// Session builds the artifacts the policy compiles ahead of time
 // (auto and polymorphic: the polymorphic artifact; bucketed and static:
 // none — they compile on demand) or loads them, and every entry an earlier
 // process left, from the persistent cache (tools/run_cache_dir.h), optionally serves the requests of
@@ -45,7 +45,7 @@
 #include "runtime/specialization/coverage.h"
 #include "runtime/specialization/manifest.h"
 #include "runtime/specialization/policy.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 #include "tools/args.h"
 #include "tools/command.h"
 #include "tools/fleet_flags.h"
@@ -217,13 +217,14 @@ int ProveModel(const ParsedArgs& args) {
   if (!cache_dir.ok()) return UsageError(cache_dir.status().message());
   absl::StatusOr<runtime::persist::RemoteCacheOptions> remote = RemoteCacheFromFlags(args);
   if (!remote.ok()) return UsageError(remote.status().message());
-  runtime::SpecializingSessionOptions options;
+  runtime::SessionOptions options;
   options.policy = policy;
   options.cache_dir = *cache_dir;
   options.remote_cache = *std::move(remote);
   if (absl::Status s = ApplyDeviceFlags(args, &options.compile); !s.ok()) return UsageError(s.message());
-  absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
-      runtime::SpecializingSession::CreateFromBuilt(std::move(model->graph), std::move(model->env), options);
+  absl::StatusOr<std::unique_ptr<runtime::Session>> session =
+      runtime::Session::Create(
+          runtime::ModelSource::Built(std::move(model->graph), std::move(model->env), model_arg), options);
   if (!session.ok()) return UsageError(absl::StrCat("compile: ", session.status().message()));
   if (args.Has("warm")) {
     if (absl::Status s = WarmSession(**session, recipes, args.Get("warm")); !s.ok()) return UsageError(s.message());
@@ -355,7 +356,7 @@ int ProveBundle(const ParsedArgs& args) {
     return finish(true, "");
   }
   runtime::bundle::BundleSessionOptions options;  // no cache: every entry from the bundle
-  absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
+  absl::StatusOr<std::unique_ptr<runtime::Session>> session =
       runtime::bundle::OpenBundleSession(*bundle, *std::move(model), options);
   if (!session.ok()) return finish(false, std::string(session.status().message()));
   const runtime::SpecializationCache& cache = (*session)->dispatcher().cache();

@@ -15,7 +15,7 @@
 // (tools/fleet_flags.h, runtime/persist/remote_cache.h).
 //
 // Compiles MODEL (`path.onnx` or `builtin:bert|gpt2|gpt2-kv`, see
-// tools/model_loader.h) through a SpecializingSession for the declared
+// tools/model_loader.h) through a Session for the declared
 // ranges under `--policy` (polymorphic | bucketed | static | auto, the
 // default), every compile recorded in `--recompile-log` (JSON lines; or the
 // SHAPESHIFT_RECOMPILE_LOG environment variable) for `shapeshift explain`.
@@ -87,7 +87,7 @@
 #include "runtime/bundle/bundle.h"
 #include "runtime/specialization/metrics.h"
 #include "runtime/specialization/policy.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 #include "tools/args.h"
 #include "tools/command.h"
 #include "tools/fleet_flags.h"
@@ -274,7 +274,7 @@ struct PreparedModel {
   std::vector<InputRecipe> recipes;
   std::unique_ptr<Graph> reference;
   std::vector<std::string> output_names;
-  std::unique_ptr<runtime::SpecializingSession> session;
+  std::unique_ptr<runtime::Session> session;
   double create_us = 0;  // wall time of session creation (the ahead-of-time compile, if any)
 };
 
@@ -283,7 +283,7 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   prepared.recipes = InputRecipes(*model.graph);
   prepared.reference = model.graph->Clone();
   for (const Value* v : model.graph->outputs()) prepared.output_names.push_back(v->name());
-  runtime::SpecializingSessionOptions options;
+  runtime::SessionOptions options;
   options.compile.print_after = flags.print_after;
   prepared.ir_stream = std::make_unique<EscapedLineStream>(stderr);
   options.compile.print_stream = prepared.ir_stream.get();
@@ -296,7 +296,7 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   options.cache_dir = flags.cache_dir;
   options.remote_cache = flags.remote_cache;
   Clock::time_point start = Clock::now();
-  absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session;
+  absl::StatusOr<std::unique_ptr<runtime::Session>> session;
   if (flags.bundle != nullptr) {
     runtime::bundle::BundleSessionOptions bundle_options;
     bundle_options.cache_dir = flags.cache_dir;
@@ -305,7 +305,8 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
     if (flags.recompile_limit) bundle_options.recompile_limit = *flags.recompile_limit;
     session = runtime::bundle::OpenBundleSession(*flags.bundle, std::move(model), bundle_options);
   } else {
-    session = runtime::SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
+    session = runtime::Session::Create(
+        runtime::ModelSource::Built(std::move(model.graph), std::move(model.env), flags.model), options);
   }
   if (!session.ok()) return session.status();
   prepared.create_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
@@ -325,7 +326,7 @@ nlohmann::ordered_json OutputSummary(const std::string& name, const Tensor& t) {
 }
 
 // Adds the session's metrics to the report (--json) or prints them after it.
-void EmitMetrics(const RunFlags& flags, const runtime::SpecializingSession& session, nlohmann::ordered_json& r) {
+void EmitMetrics(const RunFlags& flags, const runtime::Session& session, nlohmann::ordered_json& r) {
   if (!flags.metrics) return;
   const runtime::SpecializationMetrics metrics = session.Metrics();
   if (flags.json) {
@@ -343,7 +344,7 @@ void EmitMetrics(const RunFlags& flags, const runtime::SpecializingSession& sess
 
 // Device::kCuda: what the device programs of the session's entries did —
 // the device, the module, the CUDA graph plan, captures and replays.
-void AddDeviceReport(const RunFlags& flags, const runtime::SpecializingSession& session, nlohmann::ordered_json& r) {
+void AddDeviceReport(const RunFlags& flags, const runtime::Session& session, nlohmann::ordered_json& r) {
   r["device"] = runtime::DeviceName(flags.device.device);
   if (flags.device.device != runtime::Device::kCuda) return;
   nlohmann::ordered_json cuda = {{"graph_captures", 0}, {"graph_replays", 0}, {"direct_runs", 0},
@@ -427,7 +428,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   if (!inputs.ok()) return Fail(kExitUsage, std::string(inputs.status().message()));
   absl::StatusOr<PreparedModel> prepared = Prepare(flags, std::move(model));
   if (!prepared.ok()) return Fail(kExitUsage, absl::StrCat("compile: ", prepared.status().message()));
-  runtime::SpecializingSession& session = *prepared->session;
+  runtime::Session& session = *prepared->session;
 
   std::optional<std::vector<Tensor>> reference;
   if (flags.check) {
@@ -455,7 +456,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
       return Fail(kExitUsage, std::string(s.message()));
     }
   }
-  const runtime::SpecializingSessionStats stats = session.stats();
+  const runtime::SessionStats stats = session.stats();
   std::vector<int64_t> slot_values;
   for (const std::string& slot : session.dispatcher().slots()) slot_values.push_back(dims->at(slot));
   std::shared_ptr<const runtime::CacheEntry> entry = session.dispatcher().cache().Find(slot_values);

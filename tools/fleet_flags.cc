@@ -68,7 +68,7 @@ absl::StatusOr<std::string> SigningKeyFromFlags(const ParsedArgs& args) {
 
 bool IsBundlePath(const std::string& model) { return absl::EndsWith(model, ".ssb"); }
 
-void AddFleetReport(const runtime::SpecializingSession& session, bool remote, nlohmann::ordered_json& report) {
+void AddFleetReport(const runtime::Session& session, bool remote, nlohmann::ordered_json& report) {
   const runtime::SpecializationMetrics m = session.Metrics();
   report["llvm_compiles"] = m.llvm_compiles;
   if (!remote) return;

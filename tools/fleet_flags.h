@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "runtime/persist/remote_cache.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 #include "tools/args.h"
 
 namespace shapeshift::tools {
@@ -41,7 +41,7 @@ bool IsBundlePath(const std::string& model);
 // The report's fleet fields: `llvm_compiles`, and with a remote cache a
 // `remote` object (loads, waits, wait timeouts, hits, misses, refused,
 // errors, too_large, bytes_read, bytes_written).
-void AddFleetReport(const runtime::SpecializingSession& session, bool remote, nlohmann::ordered_json& report);
+void AddFleetReport(const runtime::Session& session, bool remote, nlohmann::ordered_json& report);
 
 }  // namespace shapeshift::tools
 

@@ -38,7 +38,7 @@ absl::StatusOr<std::vector<Tensor>> Malformed(const std::vector<Tensor>& inputs,
 }  // namespace
 
 FuzzRunner::FuzzRunner(FuzzOptions options, FuzzDomain domain, std::vector<std::string> input_names,
-                       std::unique_ptr<runtime::SpecializingSession> session, std::unique_ptr<ReferenceOracle> oracle,
+                       std::unique_ptr<runtime::Session> session, std::unique_ptr<ReferenceOracle> oracle,
                        CaseFootprintEstimator footprint)
     : options_(std::move(options)),
       domain_(std::move(domain)),
@@ -57,13 +57,14 @@ absl::StatusOr<std::unique_ptr<FuzzRunner>> FuzzRunner::Create(const FuzzOptions
   std::vector<std::string> input_names;
   for (const Value* v : model->graph->inputs()) input_names.push_back(v->name());
 
-  runtime::SpecializingSessionOptions session_options;
+  runtime::SessionOptions session_options;
   session_options.policy = options.policy;
   session_options.recompile_limit = options.recompile_limit;
   session_options.compile.device = options.device.device;
   session_options.compile.cuda = options.device.cuda;
-  absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> session =
-      runtime::SpecializingSession::CreateFromBuilt(std::move(model->graph), std::move(model->env), session_options);
+  absl::StatusOr<std::unique_ptr<runtime::Session>> session =
+      runtime::Session::Create(runtime::ModelSource::Built(std::move(model->graph), std::move(model->env)),
+                               session_options);
   if (!session.ok()) {
     return absl::Status(session.status().code(), absl::StrCat("compile: ", session.status().message()));
   }

@@ -1,4 +1,4 @@
-// FuzzRunner: drives one `shapeshift fuzz` run — a SpecializingSession under
+// FuzzRunner: drives one `shapeshift fuzz` run — a Session under
 // one policy, the reference oracle and Z3 — case by case, and checks the
 // three guard properties of DESIGN.md "Fuzz-testing guard correctness":
 //  - soundness: an accepted in-domain request's outputs match the
@@ -40,7 +40,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "graph/onnx/importer.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 #include "tools/fuzz_budget.h"
 #include "tools/fuzz_cases.h"
 #include "tools/fuzz_guard_checks.h"
@@ -102,7 +102,7 @@ class FuzzRunner {
 
   const FuzzResults& results() const { return results_; }
   const FuzzDomain& domain() const { return domain_; }
-  runtime::SpecializingSession& session() { return *session_; }
+  runtime::Session& session() { return *session_; }
   ReferenceOracle& oracle() { return *oracle_; }
   Z3GuardOracle& z3() { return z3_; }
   // Distinct in-domain shapes the run visited, in first-visit order.
@@ -120,7 +120,7 @@ class FuzzRunner {
 
  private:
   FuzzRunner(FuzzOptions options, FuzzDomain domain, std::vector<std::string> input_names,
-             std::unique_ptr<runtime::SpecializingSession> session, std::unique_ptr<ReferenceOracle> oracle,
+             std::unique_ptr<runtime::Session> session, std::unique_ptr<ReferenceOracle> oracle,
              CaseFootprintEstimator footprint);
 
   // One request and its soundness check.
@@ -145,7 +145,7 @@ class FuzzRunner {
   const FuzzOptions options_;
   const FuzzDomain domain_;
   const std::vector<std::string> input_names_;
-  std::unique_ptr<runtime::SpecializingSession> session_;
+  std::unique_ptr<runtime::Session> session_;
   std::unique_ptr<ReferenceOracle> oracle_;
   const CaseFootprintEstimator footprint_;
   Z3GuardOracle z3_;

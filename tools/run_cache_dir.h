@@ -1,6 +1,6 @@
 // `--cache-dir DIR` / `--no-cache`: where `run` and `prove` keep compiled
 // artifacts between processes (runtime/persist, through
-// SpecializingSessionOptions::cache_dir).
+// SessionOptions::cache_dir).
 //
 // Why on by default: the second process serving the same model should pay
 // no compile at all (issue 5: "a second process with the same --cache-dir:

@@ -18,7 +18,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The request's symbol values in the cache's slot order.
-std::vector<int64_t> SlotValues(const runtime::SpecializingSession& session, const Assignment& request) {
+std::vector<int64_t> SlotValues(const runtime::Session& session, const Assignment& request) {
   std::vector<int64_t> values;
   for (const std::string& slot : session.dispatcher().slots()) {
     auto it = request.find(slot);
@@ -40,12 +40,12 @@ std::vector<int64_t> BucketKey(const ShapeEnv& env, const std::vector<std::strin
 }
 
 // The id of the entry that serves `values` now, or 0 when none does.
-int64_t ServingEntry(const runtime::SpecializingSession& session, const std::vector<int64_t>& values) {
+int64_t ServingEntry(const runtime::Session& session, const std::vector<int64_t>& values) {
   std::shared_ptr<const runtime::CacheEntry> entry = session.dispatcher().cache().Find(values);
   return entry == nullptr ? 0 : entry->id;
 }
 
-void CountEvents(const runtime::SpecializingSession& session, ReplayResult& result) {
+void CountEvents(const runtime::Session& session, ReplayResult& result) {
   // Every tier and trigger is listed, zeros included, so readers need no defaults.
   for (runtime::Tier tier : {runtime::Tier::kPolymorphic, runtime::Tier::kBucketed, runtime::Tier::kStatic}) {
     result.compiles_by_tier[runtime::TierName(tier)] = 0;
@@ -71,7 +71,7 @@ double Percentile(std::vector<double> values, double p) {
   return values[std::min(index, values.size() - 1)];
 }
 
-absl::StatusOr<ReplayResult> ReplayTrace(runtime::SpecializingSession& session, const Graph& reference,
+absl::StatusOr<ReplayResult> ReplayTrace(runtime::Session& session, const Graph& reference,
                                          const std::vector<InputRecipe>& recipes,
                                          const std::vector<Assignment>& trace, const ReplayOptions& options) {
   ReplayResult result;
@@ -132,7 +132,7 @@ absl::StatusOr<ReplayResult> ReplayTrace(runtime::SpecializingSession& session, 
   session.WaitForTierUps();
   result.distinct_shapes = static_cast<int64_t>(shapes.size());
   result.buckets_with_traffic = static_cast<int64_t>(buckets.size());
-  const runtime::SpecializingSessionStats stats = session.stats();
+  const runtime::SessionStats stats = session.stats();
   result.compiles = stats.dispatcher.compiles;
   result.misses = stats.dispatcher.misses;
   result.cache_loads = stats.dispatcher.cache_loads;

@@ -1,4 +1,4 @@
-// Replaying a request trace (tools/trace.h) through a SpecializingSession and
+// Replaying a request trace (tools/trace.h) through a Session and
 // counting what the specialization machinery did: compiles by tier and
 // trigger, misses, tier-ups, latency percentiles, time to the first result
 // — and whether the answers were right.
@@ -11,7 +11,7 @@
 // it when the request compiled) — so every artifact that served traffic is
 // checked at least once. Comparison: graph/tensor_compare.h (rtol = atol = 1e-3).
 //
-// Latency is measured around SpecializingSession::Run only (inputs are made
+// Latency is measured around Session::Run only (inputs are made
 // and checks run outside the timed region). The counts are taken after the
 // auto policy's background tier-ups have finished (WaitForTierUps), so a
 // tier-up the trace triggered is counted even if no request used it. Request i's inputs are
@@ -26,7 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 #include "shapes/sym_expr.h"
 #include "tools/model_loader.h"
 
@@ -73,7 +73,7 @@ struct ReplayResult {
 // unoptimized graph (the interpreter's input); `recipes` say how inputs are
 // made (InputRecipes on the same model). An error only when inputs cannot
 // be made or the interpreter fails; refused requests are counted.
-absl::StatusOr<ReplayResult> ReplayTrace(runtime::SpecializingSession& session, const Graph& reference,
+absl::StatusOr<ReplayResult> ReplayTrace(runtime::Session& session, const Graph& reference,
                                          const std::vector<InputRecipe>& recipes,
                                          const std::vector<Assignment>& trace, const ReplayOptions& options);
 

@@ -5,7 +5,7 @@
 
 namespace shapeshift::tools {
 
-absl::Status WarmSession(runtime::SpecializingSession& session, const std::vector<InputRecipe>& recipes,
+absl::Status WarmSession(runtime::Session& session, const std::vector<InputRecipe>& recipes,
                          const std::string& trace_spec) {
   absl::StatusOr<std::vector<Assignment>> trace = MakeTrace(trace_spec, session.dispatcher().env(), "--warm");
   if (!trace.ok()) return trace.status();

@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 #include "tools/model_loader.h"
 
 namespace shapeshift::tools {
 
 // Serves every request of `trace_spec` (tools/trace.h) with deterministic
 // inputs; an error names the request that failed.
-absl::Status WarmSession(runtime::SpecializingSession& session, const std::vector<InputRecipe>& recipes,
+absl::Status WarmSession(runtime::Session& session, const std::vector<InputRecipe>& recipes,
                          const std::string& trace_spec);
 
 }  // namespace shapeshift::tools

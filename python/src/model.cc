@@ -38,7 +38,7 @@ std::unique_ptr<Model> Model::Load(const std::string& source, bool is_bytes, con
   std::unique_ptr<Model> model(new Model());
   model->name_ = is_bytes ? "<model bytes>" : source;
   model->intra_op_threads_ = options.intra_op_threads;
-  runtime::SpecializingSessionOptions session;
+  runtime::SessionOptions session;
   session.policy = OrRaise(runtime::ParseSpecializationPolicy(options.policy));
   model->policy_ = session.policy;
   session.recompile_limit = options.recompile_limit;
@@ -58,11 +58,11 @@ std::unique_ptr<Model> Model::Load(const std::string& source, bool is_bytes, con
   for (const Value* v : imported.graph->inputs()) model->inputs_.push_back({v->name(), v->type()});
   for (const Value* v : imported.graph->outputs()) model->outputs_.push_back({v->name(), v->type()});
   model->notes_ = imported.notes;
-  absl::StatusOr<std::unique_ptr<runtime::SpecializingSession>> created;
+  absl::StatusOr<std::unique_ptr<runtime::Session>> created;
   {
     nb::gil_scoped_release release;
-    created = runtime::SpecializingSession::CreateFromBuilt(std::move(imported.graph), std::move(imported.env),
-                                                            session, model->name_);
+    created = runtime::Session::Create(
+        runtime::ModelSource::Built(std::move(imported.graph), std::move(imported.env), model->name_), session);
   }
   model->session_ = OrRaise(std::move(created));
   return model;

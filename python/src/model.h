@@ -1,11 +1,11 @@
 // Model: what `shapeshift._core.Model` is — one imported ONNX model served by
-// a runtime::SpecializingSession (the policy's tiers, the recompile limit,
+// a runtime::Session (the policy's tiers, the recompile limit,
 // the persistent cache), plus the model's input/output signature as ONNX
 // Runtime describes it. python/shapeshift/session.py builds the
 // ORT-compatible InferenceSession on top (names, output selection, options).
 //
 // Thread-safety: Run releases the GIL and may be called from any number of
-// Python threads at once (SpecializingSession::Run is thread-safe); each call
+// Python threads at once (Session::Run is thread-safe); each call
 // owns its inputs' references and its outputs.
 #ifndef SHAPESHIFT_PYTHON_SRC_MODEL_H_
 #define SHAPESHIFT_PYTHON_SRC_MODEL_H_
@@ -20,7 +20,7 @@
 
 #include "graph/onnx/importer.h"
 #include "graph/tensor_type.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 
 namespace shapeshift::python {
 
@@ -75,7 +75,7 @@ class Model {
   std::vector<Port> outputs_;
   int intra_op_threads_ = 0;
   runtime::SpecializationPolicy policy_ = runtime::SpecializationPolicy::kAuto;
-  std::unique_ptr<runtime::SpecializingSession> session_;
+  std::unique_ptr<runtime::Session> session_;
   std::atomic<int64_t> input_copies_{0};
 };
 

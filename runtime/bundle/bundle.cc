@@ -125,7 +125,7 @@ absl::StatusOr<BundleSummary> CompileBundle(ImportedModel model, const BundleCom
                         absl::StrCat("re-importing the exported model: ", reimported.status().message()));
   }
 
-  SpecializingSessionOptions session_options;
+  SessionOptions session_options;
   session_options.compile = options.compile;
   session_options.compile.dims.clear();
   session_options.policy = options.policy;
@@ -136,8 +136,8 @@ absl::StatusOr<BundleSummary> CompileBundle(ImportedModel model, const BundleCom
   session_options.front_store_writable = true;
   header.manifest_key = ManifestKey(*reimported->graph, *reimported->env, session_options.compile, options.policy,
                                     options.buckets);
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> session = SpecializingSession::CreateFromBuilt(
-      std::move(reimported->graph), std::move(reimported->env), session_options);
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(ModelSource::Built(std::move(reimported->graph), std::move(reimported->env)), session_options);
   if (!session.ok()) return session.status();
   if (options.warm) {
     if (absl::Status s = options.warm(**session); !s.ok()) return s;
@@ -234,13 +234,13 @@ absl::StatusOr<ImportedModel> ImportBundleModel(const Bundle& bundle) {
   return ImportOnnxBytes(bundle.model_onnx, ImportFor(bundle.header), absl::StrCat("bundle ", bundle.path));
 }
 
-absl::StatusOr<std::unique_ptr<SpecializingSession>> OpenBundleSession(const Bundle& bundle, ImportedModel model,
+absl::StatusOr<std::unique_ptr<Session>> OpenBundleSession(const Bundle& bundle, ImportedModel model,
                                                                        const BundleSessionOptions& options) {
   const std::string what = absl::StrCat("bundle ", bundle.path);
   if (absl::Status s = CheckBundleTarget(bundle.header, codegen::cpu::DetectHostTarget()); !s.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(what, ": ", s.message()));
   }
-  SpecializingSessionOptions session_options;
+  SessionOptions session_options;
   session_options.compile.vector_width = bundle.header.vector_width;
   session_options.compile.pack_small_row_gemms = bundle.header.pack_small_row_gemms;
   session_options.policy = bundle.header.policy;
@@ -251,8 +251,8 @@ absl::StatusOr<std::unique_ptr<SpecializingSession>> OpenBundleSession(const Bun
   session_options.cache_dir = options.cache_dir;
   session_options.remote_cache = options.remote_cache;
   session_options.front_store = bundle.entries;
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> session =
-      SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), session_options);
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), session_options);
   if (!session.ok()) return absl::Status(session.status().code(), absl::StrCat(what, ": ", session.status().message()));
   const DispatcherStats stats = (*session)->stats().dispatcher;
   if (stats.compiles != 0 || stats.llvm_compiles != 0 || stats.cache_loads < bundle.header.entries) {

@@ -36,7 +36,7 @@
 #include "runtime/persist/remote_cache.h"
 #include "runtime/specialization/bucket.h"
 #include "runtime/specialization/policy.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 
 namespace shapeshift::runtime::bundle {
 
@@ -67,7 +67,7 @@ struct BundleCompileOptions {
   std::string signing_key;  // non-empty: HMAC-SHA-256 signed
   // Run after the ahead-of-time compile, before the snapshot (`--warm TRACE`:
   // its requests compile the entries they need); tier-ups are waited for.
-  std::function<absl::Status(SpecializingSession&)> warm;
+  std::function<absl::Status(Session&)> warm;
 };
 
 struct BundleSummary {
@@ -116,7 +116,7 @@ struct BundleSessionOptions {
 // entry is re-created from the bundle's objects, and anything but 0
 // compiles and 0 LLVM compiles is an error naming what had to be compiled.
 // `model` must be ImportBundleModel(bundle)'s.
-absl::StatusOr<std::unique_ptr<SpecializingSession>> OpenBundleSession(const Bundle& bundle, ImportedModel model,
+absl::StatusOr<std::unique_ptr<Session>> OpenBundleSession(const Bundle& bundle, ImportedModel model,
                                                                        const BundleSessionOptions& options);
 
 // The guard sets the cache's entries check, most specific first (what a

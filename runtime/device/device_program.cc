@@ -280,10 +280,8 @@ absl::Status DeviceProgram::Finish(const Program::Impl& impl, const Graph& graph
       padded.push_back({"a GEMM's batch", g->batch_expr});
     }
   }
-  std::vector<std::string> symbols;
-  for (const SymbolRange& r : impl.symbols) symbols.push_back(r.name);
-  graph_plan_ = PlanCudaGraphs(env, symbols, options_.graph_symbol, options_.graphs, options_.learned_buckets,
-                               options_.capture_after, padded);
+  graph_plan_ = PlanCudaGraphs(env, impl.binder.symbol_names(), options_.graph_symbol, options_.graphs,
+                               options_.learned_buckets, options_.capture_after, padded);
   for (Step& s : steps_) {
     auto* g = std::get_if<GemmStep>(&s);
     if (g == nullptr || !graph_plan_.enabled) continue;

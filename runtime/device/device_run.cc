@@ -77,8 +77,9 @@ bool DeviceRun::ChooseGraph(DeviceState& state) {
   plan.buckets->Observe(plan.symbol_slot, value);
   bucket_ = plan.BucketOf(value);
   key_ = absl::StrCat(bucket_.lo, "..", bucket_.hi);
-  for (size_t s = 0; s < impl_.symbols.size(); ++s) {
-    if (static_cast<int>(s) != plan.symbol_slot) absl::StrAppend(&key_, " ", impl_.symbols[s].name, "=", actual_[s]);
+  for (size_t s = 0; s < impl_.binder.symbols().size(); ++s) {
+    if (static_cast<int>(s) == plan.symbol_slot) continue;
+    absl::StrAppend(&key_, " ", impl_.binder.symbols()[s].name, "=", actual_[s]);
   }
   int64_t seen = ++state.sightings[key_];
   return state.graphs.contains(key_) || seen >= plan.capture_after;
@@ -95,9 +96,9 @@ absl::Status DeviceRun::Place(DeviceState& state) {
   // [plan arena | staged inputs | outputs], each region 256-byte aligned.
   auto align = [](int64_t b) { return (b + 255) / 256 * 256; };
   int64_t end = align(std::max<int64_t>(Placed(impl_.arena_slot), 0));
-  for (size_t i = 0; i < impl_.inputs.size(); ++i) {
+  for (size_t i = 0; i < impl_.binder.inputs().size(); ++i) {
     input_offset_.push_back(end);
-    end += align(Placed(dp_.input_elements_slot_[i]) * static_cast<int64_t>(DTypeSize(impl_.inputs[i].dtype)));
+    end += align(Placed(dp_.input_elements_slot_[i]) * static_cast<int64_t>(DTypeSize(impl_.binder.inputs()[i].dtype)));
   }
   for (const OutputSpec& out : impl_.outputs) {
     int64_t elements = 1;
@@ -290,7 +291,7 @@ absl::Status DeviceRun::RunGraph(DeviceState& state) {
   ++dp_.graph_replays_;
   GraphEntry& entry = it->second;
   // Belt and braces: the bucket's guard atoms hold for this request.
-  GuardVerdict verdict = entry.guards.Evaluate(actual_.subspan(0, impl_.symbols.size()));
+  GuardVerdict verdict = entry.guards.Evaluate(actual_.subspan(0, impl_.binder.symbols().size()));
   if (!verdict.pass) {
     return absl::InternalError(absl::StrCat("CUDA graph for key ", key_, " chosen for a request outside ",
                                             plan.Describe(bucket_)));

@@ -20,6 +20,10 @@ constexpr size_t kEntriesInLimitError = 4;
 
 AtomRecord Record(const GuardAtom& atom) { return AtomRecord{atom.predicate.ToString(), atom.provenance}; }
 
+std::string AtomText(const GuardAtom& atom) {
+  return absl::StrCat(atom.predicate.ToString(), " [asked by ", ProvenanceText(atom.provenance), "]");
+}
+
 std::string ValuesText(absl::Span<const std::string> slots, absl::Span<const int64_t> values) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < slots.size() && i < values.size(); ++i) parts.push_back(absl::StrCat(slots[i], "=", values[i]));
@@ -41,8 +45,8 @@ std::unique_ptr<persist::TieredEntryStore> Chain(std::vector<persist::TieredEntr
 
 Dispatcher::Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique_ptr<persist::RemoteCache> remote,
                        std::unique_ptr<Graph> graph, std::unique_ptr<ShapeEnv> env, DispatcherOptions options,
-                       std::vector<std::string> slots, std::vector<Binding> bindings,
-                       std::vector<SymbolInfo> slot_symbols)
+                       std::vector<std::string> slots, InputBinder binder,
+                       std::optional<GuardProgram> model_guards, std::vector<SymbolInfo> slot_symbols)
     : disk_(std::move(disk)),
       remote_(std::move(remote)),
       front_(options.front_store),
@@ -55,7 +59,8 @@ Dispatcher::Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique
         if (object_store_ != nullptr) options.compile.object_store = object_store_.get();
         return std::move(options);
       }()),
-      bindings_(std::move(bindings)),
+      binder_(std::move(binder)),
+      model_guards_(std::move(model_guards)),
       cache_(std::move(slots)),
       buckets_(options_.buckets, slot_symbols),
       tier_up_(options_.policy == SpecializationPolicy::kAuto ? std::make_unique<TierUpModel>(options_.tier_up)
@@ -83,29 +88,28 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(std::unique_ptr<G
                                                                DispatcherOptions options) {
   if (graph == nullptr || env == nullptr) return absl::InvalidArgumentError("Dispatcher needs a graph and a ShapeEnv");
   if (options.recompile_limit < 0) return absl::InvalidArgumentError("recompile limit must be >= 0");
-  // A symbol is bound by the first input dim that is exactly that symbol
-  // (the same rule Program::Run uses).
-  std::vector<std::string> slots;
+  // The one binding rule (input_binder.h), also every Program's.
+  absl::StatusOr<InputBinder> binder = InputBinder::Create(*graph, *env);
+  if (!binder.ok()) return binder.status();
+  std::vector<std::string> slots = binder->symbol_names();
   std::vector<SymbolInfo> slot_symbols;
-  std::vector<Binding> bindings;
-  absl::flat_hash_set<std::string> bound;
-  for (size_t i = 0; i < graph->inputs().size(); ++i) {
-    const std::vector<SymExpr>& shape = graph->inputs()[i]->type().shape;
-    for (size_t k = 0; k < shape.size(); ++k) {
-      if (!shape[k].IsSymbol() || !bound.insert(shape[k].symbol_name()).second) continue;
-      const SymbolInfo* info = env->FindSymbol(shape[k].symbol_name());
-      if (info == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat("input '", graph->inputs()[i]->name(), "' dim ", k,
-                                                       ": symbol '", shape[k].symbol_name(), "' is not declared"));
-      }
-      slots.push_back(info->name);
-      slot_symbols.push_back(*info);
-      bindings.push_back({static_cast<int>(i), static_cast<int>(k), info->min, info->max, RangeNoteSuffix(*info)});
-    }
-  }
+  for (const std::string& name : slots) slot_symbols.push_back(*env->FindSymbol(name));
   if (slots.size() > kInlineSlots) {
     return absl::UnimplementedError(absl::StrCat("the dispatcher binds at most ", kInlineSlots,
                                                  " dynamic dims; the model has ", slots.size()));
+  }
+  // Guards already recorded on the model's env (answers someone asked of it
+  // before any compile) hold for every entry: checked once per request,
+  // right after binding, before any entry is chosen or compiled.
+  std::optional<GuardProgram> model_guards;
+  if (!env->guards().empty()) {
+    std::vector<Predicate> atoms;
+    for (const GuardAtom& g : env->guards()) atoms.push_back(g.predicate);
+    absl::StatusOr<GuardProgram> compiled = GuardProgram::Compile(atoms, slots);
+    if (!compiled.ok()) {
+      return absl::Status(compiled.status().code(), absl::StrCat("the model's guards: ", compiled.status().message()));
+    }
+    model_guards = *std::move(compiled);
   }
   std::unique_ptr<persist::ArtifactCache> disk;
   if (!options.cache_dir.empty()) {
@@ -123,8 +127,8 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(std::unique_ptr<G
     remote = *std::move(opened);
   }
   std::unique_ptr<Dispatcher> d(new Dispatcher(std::move(disk), std::move(remote), std::move(graph), std::move(env),
-                                               std::move(options), std::move(slots), std::move(bindings),
-                                               std::move(slot_symbols)));
+                                               std::move(options), std::move(slots), *std::move(binder),
+                                               std::move(model_guards), std::move(slot_symbols)));
   if (d->manifests_ != nullptr || d->remote_ != nullptr) d->LoadManifest();
   const std::vector<std::shared_ptr<const CacheEntry>> loaded = d->cache_.entries();
   const bool serves_everything = std::any_of(loaded.begin(), loaded.end(), [](const auto& e) { return e->guards.empty(); });
@@ -143,61 +147,6 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(std::unique_ptr<G
     if (!entry.ok()) return entry.status();
   }
   return d;
-}
-
-absl::Status Dispatcher::Bind(absl::Span<const TensorView> inputs, absl::Span<int64_t> values) const {
-  const std::vector<Value*>& declared = graph_->inputs();
-  if (inputs.size() != declared.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected ", declared.size(), " inputs, got ", inputs.size()));
-  }
-  // Everything a request can get wrong without any artifact's help is
-  // refused here, before a policy could spend a compile (or, at the
-  // recompile limit, answer with the limit instead of the real problem).
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorType& type = declared[i]->type();
-    if (inputs[i].dtype != type.dtype) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", declared[i]->name(), "' has dtype ",
-                                                     DTypeName(inputs[i].dtype), ", expected ",
-                                                     DTypeName(type.dtype)));
-    }
-    if (inputs[i].shape.size() != type.shape.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", declared[i]->name(), "': expected rank ",
-                                                     type.shape.size(), ", got ", inputs[i].shape.size()));
-    }
-    for (size_t k = 0; k < type.shape.size(); ++k) {
-      std::optional<int64_t> fixed = type.shape[k].AsConst();
-      if (fixed.has_value() && inputs[i].shape[k] != *fixed) {
-        return absl::InvalidArgumentError(absl::StrCat("input '", declared[i]->name(), "' dim ", k, " is ",
-                                                       inputs[i].shape[k], ", expected ", *fixed));
-      }
-    }
-  }
-  for (size_t s = 0; s < bindings_.size(); ++s) {
-    const Binding& b = bindings_[s];
-    const int64_t v = inputs[b.input].shape[b.dim];
-    if (v < b.min || v > b.max) {
-      return absl::OutOfRangeError(absl::StrCat("input '", declared[b.input]->name(), "' dim ", b.dim, " (",
-                                                cache_.slots()[s], ") = ", v, " is outside the declared range ",
-                                                b.min, "..", b.max, b.note));
-    }
-    values[s] = v;
-  }
-  // Every other occurrence of a bound symbol must agree with its binding.
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorType& type = declared[i]->type();
-    for (size_t k = 0; k < type.shape.size(); ++k) {
-      if (!type.shape[k].IsSymbol()) continue;
-      for (size_t s = 0; s < bindings_.size(); ++s) {
-        if (cache_.slots()[s] != type.shape[k].symbol_name() || values[s] == inputs[i].shape[k]) continue;
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input '", declared[i]->name(), "' dim ", k, " (", cache_.slots()[s], ") is ", inputs[i].shape[k],
-            " but input '", declared[bindings_[s].input]->name(), "' dim ", bindings_[s].dim, " says ",
-            cache_.slots()[s], " = ", values[s]));
-      }
-    }
-  }
-  return absl::OkStatus();
 }
 
 Tier Dispatcher::PolicyTier() const {
@@ -234,9 +183,24 @@ std::string Dispatcher::CompileKey(const EntrySpec& spec) const {
   return absl::StrCat(TierName(spec.tier), ":", absl::StrJoin(bounds, ","));
 }
 
+absl::Status Dispatcher::Bind(absl::Span<const TensorView> inputs, absl::Span<int64_t> values) const {
+  // Everything a request can get wrong without any artifact's help is
+  // refused here, before a policy could spend a compile (or, at the
+  // recompile limit, answer with the limit instead of the real problem).
+  if (absl::Status s = binder_.Bind(inputs, values); !s.ok()) return s;
+  if (model_guards_.has_value()) {
+    const GuardVerdict verdict = model_guards_->Evaluate(values);
+    if (!verdict.pass) {
+      return absl::FailedPreconditionError(absl::StrCat("the request violates a guard of the model: ",
+                                                        AtomText(env_->guards()[verdict.failed_atom])));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Acquire(absl::Span<const TensorView> inputs) {
   int64_t storage[kInlineSlots];
-  absl::Span<int64_t> values(storage, bindings_.size());
+  absl::Span<int64_t> values(storage, binder_.symbols().size());
   if (absl::Status s = Bind(inputs, values); !s.ok()) return s;
   return Serve(values);
 }
@@ -297,6 +261,18 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Serve(absl::Span<c
     in_flight_.erase(key);
     compile_done_.SignalAll();
     mu_.Unlock();
+    // The entry is run without the program's own checks (RunBound): it must
+    // serve the request it was compiled for, or the request is refused.
+    if (entry.ok()) {
+      const GuardVerdict verdict = (*entry)->guard_program.Evaluate(values);
+      if (!verdict.pass) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the ", TierName((*entry)->tier), " entry compiled for ", ValuesText(cache_.slots(), values),
+            " does not serve it: it fails ",
+            verdict.failed_atom < (*entry)->guards.size() ? AtomText((*entry)->guards[verdict.failed_atom])
+                                                          : std::string("(bad slot count)")));
+      }
+    }
     return entry;
   }
 }
@@ -304,11 +280,17 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Serve(absl::Span<c
 absl::StatusOr<std::vector<Tensor>> Dispatcher::Run(absl::Span<const TensorView> inputs, ExecutionContext& context) {
   const int64_t start = NowNs();
   int64_t storage[kInlineSlots];
-  absl::Span<int64_t> values(storage, bindings_.size());
+  absl::Span<int64_t> values(storage, binder_.symbols().size());
   if (absl::Status s = Bind(inputs, values); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<const CacheEntry>> entry = Serve(values);
   if (!entry.ok()) return entry.status();
-  absl::StatusOr<std::vector<Tensor>> out = (*entry)->artifact->program->Run(inputs, context);
+  // Bound once: the entry's guards (checked by Serve) imply the program's
+  // ranges and guards, so the program only evaluates sizes and runs.
+  const std::vector<int>& program_slots = (*entry)->program_slots;
+  int64_t program_storage[kInlineSlots];
+  for (size_t i = 0; i < program_slots.size(); ++i) program_storage[i] = values[program_slots[i]];
+  absl::StatusOr<std::vector<Tensor>> out = (*entry)->artifact->program->RunBound(
+      inputs, absl::MakeConstSpan(program_storage, program_slots.size()), context);
   if (!out.ok()) return out;
   const int64_t latency_ns = NowNs() - start;
   int64_t unset = -1;
@@ -331,8 +313,7 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::AtLimit(absl::Span
     const EntryMiss& m = misses[i];
     std::vector<std::string> failing;
     for (size_t a : m.failing) {
-      const GuardAtom& atom = m.entry->guards[a];
-      failing.push_back(absl::StrCat(atom.predicate.ToString(), " [asked by ", ProvenanceText(atom.provenance), "]"));
+      failing.push_back(AtomText(m.entry->guards[a]));
     }
     reasons.push_back(absl::StrCat("entry #", m.entry->id, " (", TierName(m.entry->tier),
                                    ") fails ", absl::StrJoin(failing, ", ")));

@@ -58,6 +58,7 @@
 #include "graph/tensor.h"
 #include "runtime/compile_options.h"
 #include "runtime/execution_context.h"
+#include "runtime/input_binder.h"
 #include "runtime/persist/artifact_cache.h"
 #include "runtime/persist/artifact_object_store.h"
 #include "runtime/persist/entry_store.h"
@@ -70,6 +71,7 @@
 #include "runtime/specialization/specialization_cache.h"
 #include "runtime/specialization/tier_up.h"
 #include "runtime/tensor_view.h"
+#include "shapes/guard_program.h"
 #include "shapes/shape_env.h"
 
 namespace shapeshift::runtime {
@@ -161,6 +163,8 @@ class Dispatcher {
   // The model's symbols and declared ranges (the domain every entry is
   // specialized within).
   const ShapeEnv& env() const { return *env_; }
+  // The model as given to Create (every compile optimizes its own clone).
+  const Graph& model() const { return *graph_; }
   DispatcherStats stats() const;
   std::vector<RecompileEvent> events() const;
   SpecializationMetrics Metrics() const;
@@ -172,21 +176,14 @@ class Dispatcher {
   // Requests bind at most this many symbols without allocating.
   static constexpr size_t kInlineSlots = 16;
 
-  // Where each slot's value comes from: inputs[input].shape[dim].
-  struct Binding {
-    int input = 0;
-    int dim = 0;
-    int64_t min = 0;
-    int64_t max = 0;
-    std::string note;  // RangeNoteSuffix of the symbol: who limited its range
-  };
-
   Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique_ptr<persist::RemoteCache> remote,
              std::unique_ptr<Graph> graph,
              std::unique_ptr<ShapeEnv> env, DispatcherOptions options, std::vector<std::string> slots,
-             std::vector<Binding> bindings, std::vector<SymbolInfo> slot_symbols);
+             InputBinder binder, std::optional<GuardProgram> model_guards, std::vector<SymbolInfo> slot_symbols);
 
+  // The binder's checks, then the model env's own guards (model_guards_).
   absl::Status Bind(absl::Span<const TensorView> inputs, absl::Span<int64_t> values) const;
+
   // The entry for bound `values` (fast path: Find; else compile or wait).
   absl::StatusOr<std::shared_ptr<const CacheEntry>> Serve(absl::Span<const int64_t> values);
   // The tier every compile gets under the policy.
@@ -246,7 +243,9 @@ class Dispatcher {
   const std::unique_ptr<Graph> graph_;
   const std::unique_ptr<ShapeEnv> env_;
   const DispatcherOptions options_;
-  const std::vector<Binding> bindings_;
+  const InputBinder binder_;  // slot i of the cache is binder_.symbols()[i]
+  // The model env's recorded guards over the slots; absent when it has none.
+  const std::optional<GuardProgram> model_guards_;
   SpecializationCache cache_;
   BucketScheme buckets_;
   const std::unique_ptr<TierUpModel> tier_up_;  // auto only

@@ -57,6 +57,16 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> SpecializationCache::Insert(
                                      " entry: ", program.status().message()));
   }
   auto entry = std::make_shared<CacheEntry>();
+  if (artifact != nullptr && artifact->program != nullptr) {
+    for (const std::string& symbol : artifact->program->bound_symbols()) {
+      auto slot = std::find(slots_.begin(), slots_.end(), symbol);
+      if (slot == slots_.end()) {
+        return absl::InternalError(absl::StrCat("specialization cache: a ", TierName(tier), " entry's program binds '",
+                                                symbol, "', which no slot of the model holds"));
+      }
+      entry->program_slots.push_back(static_cast<int>(slot - slots_.begin()));
+    }
+  }
   entry->tier = tier;
   entry->guards = std::move(guards);
   entry->guard_program = *std::move(program);

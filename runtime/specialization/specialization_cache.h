@@ -66,6 +66,11 @@ struct CacheEntry {
   // pinned values in slot order; empty otherwise.
   std::vector<int64_t> exact_shape;
   std::shared_ptr<const SpecializedArtifact> artifact;
+  // Per symbol the artifact's program binds (Program::bound_symbols()), the
+  // cache slot holding its value: a request bound once by the dispatcher
+  // runs with Program::RunBound. Fewer than the slots when a static entry's
+  // pinned dims became constants.
+  std::vector<int> program_slots;
   EntrySpec spec;  // what the compile was asked for (recompiles the same entry)
   // Per slot, the widest interval around the trigger where every guard
   // holds (generalize.h ServedIntervals); the declared ranges for an

@@ -133,7 +133,7 @@ TEST(GpuTest, BertOnTheGpuMatchesTheCpuWithAndWithoutGraphs) {
   auto direct = Make(config, examples::BuildBert, OnGpu(false));
   auto cpu = Make(config, examples::BuildBert, {});
   ASSERT_NE(gpu, nullptr);
-  for (const runtime::DeviceStats& s : {*gpu->program().device_stats()}) {
+  for (const runtime::DeviceStats& s : {*gpu->program()->device_stats()}) {
     for (const cuda::PtxasReport& r : s.ptxas) EXPECT_EQ(r.spill_store_bytes, 0) << r.ToString();
   }
   std::mt19937_64 rng(1);
@@ -150,8 +150,8 @@ TEST(GpuTest, BertOnTheGpuMatchesTheCpuWithAndWithoutGraphs) {
     EXPECT_TRUE(TensorsClose((*g)[0], (*c)[0], 1e-3, 1e-3));
     EXPECT_TRUE(TensorsClose((*g)[0], (*d)[0], 1e-4, 1e-4));
   }
-  runtime::DeviceStats s = *gpu->program().device_stats();
-  std::cout << gpu->program().device_report();
+  runtime::DeviceStats s = *gpu->program()->device_stats();
+  std::cout << gpu->program()->device_report();
   EXPECT_GT(s.graph_replays, 0);
   EXPECT_EQ(s.device_to_host_copies, 2 * s.requests);
 }
@@ -175,8 +175,8 @@ TEST(GpuTest, Gpt2DecodeOnTheGpuMatchesTheCpu) {
       for (size_t o = 0; o < g->size(); ++o) EXPECT_TRUE(TensorsClose((*g)[o], (*c)[o], 1e-3, 1e-3)) << o;
     }
   }
-  std::cout << gpu->program().device_report();
-  EXPECT_GT(gpu->program().device_stats()->graph_replays, 0);
+  std::cout << gpu->program()->device_report();
+  EXPECT_GT(gpu->program()->device_stats()->graph_replays, 0);
 }
 
 }  // namespace

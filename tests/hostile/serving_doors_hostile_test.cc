@@ -1,5 +1,5 @@
 // Bad requests at the two serving doors: Session::Run (one polymorphic
-// artifact) and SpecializingSession::Run under every policy. Each must be
+// artifact) and Session::Run under every policy. Each must be
 // refused with an error naming the input or dim at fault — and, under the
 // specializing policies, refused *before* anything is compiled: a malformed
 // request that triggered a compile would waste seconds and count against
@@ -12,7 +12,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
-#include "runtime/specialization/specializing_session.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace shapeshift::runtime {
@@ -78,10 +77,10 @@ class SpecializingDoorTest : public ::testing::TestWithParam<SpecializationPolic
 
 TEST_P(SpecializingDoorTest, RefusesEveryBadRequestByNameWithoutCompiling) {
   testing::BuiltModel model = AddRelu();
-  SpecializingSessionOptions options;
+  SessionOptions options;
   options.policy = GetParam();
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> session =
-      SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
   ASSERT_TRUE(session.ok()) << session.status();
   for (const BadRequest& bad : BadRequests()) {
     const int64_t compiles_before = (*session)->stats().dispatcher.compiles;

@@ -40,7 +40,7 @@ def test_not_an_array_is_a_type_error(tiny_bert):
 def test_wrong_rank_names_the_input_and_rank(tiny_bert):
     feed = bert_feed(1, 8)
     feed["input_ids"] = feed["input_ids"][0]
-    with pytest.raises(ValueError, match=r"input 'input_ids': expected rank 2, got 1"):
+    with pytest.raises(ValueError, match=r"input 'input_ids' has rank 1, expected 2"):
         tiny_bert.run(None, feed)
 
 

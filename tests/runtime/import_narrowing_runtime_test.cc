@@ -4,7 +4,7 @@
 // request past it (sequence 600) is refused by the existing domain checks
 // with an error naming the dim — before any compile, never a crash or a
 // wrong result — through both Session and the Dispatcher behind
-// SpecializingSession.
+// Session.
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,7 +13,6 @@
 #include "graph/tensor_proto.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
-#include "runtime/specialization/specializing_session.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace shapeshift::runtime {
@@ -45,7 +44,7 @@ std::vector<Tensor> Tokens(const std::vector<Tensor>& like, int64_t sequence) {
 }
 
 TEST(ImportNarrowingRuntimeTest, SessionServesTheImpliedRangeAndRefusesBeyondIt) {
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(ModelSource::OnnxFile(kDir + "model.onnx"), {});
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(ModelSource::OnnxFile(kDir + "model.onnx"));
   ASSERT_TRUE(session.ok()) << session.status();
   std::vector<Tensor> inputs = DataSet0("input", 3);
   std::vector<Tensor> expected = DataSet0("output", 1);
@@ -59,7 +58,7 @@ TEST(ImportNarrowingRuntimeTest, SessionServesTheImpliedRangeAndRefusesBeyondIt)
 
   absl::StatusOr<std::vector<Tensor>> beyond = (*session)->Run(Tokens(inputs, 600));
   ASSERT_FALSE(beyond.ok());
-  EXPECT_THAT(beyond.status().message(), HasSubstr("(sequence) is 600, outside the declared range 1..512"));
+  EXPECT_THAT(beyond.status().message(), HasSubstr("(sequence) = 600 is outside the declared range 1..512"));
   absl::StatusOr<std::vector<Tensor>> at_limit = (*session)->Run(Tokens(inputs, 512));
   EXPECT_TRUE(at_limit.ok()) << at_limit.status();
   EXPECT_EQ((*session)->stats().compiles, 1);
@@ -67,10 +66,10 @@ TEST(ImportNarrowingRuntimeTest, SessionServesTheImpliedRangeAndRefusesBeyondIt)
 }
 
 TEST(ImportNarrowingRuntimeTest, DispatcherRefusesBeyondTheImpliedRangeBeforeAnyCompile) {
-  SpecializingSessionOptions options;
+  SessionOptions options;
   options.policy = SpecializationPolicy::kStatic;  // compiles on the first request it serves
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> session =
-      SpecializingSession::CreateFromOnnxFile(kDir + "model.onnx", options);
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(ModelSource::OnnxFile(kDir + "model.onnx"), options);
   ASSERT_TRUE(session.ok()) << session.status();
   std::vector<Tensor> inputs = DataSet0("input", 3);
   ASSERT_EQ(inputs.size(), 3u);

@@ -1,7 +1,7 @@
 // A request past the domain a model can serve (graph/README.md,
 // "Model-implied dim ranges": GPT-2's positions index a 1024-row table, so
 // sequence is 1..1024) is refused before anything runs — by Program::Run
-// (Session) and by the Dispatcher (SpecializingSession) — with a message
+// (Session) and by the Dispatcher (Session) — with a message
 // naming the dim, the bound and the Gather that implies it; it is never
 // served with an out-of-bounds read. The last position the table holds is
 // served.
@@ -13,7 +13,6 @@
 #include "graph/tensor.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
-#include "runtime/specialization/specializing_session.h"
 
 namespace shapeshift::runtime {
 namespace {
@@ -52,9 +51,9 @@ TEST(ServableDomainTest, ProgramRunRefusesPastTheTableNamingTheGather) {
 }
 
 TEST(ServableDomainTest, DispatcherRefusesPastTheTableBeforeAnyCompile) {
-  SpecializingSessionOptions options;  // the default policy, no cache
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> session =
-      SpecializingSession::CreateFromOnnxFile(Gpt2Export(), options);
+  SessionOptions options;  // the default policy, no cache
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(ModelSource::OnnxFile(Gpt2Export()), options);
   ASSERT_TRUE(session.ok()) << session.status();
   const int64_t compiles = (*session)->stats().dispatcher.compiles;
   absl::StatusOr<std::vector<Tensor>> past = (*session)->Run(Gpt2Inputs(1025));

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "gmock/gmock.h"
 #include "graph/interpreter.h"
 #include "tests/runtime/runtime_test_util.h"
 
@@ -95,7 +96,7 @@ TEST(SessionTest, BadInputsAreErrorsNotCrashes) {
   };
   std::vector<Case> cases = {
       {{good}, "expected 2 inputs"},
-      {{good, RandomF32({2, 6, 8}, 2)}, "'y' dim 1 is 6"},         // seq disagrees with x
+      {{good, RandomF32({2, 6, 8}, 2)}, "'y' dim 1 (seq) is 6 but input 'x' dim 1 says seq = 5"},
       {{good, RandomF32({2, 5, 9}, 2)}, "'y' dim 2 is 9"},         // static dim
       {{good, RandomF32({2, 5}, 2)}, "'y' has rank 2"},
       {{good, Tensor::Zeros(DType::kI64, {2, 5, 8}).value()}, "'y' has dtype i64"},
@@ -193,6 +194,63 @@ TEST(SessionTest, RecordedGuardsAreCheckedPerRequest) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(out.status().message().find("pretend a tile fits"), std::string::npos) << out.status();
   EXPECT_NE(out.status().message().find("test-pass"), std::string::npos) << out.status();
+}
+
+// The same model-env guard under every policy: refused right after binding,
+// before any entry is chosen or compiled, naming the question.
+TEST(SessionTest, ModelGuardsAreCheckedBeforeAnyCompileUnderEveryPolicy) {
+  for (SpecializationPolicy policy : {SpecializationPolicy::kPolymorphic, SpecializationPolicy::kAuto,
+                                      SpecializationPolicy::kBucketed, SpecializationPolicy::kStatic}) {
+    testing::BuiltModel model = AddRelu();
+    ASSERT_TRUE(model.env->SetPolicy("seq", SymbolPolicy::kBucketed).ok());
+    ASSERT_TRUE(model.env->SetHint("seq", 10).ok());
+    ASSERT_EQ(model.env->Query(Predicate::Le(SymExpr::Symbol("seq"), 32), {"test-pass", "n0", "pretend a tile fits"}),
+              Answer::kSpecializedTrue);
+    SessionOptions options;
+    options.policy = policy;
+    absl::StatusOr<std::unique_ptr<Session>> session =
+        Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    const int64_t compiles = (*session)->stats().compiles;
+    absl::StatusOr<std::vector<Tensor>> out =
+        (*session)->Run({RandomF32({1, 33, 8}, 1), RandomF32({1, 33, 8}, 2)});
+    ASSERT_FALSE(out.ok()) << SpecializationPolicyName(policy);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(out.status().message()),
+                ::testing::HasSubstr("the request violates a guard of the model: seq <= 32 [asked by test-pass"));
+    EXPECT_EQ((*session)->stats().compiles, compiles) << SpecializationPolicyName(policy);
+    EXPECT_TRUE((*session)->Run({RandomF32({1, 32, 8}, 1), RandomF32({1, 32, 8}, 2)}).ok());
+  }
+}
+
+// One facade: the polymorphic session is the polymorphic policy; a policy
+// that compiles on the first request has no polymorphic Program to show.
+TEST(SessionTest, ThePolymorphicSessionIsThePolymorphicPolicy) {
+  std::unique_ptr<Session> session = Compile(AddRelu());
+  ASSERT_NE(session, nullptr);
+  for (int seq : {1, 7, 64}) ASSERT_TRUE(session->Run({RandomF32({2, seq, 8}, 1), RandomF32({2, seq, 8}, 2)}).ok());
+  SessionStats stats = session->stats();
+  EXPECT_EQ(stats.compiles, 1);
+  EXPECT_EQ(stats.recompiles, 0);
+  EXPECT_EQ(stats.requests, 3);
+  EXPECT_EQ(stats.entries, 1u);
+  EXPECT_EQ(stats.dispatcher.misses, 0);
+  ASSERT_NE(session->program(), nullptr);
+  EXPECT_EQ(stats.program.kernels, session->program()->stats().kernels);
+  EXPECT_GT(stats.program.kernels, 0);
+
+  SessionOptions static_options;
+  static_options.policy = SpecializationPolicy::kStatic;
+  testing::BuiltModel model = AddRelu();
+  absl::StatusOr<std::unique_ptr<Session>> pinned =
+      Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), static_options);
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  EXPECT_EQ((*pinned)->program(), nullptr);
+  EXPECT_EQ((*pinned)->stats().compiles, 0);
+  for (int seq : {3, 5, 3}) ASSERT_TRUE((*pinned)->Run({RandomF32({1, seq, 8}, 1), RandomF32({1, seq, 8}, 2)}).ok());
+  EXPECT_EQ((*pinned)->stats().compiles, 2);
+  EXPECT_EQ((*pinned)->stats().recompiles, 1);
+  EXPECT_EQ((*pinned)->stats().requests, 3);
 }
 
 TEST(SessionTest, PrintAfterReachesThePassManager) {

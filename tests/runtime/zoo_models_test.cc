@@ -4,7 +4,7 @@
 // from bench/peers/export_models.py --zoo, both torch exporters) under the
 // default policy, as a new user would run them: no declared dims, `auto`.
 //
-// Per export, one SpecializingSession must
+// Per export, one Session must
 //   - compile exactly once and never miss,
 //   - reproduce every stored data set (ONNX Runtime's outputs) within
 //     kMaxAbsDiff, and
@@ -37,7 +37,7 @@
 #include "graph/tensor_proto.h"
 #include "gtest/gtest.h"
 #include "tests/graph/imported_model_util.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 #include "tests/real_exports.h"
 
 namespace shapeshift::runtime {
@@ -213,9 +213,9 @@ void ExpectOneCompileServesEveryShape(const std::string& name) {
   bool with_past = false;
   for (const Value* input : reference->graph->inputs()) with_past |= input->name().rfind("past_key_values", 0) == 0;
 
-  SpecializingSessionOptions options;  // the default policy (auto), no declared dims, no cache
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> session =
-      SpecializingSession::CreateFromOnnxFile(path, options);
+  SessionOptions options;  // the default policy (auto), no declared dims, no cache
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(ModelSource::OnnxFile(path), options);
   ASSERT_TRUE(session.ok()) << path << ": " << session.status() << recorded;
 
   int sets = 0;
@@ -250,7 +250,7 @@ void ExpectOneCompileServesEveryShape(const std::string& name) {
   std::printf("%s: %d lengths, max abs diff vs the interpreter %.3g\n", name.c_str(), kLengths, worst);
 
   (*session)->WaitForTierUps();
-  SpecializingSessionStats stats = (*session)->stats();
+  SessionStats stats = (*session)->stats();
   EXPECT_EQ(stats.dispatcher.compiles, 1) << "one compile must serve every shape";
   EXPECT_EQ(stats.dispatcher.misses, 0);
   EXPECT_EQ(stats.requests, sets + kLengths);

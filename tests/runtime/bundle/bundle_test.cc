@@ -40,7 +40,7 @@ absl::StatusOr<BundleSummary> Compile(SpecializationPolicy policy, const std::st
   options.policy = policy;
   options.signing_key = std::move(key);
   if (!warm.empty()) {
-    options.warm = [warm](SpecializingSession& s) -> absl::Status {
+    options.warm = [warm](Session& s) -> absl::Status {
       for (int64_t seq : warm) {
         absl::StatusOr<std::vector<Tensor>> out = s.Run(Inputs(seq));
         if (!out.ok()) return out.status();
@@ -51,7 +51,7 @@ absl::StatusOr<BundleSummary> Compile(SpecializationPolicy policy, const std::st
   return CompileBundle(Mini(), options, path);
 }
 
-absl::StatusOr<std::unique_ptr<SpecializingSession>> Open(const std::string& path, const std::string& key = "") {
+absl::StatusOr<std::unique_ptr<Session>> Open(const std::string& path, const std::string& key = "") {
   absl::StatusOr<Bundle> bundle = ReadBundle(path, key);
   if (!bundle.ok()) return bundle.status();
   absl::StatusOr<ImportedModel> model = ImportBundleModel(*bundle);
@@ -80,7 +80,7 @@ TEST(BundleTest, APolymorphicBundleServesWithZeroCompilesAndTheSameOutputs) {
   EXPECT_EQ(summary->header.certificate.solver.rfind("Z3 ", 0), 0u);
   EXPECT_NE(summary->header.certificate.query.find("(check-sat)"), std::string::npos);
 
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> loaded = Open(path);
+  absl::StatusOr<std::unique_ptr<Session>> loaded = Open(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const DispatcherStats stats = (*loaded)->stats().dispatcher;
   EXPECT_EQ(stats.compiles, 0);
@@ -91,10 +91,10 @@ TEST(BundleTest, APolymorphicBundleServesWithZeroCompilesAndTheSameOutputs) {
   // The same model compiled normally computes bit-identical outputs: the
   // same machine code, linked from the bundle instead of generated.
   runtime::testing::BuiltModel reference_model = runtime::testing::MiniEncoder(64);
-  SpecializingSessionOptions plain;
+  SessionOptions plain;
   plain.policy = SpecializationPolicy::kPolymorphic;
-  std::unique_ptr<SpecializingSession> reference =
-      SpecializingSession::CreateFromBuilt(std::move(reference_model.graph), std::move(reference_model.env), plain)
+  std::unique_ptr<Session> reference =
+      Session::Create(ModelSource::Built(std::move(reference_model.graph), std::move(reference_model.env)), plain)
           .value();
   for (int64_t seq : {1, 7, 33, 64}) {
     std::vector<Tensor> a = (*loaded)->Run(Inputs(seq)).value();
@@ -117,7 +117,7 @@ TEST(BundleTest, AWarmedStaticBundleCertifiesItsGapAndLoadsEveryEntry) {
   EXPECT_NE(c.witness.at("seq"), 9);
   ASSERT_EQ(c.guard_sets.size(), 2u);
 
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> loaded = Open(path);
+  absl::StatusOr<std::unique_ptr<Session>> loaded = Open(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ((*loaded)->stats().dispatcher.cache_loads, 2);
   // The certificate is about the guards the re-created entries check.
@@ -169,7 +169,7 @@ TEST(BundleTest, ABundleForOtherCpuFeaturesIsRefusedNamingThem) {
     features[0] = features[0] == '+' ? '-' : '+';
     h["target"]["features"] = features;
   });
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> loaded = Open(path, kKey);
+  absl::StatusOr<std::unique_ptr<Session>> loaded = Open(path, kKey);
   ASSERT_FALSE(loaded.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(loaded.status())) << loaded.status();
   EXPECT_NE(loaded.status().message().find("CPU features"), std::string::npos) << loaded.status();
@@ -183,7 +183,7 @@ TEST(BundleTest, ABundleFromAnotherShapeshiftBuildOrLlvmIsRefused) {
     h["target"]["compiler"] = "shapeshift 0.0.1 build 00ff";
     h["target"]["llvm"] = "13.0.1";
   });
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> loaded = Open(path);
+  absl::StatusOr<std::unique_ptr<Session>> loaded = Open(path);
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.status().message().find("compiler 'shapeshift 0.0.1 build 00ff'"), std::string::npos)
       << loaded.status();
@@ -215,7 +215,7 @@ TEST(BundleTest, ASignedBundleNeedsItsKey) {
   ASSERT_TRUE(Compile(SpecializationPolicy::kPolymorphic, path, kKey).ok());
   EXPECT_TRUE(absl::IsPermissionDenied(ReadBundle(path, "").status()));
   EXPECT_TRUE(absl::IsPermissionDenied(ReadBundle(path, "some-other-key-16b").status()));
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> loaded = Open(path, kKey);
+  absl::StatusOr<std::unique_ptr<Session>> loaded = Open(path, kKey);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ((*loaded)->stats().dispatcher.compiles, 0);
 }

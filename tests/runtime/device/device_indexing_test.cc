@@ -152,9 +152,9 @@ TEST(DeviceIndexingTest, ScatterNDThroughCudaGraphReplaysMatchesTheInterpreter) 
       ExpectMatches(f, inputs, absl::StrCat("round ", round, " seq ", seq));
     }
   }
-  std::optional<DeviceStats> stats = f.session->program().device_stats();
+  std::optional<DeviceStats> stats = f.session->program()->device_stats();
   ASSERT_TRUE(stats.has_value());
-  EXPECT_GT(stats->graph_replays, 0) << f.session->program().device_report();
+  EXPECT_GT(stats->graph_replays, 0) << f.session->program()->device_report();
 }
 
 TEST(DeviceIndexingTest, AnOutOfRangeScatterTupleFailsTheRequestNamingNodeAndIndex) {

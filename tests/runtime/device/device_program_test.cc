@@ -66,7 +66,7 @@ TEST(DeviceProgramTest, WithoutAGpuDeviceCudaIsAnErrorNotACpuRun) {
   if (session.ok()) {
     // A machine with a GPU: the program says it runs there.
     EXPECT_EQ((*session)->stats().program.device, "cuda");
-    EXPECT_THAT((*session)->program().device_report(), Not(HasSubstr("emulation")));
+    EXPECT_THAT((*session)->program()->device_report(), Not(HasSubstr("emulation")));
     return;
   }
   EXPECT_EQ(session.status().code(), absl::StatusCode::kUnavailable) << session.status();
@@ -83,7 +83,7 @@ TEST(DeviceProgramTest, BertMatchesTheCpuProgramAtOddShapesWithCopiesOnlyAtTheEd
   ASSERT_NE(cpu, nullptr);
   EXPECT_EQ(gpu->stats().program.device, "cuda");
   EXPECT_GT(gpu->stats().program.kernels, 3);
-  std::optional<DeviceStats> before = gpu->program().device_stats();
+  std::optional<DeviceStats> before = gpu->program()->device_stats();
   ASSERT_TRUE(before.has_value());
   EXPECT_EQ(before->arch, "host emulation");
   EXPECT_GT(before->constant_bytes, 0);
@@ -99,7 +99,7 @@ TEST(DeviceProgramTest, BertMatchesTheCpuProgramAtOddShapesWithCopiesOnlyAtTheEd
     for (size_t o = 0; o < got->size(); ++o) EXPECT_TRUE(TensorsClose((*got)[o], (*want)[o], 1e-4, 1e-4));
     ++requests;
   }
-  DeviceStats after = *gpu->program().device_stats();
+  DeviceStats after = *gpu->program()->device_stats();
   EXPECT_EQ(after.requests, requests);
   EXPECT_EQ(after.direct_runs, requests);
   // Per request: the parameter block and the two inputs in; the output and
@@ -116,7 +116,7 @@ TEST(DeviceProgramTest, GraphsPerBucketReplayExactlyWhatADirectRunComputes) {
   std::unique_ptr<Session> direct = MakeSession(config, Cuda(device, /*graphs=*/false));
   std::unique_ptr<Session> cpu = MakeSession(config, {});
   ASSERT_NE(graphs, nullptr);
-  std::string plan = graphs->program().device_report();
+  std::string plan = graphs->program()->device_report();
   EXPECT_THAT(plan, HasSubstr("CUDA graphs: bucketed by seq in 1..128"));
   EXPECT_THAT(plan, HasSubstr("between segments"));
   // A variable-length trace; seq buckets 1, 2, 3..4, 5..8, ..., 65..128.
@@ -141,12 +141,12 @@ TEST(DeviceProgramTest, GraphsPerBucketReplayExactlyWhatADirectRunComputes) {
     EXPECT_TRUE(TensorsClose((*g)[0], (*c)[0], 1e-4, 1e-4));
     ++requests;
   }
-  DeviceStats s = *graphs->program().device_stats();
+  DeviceStats s = *graphs->program()->device_stats();
   EXPECT_EQ(s.requests, requests);
   EXPECT_EQ(s.direct_runs + s.graph_captures + s.graph_replays, requests);
   EXPECT_GE(s.graph_captures, 2);  // 65..128 for batch 1 and for batch 2 at least
   EXPECT_GE(s.graph_replays, 2);
-  std::string report = graphs->program().device_report();
+  std::string report = graphs->program()->device_report();
   EXPECT_THAT(report, HasSubstr("captured CUDA graph bucket 65..128 of seq (key 65..128 batch=1)"));
   EXPECT_THAT(report, HasSubstr("GEMMs between them"));
 }
@@ -216,7 +216,7 @@ TEST(DeviceProgramTest, Gpt2DecodeWithKvCacheMatchesTheCpu) {
   std::unique_ptr<Session> gpu = build(Cuda(device));
   std::unique_ptr<Session> cpu = build({});
   ASSERT_NE(gpu, nullptr);
-  EXPECT_THAT(gpu->program().device_report(), HasSubstr("bucketed by past"));
+  EXPECT_THAT(gpu->program()->device_report(), HasSubstr("bucketed by past"));
   // Decode steps at growing past (graphs per past bucket), then prefills.
   for (auto [batch, seq, past] : {std::tuple{1, 1, 0}, {1, 1, 1}, {1, 1, 5}, {1, 1, 6}, {1, 1, 7}, {2, 1, 33},
                                   {2, 1, 34}, {2, 1, 35}, {1, 7, 0}, {3, 17, 97}, {1, 1, 128}}) {
@@ -228,7 +228,7 @@ TEST(DeviceProgramTest, Gpt2DecodeWithKvCacheMatchesTheCpu) {
     ASSERT_TRUE(want.ok()) << want.status();
     for (size_t o = 0; o < got->size(); ++o) EXPECT_TRUE(TensorsClose((*got)[o], (*want)[o], 1e-4, 1e-4)) << o;
   }
-  DeviceStats s = *gpu->program().device_stats();
+  DeviceStats s = *gpu->program()->device_stats();
   EXPECT_GE(s.graph_replays, 2);  // 5..8 and 33..64 for batch 2
 }
 

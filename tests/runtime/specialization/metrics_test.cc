@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace shapeshift::runtime {
@@ -60,10 +60,10 @@ TEST(MetricsTest, PrometheusFamiliesHaveHelpTypeAndSamples) {
 
 TEST(MetricsTest, SessionCountsHitsMissesAndCompilesByTier) {
   testing::BuiltModel model = testing::AddRelu();
-  SpecializingSessionOptions options;
+  SessionOptions options;
   options.policy = SpecializationPolicy::kStatic;
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> s =
-      SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
+  absl::StatusOr<std::unique_ptr<Session>> s =
+      Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
   ASSERT_TRUE(s.ok()) << s.status();
   for (int64_t seq : {4, 5, 4, 4, 5, 6}) {
     std::vector<Tensor> in = {testing::RandomF32({1, seq, 8}, 1), testing::RandomF32({1, seq, 8}, 2)};

@@ -8,26 +8,26 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 #include "shapes/sym_expr.h"
 #include "tests/runtime/runtime_test_util.h"
 
 namespace shapeshift::runtime {
 namespace {
 
-std::unique_ptr<SpecializingSession> StaticSession(int recompile_limit) {
+std::unique_ptr<Session> StaticSession(int recompile_limit) {
   testing::BuiltModel model = testing::AddRelu();
-  SpecializingSessionOptions options;
+  SessionOptions options;
   options.policy = SpecializationPolicy::kStatic;
   options.recompile_limit = recompile_limit;
   options.compile.dims = {{"batch", {1, 1}}, {"seq", {1, 4096}}};
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> s =
-      SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
+  absl::StatusOr<std::unique_ptr<Session>> s =
+      Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *std::move(s) : nullptr;
 }
 
-void Serve(SpecializingSession& session, int64_t seq) {
+void Serve(Session& session, int64_t seq) {
   absl::StatusOr<std::vector<Tensor>> out =
       session.Run({testing::RandomF32({1, seq, 8}, 1), testing::RandomF32({1, seq, 8}, 2)});
   ASSERT_TRUE(out.ok()) << "seq=" << seq << ": " << out.status();
@@ -39,13 +39,13 @@ void Serve(SpecializingSession& session, int64_t seq) {
 // guard atoms, without bound.)
 TEST(StaticPolicyMemoryTest, CompilesWhoseArtifactsAreDroppedLeaveTheInternTableAsItWas) {
   {
-    std::unique_ptr<SpecializingSession> warm = StaticSession(4);
+    std::unique_ptr<Session> warm = StaticSession(4);
     ASSERT_NE(warm, nullptr);
     Serve(*warm, 1);  // process-wide one-time state (LLVM, op tables) is made here
   }
   const size_t baseline = LiveSymExprCount();
   for (int64_t seq = 1000; seq < 1100; ++seq) {
-    std::unique_ptr<SpecializingSession> session = StaticSession(4);
+    std::unique_ptr<Session> session = StaticSession(4);
     ASSERT_NE(session, nullptr);
     Serve(*session, seq);
     EXPECT_EQ(session->stats().dispatcher.compiles, 1);
@@ -59,7 +59,7 @@ TEST(StaticPolicyMemoryTest, CompilesWhoseArtifactsAreDroppedLeaveTheInternTable
 // the session goes.
 TEST(StaticPolicyMemoryTest, OneSessionsTableGrowsOnlyWithTheEntriesItHolds) {
   const size_t baseline = LiveSymExprCount();
-  std::unique_ptr<SpecializingSession> session = StaticSession(100);
+  std::unique_ptr<Session> session = StaticSession(100);
   ASSERT_NE(session, nullptr);
   Serve(*session, 2000);
   const size_t one_entry = LiveSymExprCount();

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 #include "tests/runtime/runtime_test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -57,14 +57,14 @@ int64_t ResidentBytes() {
   return resident_pages * sysconf(_SC_PAGESIZE);
 }
 
-std::unique_ptr<SpecializingSession> StaticSession() {
+std::unique_ptr<Session> StaticSession() {
   testing::BuiltModel model = testing::AddRelu();
-  SpecializingSessionOptions options;
+  SessionOptions options;
   options.policy = SpecializationPolicy::kStatic;
   options.recompile_limit = kCompilesPerSession;
   options.compile.dims = {{"batch", {1, 1}}, {"seq", {1, kSessions * kCompilesPerSession}}};
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> s =
-      SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
+  absl::StatusOr<std::unique_ptr<Session>> s =
+      Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *std::move(s) : nullptr;
 }
@@ -74,7 +74,7 @@ TEST(StaticPolicyRssTest, TwoThousandCompilesOfDistinctLengthsStayWithinTheState
   int64_t peak = 0;
   int compiles = 0;
   for (int s = 0; s < kSessions; ++s) {
-    std::unique_ptr<SpecializingSession> session = StaticSession();
+    std::unique_ptr<Session> session = StaticSession();
     ASSERT_NE(session, nullptr);
     for (int j = 0; j < kCompilesPerSession; ++j) {
       const int64_t seq = 1 + s * kCompilesPerSession + j;

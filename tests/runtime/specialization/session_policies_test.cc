@@ -1,6 +1,6 @@
-// SpecializingSession: the policy, declared ranges and recompile log reach
+// Session under each policy: the policy, declared ranges and recompile log reach
 // the dispatcher; results match the interpreter on a small encoder.
-#include "runtime/specialization/specializing_session.h"
+#include "runtime/session.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,12 +22,12 @@ TEST(SpecializingSessionTest, StaticPolicyWritesOneLogLinePerCompile) {
   const std::string path = ::testing::TempDir() + "/specializing_session_log.jsonl";
   std::remove(path.c_str());
   BuiltModel model = AddRelu();
-  SpecializingSessionOptions options;
+  SessionOptions options;
   options.policy = SpecializationPolicy::kStatic;
   options.recompile_log = path;
   options.compile.dims = {{"seq", {1, 16}}};
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> s =
-      SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
+  absl::StatusOr<std::unique_ptr<Session>> s =
+      Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
   ASSERT_TRUE(s.ok()) << s.status();
   for (int64_t seq : {4, 5, 6, 4, 5}) {
     absl::StatusOr<std::vector<Tensor>> out = (*s)->Run(AddReluInputs(seq));
@@ -36,7 +36,7 @@ TEST(SpecializingSessionTest, StaticPolicyWritesOneLogLinePerCompile) {
   absl::StatusOr<std::vector<Tensor>> too_long = (*s)->Run(AddReluInputs(17));
   ASSERT_FALSE(too_long.ok());
   EXPECT_EQ(too_long.status().code(), absl::StatusCode::kOutOfRange) << too_long.status();
-  SpecializingSessionStats stats = (*s)->stats();
+  SessionStats stats = (*s)->stats();
   EXPECT_EQ(stats.dispatcher.compiles, 3);
   EXPECT_EQ(stats.dispatcher.misses, 2);
   EXPECT_EQ(stats.requests, 5);
@@ -50,10 +50,10 @@ TEST(SpecializingSessionTest, StaticPolicyWritesOneLogLinePerCompile) {
 
 TEST(SpecializingSessionTest, UnknownDimIsAnErrorNamingIt) {
   BuiltModel model = AddRelu();
-  SpecializingSessionOptions options;
+  SessionOptions options;
   options.compile.dims = {{"sequence", {1, 16}}};
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> s =
-      SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
+  absl::StatusOr<std::unique_ptr<Session>> s =
+      Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("'sequence'"), std::string::npos) << s.status();
 }
@@ -63,8 +63,8 @@ TEST(SpecializingSessionTest, LogPathComesFromTheEnvironmentWhenNotGiven) {
   std::remove(path.c_str());
   ::setenv("SHAPESHIFT_RECOMPILE_LOG", path.c_str(), 1);
   BuiltModel model = AddRelu();
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> s =
-      SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), {});
+  absl::StatusOr<std::unique_ptr<Session>> s =
+      Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), SessionOptions{});
   ::unsetenv("SHAPESHIFT_RECOMPILE_LOG");
   ASSERT_TRUE(s.ok()) << s.status();
   absl::StatusOr<std::vector<RecompileEvent>> logged = ReadRecompileLog(path);
@@ -81,10 +81,10 @@ TEST(SpecializingSessionTest, LogPathComesFromTheEnvironmentWhenNotGiven) {
 TEST(SpecializingSessionTest, StaticEncoderMatchesTheInterpreter) {
   BuiltModel model = testing::MiniEncoder(/*max_seq=*/32);
   BuiltModel reference = testing::MiniEncoder(/*max_seq=*/32);
-  SpecializingSessionOptions options;
+  SessionOptions options;
   options.policy = SpecializationPolicy::kStatic;
-  absl::StatusOr<std::unique_ptr<SpecializingSession>> s =
-      SpecializingSession::CreateFromBuilt(std::move(model.graph), std::move(model.env), options);
+  absl::StatusOr<std::unique_ptr<Session>> s =
+      Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
   ASSERT_TRUE(s.ok()) << s.status();
   for (int64_t seq : {7, 16}) {
     std::vector<Tensor> in = testing::TokenInputs(2, seq, 50, static_cast<uint32_t>(seq));
