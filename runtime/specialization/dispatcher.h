@@ -229,11 +229,16 @@ class Dispatcher {
   // The persistent cache (null when cache_dir is empty), the remote cache
   // (null when off) and a bundle's entries (null when none); declared before
   // options_, whose compile options point at the object store. Objects are
-  // looked up preloaded → disk → remote; manifests preloaded → disk (the
-  // remote keeps one record per entry instead).
+  // looked up preloaded → this dispatcher's kernels → disk → remote;
+  // manifests preloaded → disk (the remote keeps one record per entry
+  // instead).
   std::unique_ptr<persist::ArtifactCache> disk_;
   std::unique_ptr<persist::RemoteCache> remote_;
   std::shared_ptr<persist::EntryStore> front_;
+  // Every kernel object this dispatcher's compiles made, by object key: a
+  // later compile (a tier-up, a miss, a bucket) links a kernel it already
+  // has instead of compiling it again, with or without a cache directory.
+  std::unique_ptr<persist::MemoryEntryStore> kernels_;
   std::unique_ptr<persist::TieredEntryStore> objects_;
   std::unique_ptr<persist::TieredEntryStore> manifests_;
   std::unique_ptr<persist::ArtifactObjectStore> object_store_;

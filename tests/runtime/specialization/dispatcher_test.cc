@@ -129,6 +129,29 @@ TEST(DispatcherTest, BucketedPolicyCompilesOncePerPowerOfTwoBucket) {
   EXPECT_TRUE(found);
 }
 
+// One kernel store per dispatcher: an entry whose kernels an earlier entry
+// already compiled links them (no LLVM work), with no cache directory.
+TEST(DispatcherTest, ALaterEntryLinksTheKernelsAnEarlierOneCompiled) {
+  std::unique_ptr<Dispatcher> d = Make(SpecializationPolicy::kBucketed);
+  ASSERT_NE(d, nullptr);
+  RunAndCheck(*d, 1, 3);   // buckets 1, 3..4
+  RunAndCheck(*d, 1, 7);   // buckets 1, 5..8: the same elementwise kernel
+  RunAndCheck(*d, 1, 40);  // buckets 1, 33..64
+  ASSERT_EQ(d->stats().compiles, 3);
+  const std::vector<std::shared_ptr<const CacheEntry>> entries = d->cache().entries();
+  int64_t compiled = 0, linked = 0;
+  for (const auto& e : entries) {
+    const ProgramStats& p = e->artifact->program->stats();
+    EXPECT_GT(p.kernels, 0);
+    compiled += p.llvm_compiles;
+    linked += p.kernels_from_store;
+  }
+  // Whatever the first compile needed LLVM for, the later two linked.
+  EXPECT_GT(compiled, 0);
+  EXPECT_EQ(linked, 2 * compiled);
+  EXPECT_EQ(d->stats().llvm_compiles, compiled);
+}
+
 TEST(DispatcherTest, LearnedBucketsFollowTheObservedLengths) {
   BuiltModel model = AddRelu();  // batch 1..8, seq 1..64
   DispatcherOptions options;
