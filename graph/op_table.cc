@@ -114,6 +114,11 @@ const Row kRows[] = {
     {"LayerNormalization", C::kNormalization, 2, 3, 1, 3, rules::LayerNormalization, 0, L::kCompiled},
     // Opset 23; also what `rms-norm-recognition` rewrites Llama's decomposed form into.
     {"RMSNormalization", C::kNormalization, 2, 2, 1, 1, rules::LayerNormalization, 0, L::kCompiled},
+    // Not an ONNX op: X * A + rotate_half(X) * B over X's last axis, what
+    // `rotary-embedding-recognition` rewrites Llama's RoPE into (a row op: each
+    // output row reads its whole input row, so fusion never treats it as
+    // elementwise).
+    {"RotateHalfMulAdd", C::kNormalization, 3, 3, 1, 1, rules::RotateHalfMulAdd, 0, L::kCompiled},
     // Reductions (axes: attribute, or input 1 from opset 13/18).
     {"ReduceMean", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},
     {"ReduceSum", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},

@@ -42,7 +42,8 @@ enum class OpClass : uint8_t {
                    // ConstantOfShape and Range (computed from the output index)
   kView,           // the same elements in a new shape (Reshape, Squeeze, ...): no data moves
   kMatmul,         // MatMul, Gemm
-  kNormalization,  // row kernels: Softmax, LogSoftmax, LayerNormalization, RMSNormalization
+  kNormalization,  // row kernels: Softmax, LogSoftmax, LayerNormalization, RMSNormalization,
+                   // RotateHalfMulAdd (shapeshift's fused RoPE; not an ONNX op)
   kReduction,      // Reduce*, ArgMax, ArgMin
   kLayout,         // data moves without arithmetic: Transpose, Concat, Slice, Split, Tile, Trilu
   kIndexing,       // data-dependent addressing: Gather, GatherElements, GatherND

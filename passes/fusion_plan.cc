@@ -23,6 +23,7 @@ const char* GroupKindName(GroupKind kind) {
     case GroupKind::kConcat: return "concat";
     case GroupKind::kSlice: return "slice";
     case GroupKind::kScan: return "scan";
+    case GroupKind::kRotary: return "rotary";
     case GroupKind::kOther: return "other";
   }
   return "?";
@@ -75,6 +76,9 @@ std::string KindDetails(const Group& g) {
       break;
     case GroupKind::kConcat:
       parts.push_back(absl::StrCat("axis=", g.concat.axis));
+      break;
+    case GroupKind::kRotary:
+      parts.push_back(absl::StrCat("half=", g.rotary.half));
       break;
     case GroupKind::kSlice: {
       std::vector<std::string> starts;
@@ -145,7 +149,7 @@ absl::Status VerifyFusionPlan(const Graph& graph, const FusionPlan& plan) {
                               g.kind == GroupKind::kTranspose || g.kind == GroupKind::kView ||
                               g.kind == GroupKind::kCopy || g.kind == GroupKind::kGather ||
                               g.kind == GroupKind::kConcat || g.kind == GroupKind::kSlice ||
-                              g.kind == GroupKind::kScan;
+                              g.kind == GroupKind::kScan || g.kind == GroupKind::kRotary;
     size_t allowed = g.kind == GroupKind::kLayerNorm && g.layer_norm.sum_output ? 2 : 1;
     if ((single_output_kind || g.kind == GroupKind::kLayerNorm) && g.outputs.size() > allowed) {
       return fail(absl::StrCat("has ", g.outputs.size(), " outputs; this kind writes ", allowed));

@@ -55,6 +55,7 @@ enum class GroupKind {
   kConcat,       // concatenation copy (KV cache)
   kSlice,        // strided slice copy
   kScan,         // CumSum along one axis: a sequential running sum per line
+  kRotary,       // RotateHalfMulAdd: x*a + rotate_half(x)*b, one row kernel over the last axis
   kOther,        // one node with no fused lowering; lowering rejects it
 };
 const char* GroupKindName(GroupKind kind);
@@ -141,6 +142,16 @@ struct SliceGroup {
   std::vector<int64_t> steps;
 };
 
+// RotateHalfMulAdd (rotary_embedding_recognition.h): out = x*a +
+// rotate_half(x)*b, out[..., j] reading x[..., j] and x[..., (j + half) mod
+// 2*half]; a and b broadcast (numpy rules) to the output.
+struct RotaryGroup {
+  Value* x = nullptr;
+  Value* a = nullptr;  // cos
+  Value* b = nullptr;  // sin
+  int64_t half = 0;    // half of x's last dim (a constant)
+};
+
 struct Group {
   int id = 0;                  // position in FusionPlan::groups
   GroupKind kind = GroupKind::kOther;
@@ -158,6 +169,7 @@ struct Group {
   TransposeGroup transpose;
   ConcatGroup concat;
   SliceGroup slice;
+  RotaryGroup rotary;
 
   // A short readable summary, e.g. `#3 matmul[transpose_b, scale=0.125] (MatMul_4, Div_5) -> v12`.
   std::string ToString() const;

@@ -17,6 +17,7 @@
 #include "passes/matmul_operand_scale.h"
 #include "passes/pass_manager.h"
 #include "passes/rms_norm_recognition.h"
+#include "passes/rotary_embedding_recognition.h"
 #include "passes/shape_value_folding.h"
 #include "passes/simplify.h"
 #include "passes/softmax_recognition.h"
@@ -50,6 +51,7 @@ PassManager Recognition(const PassManagerOptions& options) {
   pm.Add("cumsum-as-matmul", RewriteMaskCumSumAsMatmul);
   pm.Add("layer-norm-recognition", RecognizeLayerNorm);
   pm.Add("rms-norm-recognition", RecognizeRmsNorm);
+  pm.Add("rotary-embedding-recognition", RecognizeRotaryEmbedding);
   pm.Add("softmax-recognition", RecognizeSoftmax);
   pm.Add("gelu-recognition", RecognizeGelu);
   pm.Add("matmul-operand-scale", HoistMatmulOperandScales);
@@ -63,7 +65,7 @@ PassManager Recognition(const PassManagerOptions& options) {
 
 std::vector<std::string> PipelinePassNames() {
   return {"shape-value-folding",    "gather-as-view", "split-to-slices", "uniform-gather", "constant-folding", "simplify",      "cse",    "dce",
-          "cumsum-as-matmul", "layer-norm-recognition", "rms-norm-recognition", "softmax-recognition", "gelu-recognition", "matmul-operand-scale", "grouped-query-matmul", "matmul-layout", "fusion",
+          "cumsum-as-matmul", "layer-norm-recognition", "rms-norm-recognition", "rotary-embedding-recognition", "softmax-recognition", "gelu-recognition", "matmul-operand-scale", "grouped-query-matmul", "matmul-layout", "fusion",
           "memory-plan"};
 }
 

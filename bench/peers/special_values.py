@@ -570,6 +570,35 @@ def normalization_cases():
     return cases
 
 
+def rotary_cases():
+    """Llama's rotary embedding, x * cos + rotate_half(x) * sin, as both exporters write it (two Slices or a
+    Split, Neg, Concat, two Muls, an Add), recognized into one RotateHalfMulAdd row kernel. Elementwise
+    cases: permuting a row would change which elements pair up. cos and sin broadcast over the heads."""
+    h = 20  # a last dim of 40: each half loop has a vector body and a masked tail
+    x = np.repeat(palette_rows(2 * h, rows=4)[:, None, :], 3, axis=1)  # [rows, heads, 2h]
+    x[:, 1] = np.roll(x[:, 1], 13, axis=1)  # each head sees other pairs
+    x[:, 2] = np.roll(x[:, 2], 27, axis=1)
+    cos = np.roll(palette_rows(2 * h, rows=4), 3, axis=1)[:, None, :].copy()
+    sin = np.roll(palette_rows(2 * h, rows=4), 11, axis=1)[:, None, :].copy()
+    tail = [helper.make_node("Neg", ["x2"], ["neg"]),
+            helper.make_node("Concat", ["neg", "x1"], ["rot"], axis=-1),
+            helper.make_node("Mul", ["x", "cos"], ["xc"]),
+            helper.make_node("Mul", ["rot", "sin"], ["rs"]),
+            helper.make_node("Add", ["xc", "rs"], ["y"])]
+    slices = [helper.make_node("Slice", ["x", "zero", "half", "last"], ["x1"]),
+              helper.make_node("Slice", ["x", "half", "end", "last"], ["x2"])]
+    inputs = lambda: [("x", x.copy(), True), ("cos", cos.copy(), True), ("sin", sin.copy(), True)]
+    bounds = [("zero", np.array([0], np.int64)), ("half", np.array([h], np.int64)),
+              ("end", np.array([np.iinfo(np.int64).max], np.int64)), ("last", np.array([-1], np.int64))]
+    split = [helper.make_node("Split", ["x", "parts"], ["x1", "x2"], axis=-1)]
+    return [
+        Case("rope_rotate_half", "RoPE x*cos + rotate_half(x)*sin (TorchScript's Slices), one RotateHalfMulAdd",
+             slices + tail, inputs(), [("y", F32)], bounds),
+        Case("rope_rotate_half_split", "RoPE with rotate_half as a Split (dynamo), one RotateHalfMulAdd",
+             split + tail, inputs(), [("y", F32)], [("parts", np.array([h, h], np.int64))]),
+    ]
+
+
 def matmul_cases():
     cases = []
     k, n = 16, 24
@@ -607,7 +636,7 @@ def matmul_cases():
 
 
 def all_cases():
-    return elementwise_cases() + reduction_cases() + normalization_cases() + matmul_cases()
+    return elementwise_cases() + reduction_cases() + normalization_cases() + rotary_cases() + matmul_cases()
 
 
 def write_case(root, case, model, outputs):

@@ -103,6 +103,7 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGroup(const passes::Group& group, 
     case passes::GroupKind::kCopy: return One(LowerElementwise(group, env));
     case passes::GroupKind::kSoftmax: return One(LowerSoftmax(group, env));
     case passes::GroupKind::kLayerNorm: return One(LowerLayerNorm(group, env));
+    case passes::GroupKind::kRotary: return One(LowerRotary(group, env));
     case passes::GroupKind::kReduction: return One(LowerReduction(group, env));
     case passes::GroupKind::kGather: {
       // An embedding table of static shape: the native row copy. Anything

@@ -28,6 +28,7 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGroup(const passes::Group& group, 
 absl::StatusOr<KernelCall> LowerElementwise(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<KernelCall> LowerSoftmax(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& group, ShapeEnv* env);
+absl::StatusOr<KernelCall> LowerRotary(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<KernelCall> LowerReduction(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<std::vector<LoweredStep>> LowerConcat(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<KernelCall> LowerSlice(const passes::Group& group, ShapeEnv* env);

@@ -1,6 +1,6 @@
 // Shape rules for element-wise ops: unary math and activations (output type =
 // input type), broadcasting binary/variadic arithmetic, comparisons and
-// logic (bool output), Where, Clip, Cast, Dropout, and the normalizations
+// logic (bool output), Where, RotateHalfMulAdd, Clip, Cast, Dropout, and the normalizations
 // whose output has the input's shape (Softmax, LayerNormalization, RMSNormalization, CumSum).
 //
 // Integer arithmetic also propagates shape values. ONNX integer Div
@@ -273,6 +273,32 @@ absl::Status rules::Where(InferenceContext& ctx) {
     }
   }
   ctx.SetOutput(0, TensorType(ctx.input_dtype(1), std::move(*shape)), std::move(elements));
+  return absl::OkStatus();
+}
+
+// RotateHalfMulAdd(X, A, B) = X * A + rotate_half(X) * B, the fused rotary
+// position embedding (passes/rotary_embedding_recognition.h; a shapeshift
+// op, not ONNX's). rotate_half acts on X's last axis, so that dim must be a
+// known even number; the output is the broadcast of all three inputs.
+absl::Status rules::RotateHalfMulAdd(InferenceContext& ctx) {
+  for (int i = 0; i < 3; ++i) {
+    if (absl::Status s = RequireFloat(ctx, i); !s.ok()) return s;
+    if (ctx.input_dtype(i) != ctx.input_dtype(0)) {
+      return ctx.Error(absl::StrCat("input dtypes differ: input 0 is ", ctx.input_type(0).ToString(), ", input ", i,
+                                    " is ", ctx.input_type(i).ToString()));
+    }
+  }
+  const std::vector<SymExpr>& x = ctx.input_shape(0);
+  std::optional<int64_t> d = x.empty() ? std::nullopt : x.back().AsConst();
+  if (!d || *d < 2 || *d % 2 != 0) {
+    return ctx.Error(absl::StrCat("the last dim of X must be a known even number, got ",
+                                  ctx.input_type(0).ToString()));
+  }
+  auto ab = BroadcastShapes(ctx, ctx.input_shape(1), ctx.input_shape(2));
+  if (!ab.ok()) return ab.status();
+  auto shape = BroadcastShapes(ctx, x, *ab);
+  if (!shape.ok()) return shape.status();
+  ctx.SetOutput(0, TensorType(ctx.input_dtype(0), std::move(*shape)));
   return absl::OkStatus();
 }
 

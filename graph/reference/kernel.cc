@@ -29,6 +29,7 @@ const reference::KernelRegistry& Registry() {
     reference::RegisterGeneratorKernels(*r);
     reference::RegisterCastKernels(*r);
     reference::RegisterNormalizationKernels(*r);
+    reference::RegisterRotaryKernels(*r);
     return r;
   }();
   return *registry;

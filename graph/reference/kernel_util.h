@@ -67,6 +67,7 @@ void RegisterScatterNDKernel(KernelRegistry& registry);
 void RegisterGeneratorKernels(KernelRegistry& registry);
 void RegisterCastKernels(KernelRegistry& registry);
 void RegisterNormalizationKernels(KernelRegistry& registry);
+void RegisterRotaryKernels(KernelRegistry& registry);
 
 // --- errors -----------------------------------------------------------------
 absl::Status Unsupported(absl::string_view what);  // kUnimplemented, "unsupported ..."

@@ -252,6 +252,22 @@ void BuildReduction(Grouping& g, Node* node) {
   }
 }
 
+// RotateHalfMulAdd: one row kernel of its own (kOther when the lowering's
+// conditions fail: f32, a constant even last dim).
+void BuildRotary(Grouping& g, Node* node) {
+  Value* x = node->input(0);
+  std::optional<int64_t> d = x->type().rank() == 0 ? std::nullopt : x->type().shape.back().AsConst();
+  bool supported = d && *d >= 2 && *d % 2 == 0;
+  for (int i = 0; i < 3; ++i) supported = supported && node->input(i)->type().dtype == DType::kF32;
+  int gid = g.NewGroup(supported ? GroupKind::kRotary : GroupKind::kOther, node);
+  if (!supported) return;
+  RotaryGroup& r = g.group(gid).rotary;
+  r.x = x;
+  r.a = node->input(1);
+  r.b = node->input(2);
+  r.half = *d / 2;
+}
+
 // Slice starts normalized and clamped for the whole domain; false when an
 // answer is unknown (the slice is then kOther).
 bool BuildSliceFields(Grouping& g, const Node& node, SliceGroup* out) {
@@ -307,6 +323,8 @@ bool BuildAnchoredGroup(Grouping& g, Node* node) {
     BuildSoftmax(g, node);
   } else if (op == "LayerNormalization" || op == "RMSNormalization") {
     BuildLayerNorm(g, node);
+  } else if (op == "RotateHalfMulAdd") {
+    BuildRotary(g, node);
   } else if (op.rfind("Reduce", 0) == 0) {
     BuildReduction(g, node);
   } else if (op == "Transpose") {

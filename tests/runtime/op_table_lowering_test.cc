@@ -127,6 +127,9 @@ std::optional<std::vector<Value*>> BuildSample(const std::string& op, SampleCont
   if (op == "RMSNormalization") {
     return std::vector<Value*>{c.Target(op, {c.X(), m.Weights({8}, 1.0f)}, A("epsilon", 1e-5f))};
   }
+  if (op == "RotateHalfMulAdd") {  // cos per position, sin per batch row: both broadcast to x
+    return std::vector<Value*>{c.Target(op, {c.X(), m.In("cos", {c.s, 8}), m.In("sin", {c.b, 1, 8})})};
+  }
   if (op == "ReduceSum") return std::vector<Value*>{c.Target(op, {c.X(), m.Ints({-1})})};  // axes input from opset 13
   if (op.rfind("Reduce", 0) == 0) {
     return std::vector<Value*>{c.Target(op, {c.X()}, A("axes", std::vector<int64_t>{-1}))};

@@ -177,7 +177,7 @@ bool Compiles(const std::string& op, const std::vector<std::vector<int64_t>>& sh
 }
 
 // Every op the compiled path computes on f32 values (the fusion planner puts
-// it in an elementwise, softmax, layer-norm, reduction or matmul group, and a
+// it in an elementwise, softmax, layer-norm, reduction, matmul or rotary group, and a
 // Session compiles it) has a committed special-value case. Data-movement
 // groups (views, copies, transposes, concat, slice, gather) only move bits.
 TEST(SpecialValuesCoverageTest, EveryMathOpTheCompiledPathComputesHasACase) {
@@ -185,7 +185,7 @@ TEST(SpecialValuesCoverageTest, EveryMathOpTheCompiledPathComputesHasACase) {
       {{2, 8}}, {{2, 8}, {2, 8}}, {{2, 8}, {8}}, {{8, 8}, {8, 8}}, {{2, 8}, {2, 8}, {2, 8}}};
   const std::set<passes::GroupKind> math = {passes::GroupKind::kElementwise, passes::GroupKind::kSoftmax,
                                             passes::GroupKind::kLayerNorm, passes::GroupKind::kReduction,
-                                            passes::GroupKind::kMatmul};
+                                            passes::GroupKind::kMatmul, passes::GroupKind::kRotary};
   // An op is computed when some probe plans it into a math group and
   // compiles; refused when probes plan it so but none compiles.
   std::set<std::string> computed, refused;

@@ -5,7 +5,8 @@
 //  - (with the CUDA toolkit) compiled by NVRTC to cubins for sm_80 and
 //    sm_90 in one module, with ptxas's register/spill report per kernel.
 // The kinds are the groups the lowering produces (codegen/lower/README.md),
-// the shapes RMSNorm and RoPE decompose into (and RMSNorm's one row kernel),
+// the shapes RMSNorm and RoPE decompose into (and the one row kernel each is
+// recognized into),
 // the GEMM epilogue kernels of
 // the CUDA GEMM plan, the embedding gather, ScatterND (with the index
 // check kernel a device program runs before it), and the kernel library.
@@ -394,11 +395,27 @@ bool KernelKindsTest::Build(int index, KindCase* kind) {
                }};
       return true;
     }
+    case 22: {  // RoPE as one row kernel (what rotary-embedding-recognition makes of case 15): two half-row
+                // loops of 20 (a vector body and a tail each); cos per position, sin per batch row
+      GraphValue* x = In("x", {batch, n, 40});
+      GraphValue* cos = In("cos", {n, 40});
+      GraphValue* sin = In("sin", {batch, 1, 40});
+      Node* rope = Op("RotateHalfMulAdd", {x, cos, sin});
+      g.AddOutput(rope->output(0));
+      passes::Group group = MakeGroup(GroupKind::kRotary, {rope}, {x, cos, sin});
+      group.outputs = {rope->output(0)};
+      group.rotary = {x, cos, sin, /*half=*/20};
+      *kind = {"RoPE (one row kernel)", Lower(group), [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({2, len, 40}, 33), RandomTensor({len, 40}, 34),
+                                            RandomTensor({2, 1, 40}, 35)};
+               }};
+      return true;
+    }
     default: return false;
   }
 }
 
-constexpr int kLoweredKinds = 22;
+constexpr int kLoweredKinds = 23;
 
 TEST_F(KernelKindsTest, EveryKindMatchesTheInterpreterOnCpuAndUnderCudaEmulation) {
   int kinds = 0;

@@ -1,5 +1,5 @@
-// Row groups: softmax with scale and mask, layer norm with residual, and
-// trailing-axis reductions with an epilogue, at awkward row lengths.
+// Row groups: softmax with scale and mask, layer norm with residual, the
+// fused RoPE, and trailing-axis reductions with an epilogue, at awkward row lengths.
 #include "tests/codegen/lower/lower_test_util.h"
 
 namespace shapeshift::codegen::lower::testing {
@@ -58,6 +58,30 @@ TEST_F(LowerTest, LayerNormOverSymbolicRowLength) {
   group.layer_norm.gamma = gamma;
   group.layer_norm.epsilon = 1e-3f;
   for (int64_t s : AwkwardSeqs()) ExpectMatchesInterpreter(group, {RandomTensor({2, s}, 3), RandomTensor({s}, 4)});
+}
+
+// The fused RoPE: bit-for-bit the interpreter (whose RotateHalfMulAdd rounds as
+// the decomposed graph does), at head dims whose halves have a vector tail,
+// with cos shared by the batch and sin per batch row.
+TEST_F(LowerTest, RotateHalfMulAddIsExactAtSymbolicBatchAndSequence) {
+  for (int64_t d : {16, 130}) {
+    Graph fresh(17);
+    std::swap(g, fresh);
+    GraphValue* x = In("x", {batch, 3, seq, d});
+    GraphValue* cos = In("cos", {1, 1, seq, d});
+    GraphValue* sin = In("sin", {batch, 1, seq, d});
+    Node* rope = Op("RotateHalfMulAdd", {x, cos, sin});
+    g.AddOutput(rope->output(0));
+    passes::Group group = MakeGroup(GroupKind::kRotary, {rope}, {x, cos, sin});
+    group.outputs = {rope->output(0)};
+    group.rotary = {x, cos, sin, d / 2};
+    for (int64_t s : AwkwardSeqs()) {
+      SCOPED_TRACE(absl::StrCat("d=", d, " seq=", s));
+      ExpectMatchesInterpreter(group, {RandomTensor({2, 3, s, d}, 1), RandomTensor({1, 1, s, d}, 2),
+                                       RandomTensor({2, 1, s, d}, 3)},
+                               /*tol=*/0);
+    }
+  }
 }
 
 TEST_F(LowerTest, ReduceMeanWithEpilogueMatchesInterpreter) {

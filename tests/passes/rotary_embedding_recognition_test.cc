@@ -1,0 +1,151 @@
+#include <cstdint>
+#include <limits>
+
+#include "passes/dce.h"
+#include "passes/pipeline.h"
+#include "passes/rotary_embedding_recognition.h"
+#include "passes/split_to_slices.h"
+#include "tests/passes/pass_test_util.h"
+
+namespace shapeshift::passes {
+namespace {
+
+using testing::ExpectOutputs;
+using testing::PassTest;
+
+constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+
+class RotaryRecognitionTest : public PassTest {
+ protected:
+  RotaryRecognitionTest() {
+    x = In("x", {batch, 4, seq, 16});
+    cos = In("cos", {1, 1, seq, 16});
+    sin = In("sin", {1, 1, seq, 16});
+  }
+  Attributes Axis(int64_t axis) { return Attr("axis", axis); }
+  Value* SliceLast(Value* v, int64_t start, int64_t end, bool with_steps = true) {
+    if (!with_steps) return Op("Slice", {v, Ints({start}), Ints({end}), Ints({-1})});
+    return Op("Slice", {v, Ints({start}), Ints({end}), Ints({3}), Ints({1})});
+  }
+  // q * cos + rotate_half(q) * sin as the TorchScript exporter writes it;
+  // `swapped` puts every commutative operand the other way round and spells
+  // the bounds from the end.
+  Value* TorchScriptRope(Value* q, bool swapped, Value** neg_out = nullptr) {
+    Value* x1 = swapped ? SliceLast(q, 0, -8, false) : SliceLast(q, 0, 8);
+    Value* x2 = swapped ? SliceLast(q, -8, kEnd, false) : SliceLast(q, 8, kEnd);
+    Value* neg = Op("Neg", {x2});
+    if (neg_out) *neg_out = neg;
+    Value* rotated = Op("Concat", {neg, x1}, Axis(-1));
+    if (swapped) return Op("Add", {Op("Mul", {sin, rotated}), Op("Mul", {cos, q})});
+    return Op("Add", {Op("Mul", {q, cos}), Op("Mul", {rotated, sin})});
+  }
+  std::vector<Tensor> Inputs() { return {Random({2, 4, 3, 16}, 1), Random({1, 1, 3, 16}, 2), Random({1, 1, 3, 16}, 3)}; }
+  // Rewrites, removes the dead nodes and checks the interpreter's outputs are
+  // bit-for-bit those of the decomposed graph.
+  void ExpectRewrittenTo(int rope_nodes) {
+    std::vector<Tensor> in = Inputs();
+    absl::StatusOr<std::vector<Tensor>> before = Interpret(g, in);
+    ASSERT_TRUE(before.ok()) << before.status();
+    absl::StatusOr<bool> changed = RecognizeRotaryEmbedding(g, env);
+    ASSERT_TRUE(changed.ok()) << changed.status();
+    EXPECT_TRUE(*changed);
+    ASSERT_TRUE(EliminateDeadCode(g).ok());
+    EXPECT_EQ(Count("RotateHalfMulAdd"), rope_nodes);
+    for (const char* op : {"Slice", "Neg", "Concat", "Mul", "Add"}) EXPECT_EQ(Count(op), 0) << op;
+    ExpectOutputs(g, in, *before, /*tolerance=*/0);
+  }
+  void ExpectUnchanged() {
+    absl::StatusOr<bool> changed = RecognizeRotaryEmbedding(g, env);
+    ASSERT_TRUE(changed.ok()) << changed.status();
+    EXPECT_FALSE(*changed);
+    EXPECT_EQ(Count("RotateHalfMulAdd"), 0);
+  }
+  Value *x, *cos, *sin;
+};
+
+TEST_F(RotaryRecognitionTest, RewritesTheTorchScriptFormInEitherOperandOrder) {
+  for (bool swapped : {false, true}) {
+    SCOPED_TRACE(swapped);
+    Graph fresh(17);
+    std::swap(g, fresh);
+    x = In("x", {batch, 4, seq, 16});
+    cos = In("cos", {1, 1, seq, 16});
+    sin = In("sin", {1, 1, seq, 16});
+    Value* y = TorchScriptRope(x, swapped);
+    const std::string name = y->name();
+    g.AddOutput(y);
+    g.AddOutput(Op("Sigmoid", {x}));  // x has another reader: it is not part of the pattern
+    ExpectRewrittenTo(1);
+    const Node* rope = g.outputs()[0]->producer();
+    ASSERT_EQ(rope->op_type(), "RotateHalfMulAdd");
+    EXPECT_EQ(g.outputs()[0]->name(), name);
+    EXPECT_EQ(rope->input(0), x);
+    EXPECT_EQ(rope->input(1), cos);
+    EXPECT_EQ(rope->input(2), sin);
+  }
+}
+
+TEST_F(RotaryRecognitionTest, RewritesTheDynamoSplitForm) {
+  Node* split = g.AddNode("Split", {x, Ints({8, 8})}, 2, Axis(-1));
+  ASSERT_TRUE(InferNode(*split, env, g.opset()).ok());
+  Value* rotated = Op("Concat", {Op("Neg", {split->output(1)}), split->output(0)}, Axis(3));
+  g.AddOutput(Op("Add", {Op("Mul", {x, cos}), Op("Mul", {rotated, sin})}));
+  absl::StatusOr<bool> sliced = SplitToSlices(g, env);
+  ASSERT_TRUE(sliced.ok() && *sliced);
+  ExpectRewrittenTo(1);
+}
+
+TEST_F(RotaryRecognitionTest, FusesIntoOneRotaryGroupPerRope) {
+  Value* k = In("k", {batch, 2, seq, 16});
+  g.AddOutput(TorchScriptRope(x, false));
+  g.AddOutput(TorchScriptRope(k, true));
+  absl::StatusOr<PipelineResult> result = RunPipeline(g, env);
+  ASSERT_TRUE(result.ok()) << result.status();
+  int rotary = 0;
+  for (const Group& group : result->fusion.groups) {
+    EXPECT_EQ(group.kind, GroupKind::kRotary) << group.ToString();
+    rotary += group.kind == GroupKind::kRotary;
+    EXPECT_EQ(group.nodes.size(), 1u);
+    EXPECT_EQ(group.rotary.half, 8);
+  }
+  EXPECT_EQ(rotary, 2);
+}
+
+TEST_F(RotaryRecognitionTest, LeavesItAloneWhenAnIntermediateIsReadElsewhere) {
+  Value* neg = nullptr;
+  g.AddOutput(TorchScriptRope(x, false, &neg));
+  g.AddOutput(neg);
+  ExpectUnchanged();
+}
+
+TEST_F(RotaryRecognitionTest, LeavesItAloneWhenTheSlicesAreNotTheHalvesInRotateHalfOrder) {
+  // The halves concatenated the other way round: rotate_half(x) would be [-x2, x1].
+  Value* x1 = SliceLast(x, 0, 8);
+  Value* x2 = SliceLast(x, 8, kEnd);
+  Value* reversed = Op("Concat", {Op("Neg", {x1}), x2}, Axis(-1));
+  g.AddOutput(Op("Add", {Op("Mul", {x, cos}), Op("Mul", {reversed, sin})}));
+  // A split at 7 of 16 is no rotate_half either.
+  Value* y1 = SliceLast(x, 0, 7);
+  Value* y2 = SliceLast(x, 7, kEnd);
+  Value* skewed = Op("Concat", {Op("Neg", {y2}), y1}, Axis(-1));
+  g.AddOutput(Op("Add", {Op("Mul", {x, cos}), Op("Mul", {skewed, sin})}));
+  ExpectUnchanged();
+}
+
+TEST_F(RotaryRecognitionTest, LeavesItAloneWhenCosWidensTheResultOrTheSlicesReadAnotherTensor) {
+  Value* narrow = In("narrow", {1, 4, seq, 16});
+  Value* wide_cos = In("wide_cos", {batch, 4, seq, 16});
+  Value* x1 = SliceLast(narrow, 0, 8);
+  Value* x2 = SliceLast(narrow, 8, kEnd);
+  Value* rotated = Op("Concat", {Op("Neg", {x2}), x1}, Axis(-1));
+  g.AddOutput(Op("Add", {Op("Mul", {narrow, wide_cos}), Op("Mul", {rotated, sin})}));
+  Value* other = In("other", {batch, 4, seq, 16});
+  Value* o1 = SliceLast(other, 0, 8);
+  Value* o2 = SliceLast(other, 8, kEnd);
+  Value* rotated_other = Op("Concat", {Op("Neg", {o2}), o1}, Axis(-1));
+  g.AddOutput(Op("Add", {Op("Mul", {x, cos}), Op("Mul", {rotated_other, sin})}));
+  ExpectUnchanged();
+}
+
+}  // namespace
+}  // namespace shapeshift::passes
