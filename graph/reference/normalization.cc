@@ -190,8 +190,7 @@ KernelResult RMSNormalization(const KernelArgs& args) {
   absl::StatusOr<NormAttrs> attrs = ReadNormAttrs(args);
   if (!attrs.ok()) return attrs.status();
   const int64_t axis_attr = attrs->axis;
-  const float epsilon = attrs->epsilon;
-  const DType stash = attrs->stash;
+  const float epsilon = attrs->epsilon;  // stash_type is checked by ReadNormAttrs; the sums are in double
   absl::Status same_dtype = RequireSameDType(args, {*x, *scale});
   if (!same_dtype.ok()) return same_dtype;
   absl::StatusOr<int64_t> axis = NormalizeAxis(axis_attr, (*x)->rank());
