@@ -1,6 +1,8 @@
 """Per-call cost of shapeshift.InferenceSession.run against onnxruntime's, on the
-same tiny model and inputs (tests/data/models/tiny_bert_opset17.onnx, batch 1,
-seq 8 by default), and what the Python layer adds over the C++ API.
+same model and inputs (tests/data/models/tiny_bert_opset17.onnx, batch 1,
+seq 8 by default; --model for another BERT-style export whose inputs are all
+[batch, seq] integers: ids, mask, token types, fed as ones), and what the
+Python layer adds over the C++ API.
 
 Engines, timed in the same process, interleaved round by round (the order
 rotated each round, so slow drift of a shared machine spreads over all):
@@ -14,8 +16,8 @@ engines, for the Python-vs-C++ difference. Each figure is the median over rounds
 of the round's median per-call wall time (time.perf_counter_ns).
 Nothing here asserts on time.
 
-usage: python bench/python_overhead.py [--seq 8] [--batch 1] [--calls 2000] [--rounds 5]
-                                       [--threads 1] [--cli build/tools/shapeshift]
+usage: python bench/python_overhead.py [--model M.onnx] [--seq 8] [--batch 1] [--calls 2000]
+                                       [--rounds 5] [--threads 1] [--cli build/tools/shapeshift]
 """
 
 import argparse
@@ -45,9 +47,9 @@ def time_calls(fn, calls):
 
 def cli_median_us(args):
     out = subprocess.run(
-        [args.cli, "run", MODEL, "--policy", "polymorphic", "--no-cache",
-         "--input", f"input_ids={args.batch}x{args.seq}", "--input", f"attention_mask={args.batch}x{args.seq}",
-         "--repeats", str(args.calls), "--json"],
+        [args.cli, "run", args.model, "--policy", "polymorphic", "--no-cache"]
+        + [a for name in args.input_names for a in ("--input", f"{name}={args.batch}x{args.seq}")]
+        + ["--repeats", str(args.calls), "--json"],
         capture_output=True, text=True, check=True,
         env=dict(os.environ, OMP_NUM_THREADS=str(args.threads)),
     )
@@ -56,6 +58,7 @@ def cli_median_us(args):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=MODEL)
     ap.add_argument("--seq", type=int, default=8)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--calls", type=int, default=2000)
@@ -64,24 +67,28 @@ def main():
     ap.add_argument("--cli", default="")
     args = ap.parse_args()
 
-    rng = np.random.default_rng(1)
-    ids = rng.integers(0, 1000, size=(args.batch, args.seq), dtype=np.int64)
-    mask = np.ones_like(ids)
-    feed = {"input_ids": ids, "attention_mask": mask}
-
     ort_options = onnxruntime.SessionOptions()
     ort_options.intra_op_num_threads = args.threads
-    ort = onnxruntime.InferenceSession(MODEL, sess_options=ort_options, providers=["CPUExecutionProvider"])
+    ort = onnxruntime.InferenceSession(args.model, sess_options=ort_options, providers=["CPUExecutionProvider"])
     ss_options = shapeshift.SessionOptions()
     ss_options.intra_op_num_threads = args.threads
-    ss = shapeshift.InferenceSession(MODEL, sess_options=ss_options, policy="polymorphic")
+    ss = shapeshift.InferenceSession(args.model, sess_options=ss_options, policy="polymorphic")
     core = ss._model
+    args.input_names = [i.name for i in ss.get_inputs()]
+    rng = np.random.default_rng(1)
+    feed = {}
+    for name in args.input_names:
+        if name == "input_ids" and args.model == MODEL:
+            feed[name] = rng.integers(0, 1000, size=(args.batch, args.seq), dtype=np.int64)
+        else:
+            feed[name] = np.ones((args.batch, args.seq), dtype=np.int64)
+    ordered = [feed[name] for name in args.input_names]
     np.testing.assert_allclose(ss.run(None, feed)[0], ort.run(None, feed)[0], atol=1e-4)
 
     engines = {
         "ort": lambda: ort.run(None, feed),
         "shapeshift": lambda: ss.run(None, feed),
-        "ss-core": lambda: core.run([ids, mask]),
+        "ss-core": lambda: core.run(ordered),
     }
     for fn in engines.values():  # warm-up
         time_calls(fn, 200)
@@ -96,7 +103,7 @@ def main():
                 round_medians[name].append(statistics.median(time_calls(engines[name], args.calls)) / 1e3)
     m = {n: statistics.median(v) for n, v in round_medians.items()}
     result = {
-        "model": os.path.relpath(MODEL, os.getcwd()),
+        "model": os.path.relpath(args.model, os.getcwd()),
         "batch": args.batch,
         "seq": args.seq,
         "threads": args.threads,

@@ -65,6 +65,11 @@ struct CompileOptions {
   // copy of the weights for short requests (codegen/cpu/small_rows_matmul.h):
   // faster for 4..32 rows, at the memory of a second copy of those weights.
   bool pack_small_row_gemms = true;
+  // OpenMP threads the compile's oneDNN primitives are created and warmed
+  // with (oneDNN fixes a primitive's thread count at creation); 0 = the
+  // compiling thread's omp_get_max_threads() (OMP_NUM_THREADS). Python's
+  // SessionOptions.intra_op_num_threads; requests should run with the same.
+  int threads = 0;
   // The device the program runs on (`--device cpu|cuda`); `cuda` below
   // applies to Device::kCuda only.
   Device device = Device::kCpu;

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "codegen/cpu/parallel_run.h"
 #include "codegen/lower/lower_group.h"
 #include "graph/op_table.h"
 #include "passes/pipeline.h"
@@ -397,6 +398,7 @@ Program::~Program() = default;
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Compile(Graph& graph, ShapeEnv& env, const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
+  const cpu::ScopedOmpThreads threads(options.threads);  // on whatever thread compiles (tier-ups too)
   passes::PipelineOptions pipeline_options;
   pipeline_options.print_after = options.print_after;
   pipeline_options.print_stream = options.print_stream;

@@ -27,4 +27,14 @@ void RunParallel(const CompiledKernel& kernel, void* const* buffers, const int64
   RunParallel(kernel.fn, kernel.extent(dims), buffers, dims);
 }
 
+ScopedOmpThreads::ScopedOmpThreads(int threads) {
+  if (threads <= 0) return;
+  previous_ = omp_get_max_threads();
+  omp_set_num_threads(threads);
+}
+
+ScopedOmpThreads::~ScopedOmpThreads() {
+  if (previous_ > 0) omp_set_num_threads(previous_);
+}
+
 }  // namespace shapeshift::codegen::cpu

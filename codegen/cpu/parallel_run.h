@@ -20,6 +20,22 @@ void RunParallel(KernelFn fn, int64_t total, void* const* buffers, const int64_t
 // The same over the kernel's whole parallel loop (its extent for `dims`).
 void RunParallel(const CompiledKernel& kernel, void* const* buffers, const int64_t* dims);
 
+// Sets this thread's OpenMP team size (omp_set_num_threads) for its
+// lifetime and restores the previous one; `threads` <= 0 changes nothing.
+// oneDNN fixes a primitive's thread count when the primitive is created, so
+// a compile that must honour a thread limit (Python's intra_op_num_threads)
+// holds one of these while it creates and warms its primitives.
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int threads);
+  ~ScopedOmpThreads();
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+
+ private:
+  int previous_ = 0;  // 0: nothing to restore
+};
+
 }  // namespace shapeshift::codegen::cpu
 
 #endif  // SHAPESHIFT_CODEGEN_CPU_PARALLEL_RUN_H_

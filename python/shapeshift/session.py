@@ -31,7 +31,8 @@ class GraphOptimizationLevel(enum.IntEnum):
 class SessionOptions:
     """The ORT session options that mean something here.
 
-    intra_op_num_threads: OpenMP threads per run (0: OpenMP's default).
+    intra_op_num_threads: OpenMP threads per run, and the count the compile's oneDNN
+        primitives are created with (they keep it); 0: OpenMP's default.
     graph_optimization_level, inter_op_num_threads, log_severity_level,
     enable_profiling: accepted and kept, with no effect.
     """

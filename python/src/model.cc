@@ -44,6 +44,7 @@ std::unique_ptr<Model> Model::Load(const std::string& source, bool is_bytes, con
   session.recompile_limit = options.recompile_limit;
   session.cache_dir = options.cache_dir;
   session.compile.device = OrRaise(runtime::ParseDevice(options.device));
+  session.compile.threads = options.intra_op_threads;  // oneDNN's primitives keep the count they are created with
   ImportOptions import;
   import.dim_ranges = options.dims;
   absl::StatusOr<ImportedModel> result;

@@ -1,6 +1,8 @@
 """InferenceSession's contract: ORT's signature, one compile for every length,
 zero-copy inputs and outputs, the GIL released and concurrent runs safe."""
 
+import os
+import subprocess
 import sys
 import threading
 
@@ -155,6 +157,37 @@ def test_session_options_are_accepted():
     assert session.get_session_options() is options
     (out,) = session.run(None, bert_feed(1, 4), shapeshift.RunOptions())
     assert out.shape == (1, 4, 64)
+
+
+_THREADS_SCRIPT = """
+import os, sys, numpy as np, shapeshift
+def threads(): return len(os.listdir("/proc/self/task"))
+before = threads()
+options = shapeshift.SessionOptions()
+options.intra_op_num_threads = int(sys.argv[2])
+session = shapeshift.InferenceSession(sys.argv[1], sess_options=options, policy="polymorphic")
+for seq in (8, 64, 8):
+    ids = np.ones((2, seq), dtype=np.int64)
+    session.run(None, {"input_ids": ids, "attention_mask": ids})
+print(threads() - before)
+"""
+
+
+def _threads_started(intra_op_num_threads):
+    # A fresh process whose OpenMP default is 4 threads, whatever the machine has.
+    env = dict(os.environ, OMP_NUM_THREADS="4")
+    out = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT, TINY_BERT, str(intra_op_num_threads)],
+                         env=env, capture_output=True, text=True, check=True)
+    return int(out.stdout.strip())
+
+
+def test_intra_op_num_threads_bounds_the_compiled_primitives_too():
+    # oneDNN keeps the thread count a primitive was created with: a compile
+    # that ignored intra_op_num_threads ran every GEMM on OpenMP's default
+    # team (3 worker threads here) even with intra_op_num_threads = 1.
+    assert _threads_started(1) == 0
+    assert _threads_started(2) == 1
+    assert _threads_started(0) == 3
 
 
 def test_cache_dir_lets_a_second_session_compile_nothing(tmp_path):
