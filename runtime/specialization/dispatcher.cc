@@ -98,10 +98,6 @@ absl::StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Create(std::unique_ptr<G
   std::vector<std::string> slots = binder->symbol_names();
   std::vector<SymbolInfo> slot_symbols;
   for (const std::string& name : slots) slot_symbols.push_back(*env->FindSymbol(name));
-  if (slots.size() > kInlineSlots) {
-    return absl::UnimplementedError(absl::StrCat("the dispatcher binds at most ", kInlineSlots,
-                                                 " dynamic dims; the model has ", slots.size()));
-  }
   // Guards already recorded on the model's env (answers someone asked of it
   // before any compile) hold for every entry: checked once per request,
   // right after binding, before any entry is chosen or compiled.
@@ -203,8 +199,8 @@ absl::Status Dispatcher::Bind(absl::Span<const TensorView> inputs, absl::Span<in
 }
 
 absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Acquire(absl::Span<const TensorView> inputs) {
-  int64_t storage[kInlineSlots];
-  absl::Span<int64_t> values(storage, binder_.symbols().size());
+  SlotValues storage(binder_.symbols().size());
+  absl::Span<int64_t> values(storage.data(), storage.size());
   if (absl::Status s = Bind(inputs, values); !s.ok()) return s;
   return Serve(values);
 }
@@ -283,18 +279,18 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Serve(absl::Span<c
 
 absl::StatusOr<std::vector<Tensor>> Dispatcher::Run(absl::Span<const TensorView> inputs, ExecutionContext& context) {
   const int64_t start = NowNs();
-  int64_t storage[kInlineSlots];
-  absl::Span<int64_t> values(storage, binder_.symbols().size());
+  SlotValues storage(binder_.symbols().size());
+  absl::Span<int64_t> values(storage.data(), storage.size());
   if (absl::Status s = Bind(inputs, values); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<const CacheEntry>> entry = Serve(values);
   if (!entry.ok()) return entry.status();
   // Bound once: the entry's guards (checked by Serve) imply the program's
   // ranges and guards, so the program only evaluates sizes and runs.
   const std::vector<int>& program_slots = (*entry)->program_slots;
-  int64_t program_storage[kInlineSlots];
+  SlotValues program_storage(program_slots.size());
   for (size_t i = 0; i < program_slots.size(); ++i) program_storage[i] = values[program_slots[i]];
   absl::StatusOr<std::vector<Tensor>> out = (*entry)->artifact->program->RunBound(
-      inputs, absl::MakeConstSpan(program_storage, program_slots.size()), context);
+      inputs, absl::MakeConstSpan(program_storage.data(), program_storage.size()), context);
   if (!out.ok()) return out;
   const int64_t latency_ns = NowNs() - start;
   int64_t unset = -1;

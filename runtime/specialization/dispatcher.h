@@ -51,6 +51,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
@@ -173,8 +174,10 @@ class Dispatcher {
   const TierUpModel* tier_up_model() const { return tier_up_.get(); }
 
  private:
-  // Requests bind at most this many symbols without allocating.
+  // Requests bind up to this many symbols without allocating (more on the
+  // heap: a model may have any number of dynamic dims).
   static constexpr size_t kInlineSlots = 16;
+  using SlotValues = absl::InlinedVector<int64_t, kInlineSlots>;
 
   Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique_ptr<persist::RemoteCache> remote,
              std::unique_ptr<Graph> graph,

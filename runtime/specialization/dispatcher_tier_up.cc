@@ -11,8 +11,8 @@
 namespace shapeshift::runtime {
 
 void Dispatcher::RecordForTierUp(absl::Span<const int64_t> values, int64_t entry_id, double latency_ms) {
-  int64_t storage[2 * kInlineSlots];
-  absl::Span<int64_t> region(storage, 2 * values.size());
+  absl::InlinedVector<int64_t, 2 * kInlineSlots> storage(2 * values.size());
+  absl::Span<int64_t> region(storage.data(), storage.size());
   for (size_t i = 0; i < values.size(); ++i) {
     const Bucket b = buckets_.BucketOf(i, values[i]);
     region[2 * i] = b.lo;

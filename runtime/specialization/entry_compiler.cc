@@ -94,9 +94,11 @@ absl::StatusOr<CompiledEntry> CompileSpecializedEntry(const Graph& model, const 
   absl::StatusOr<std::unique_ptr<Program>> program = Program::Compile(*artifact->graph, *artifact->env, options);
   const double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!program.ok()) {
+    const std::string values = ValuesText(slots, spec.trigger);  // empty for the polymorphic entry
     return absl::Status(program.status().code(),
-                        absl::StrCat("compiling a ", TierName(spec.tier), " entry for ",
-                                     ValuesText(slots, spec.trigger), ": ", program.status().message()));
+                        absl::StrCat("compiling a ", TierName(spec.tier), " entry",
+                                     values.empty() ? "" : absl::StrCat(" for ", values), ": ",
+                                     program.status().message()));
   }
   artifact->program = *std::move(program);
 

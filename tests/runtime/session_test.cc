@@ -253,6 +253,42 @@ TEST(SessionTest, ThePolymorphicSessionIsThePolymorphicPolicy) {
   EXPECT_EQ((*pinned)->stats().requests, 3);
 }
 
+// Any number of dynamic dims: 20 inputs with a dim each (exporters such as
+// tf2onnx name every unknown dim apart), more than the dispatcher binds
+// without allocating, under every policy.
+TEST(SessionTest, TwentyDynamicDimsServeUnderEveryPolicy) {
+  for (SpecializationPolicy policy : {SpecializationPolicy::kPolymorphic, SpecializationPolicy::kStatic,
+                                      SpecializationPolicy::kBucketed, SpecializationPolicy::kAuto}) {
+    testing::ModelBuilder m;
+    for (int i = 0; i < 20; ++i) {
+      Value* x = m.In("x" + std::to_string(i), {m.Dim("d" + std::to_string(i), 1, 64)});
+      m.graph().AddOutput(m.Op("Relu", {x}));
+    }
+    testing::BuiltModel model = m.Finish();
+    SessionOptions options;
+    options.policy = policy;
+    absl::StatusOr<std::unique_ptr<Session>> session =
+        Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
+    ASSERT_TRUE(session.ok()) << SpecializationPolicyName(policy) << ": " << session.status();
+    std::vector<Tensor> inputs;
+    for (int i = 0; i < 20; ++i) inputs.push_back(RandomF32({1 + i}, i));
+    absl::StatusOr<std::vector<Tensor>> out = (*session)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << SpecializationPolicyName(policy) << ": " << out.status();
+    ASSERT_EQ(out->size(), 20u);
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_EQ((*out)[i].shape(), std::vector<int64_t>{1 + i});
+      for (int64_t k = 0; k <= i; ++k) {
+        EXPECT_EQ((*out)[i].data<float>()[k], std::max(0.0f, inputs[i].data<float>()[k]));
+      }
+    }
+    inputs[19] = RandomF32({65}, 99);
+    absl::StatusOr<std::vector<Tensor>> beyond = (*session)->Run(inputs);
+    ASSERT_FALSE(beyond.ok());
+    EXPECT_THAT(std::string(beyond.status().message()),
+                ::testing::HasSubstr("input 'x19' dim 0 (d19) = 65 is outside the declared range 1..64"));
+  }
+}
+
 TEST(SessionTest, PrintAfterReachesThePassManager) {
   std::ostringstream printed;
   CompileOptions options;
