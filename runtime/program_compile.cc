@@ -1,11 +1,9 @@
 // Program::Compile: passes → lowering → JIT/primitives → per-request recipe.
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "codegen/cpu/parallel_run.h"

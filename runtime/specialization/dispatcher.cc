@@ -24,6 +24,11 @@ std::string AtomText(const GuardAtom& atom) {
   return absl::StrCat(atom.predicate.ToString(), " [asked by ", ProvenanceText(atom.provenance), "]");
 }
 
+// The atom a failed GuardProgram verdict over `atoms` points at.
+std::string FailedAtomText(const std::vector<GuardAtom>& atoms, const GuardVerdict& verdict) {
+  return verdict.failed_atom < atoms.size() ? AtomText(atoms[verdict.failed_atom]) : "(bad slot count)";
+}
+
 std::string ValuesText(absl::Span<const std::string> slots, absl::Span<const int64_t> values) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < slots.size() && i < values.size(); ++i) parts.push_back(absl::StrCat(slots[i], "=", values[i]));
@@ -191,8 +196,8 @@ absl::Status Dispatcher::Bind(absl::Span<const TensorView> inputs, absl::Span<in
   if (model_guards_.has_value()) {
     const GuardVerdict verdict = model_guards_->Evaluate(values);
     if (!verdict.pass) {
-      return absl::FailedPreconditionError(absl::StrCat("the request violates a guard of the model: ",
-                                                        AtomText(env_->guards()[verdict.failed_atom])));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the request violates a guard of the model: ", FailedAtomText(env_->guards(), verdict)));
     }
   }
   return absl::OkStatus();
@@ -268,9 +273,7 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Serve(absl::Span<c
       if (!verdict.pass) {
         return absl::FailedPreconditionError(absl::StrCat(
             "the ", TierName((*entry)->tier), " entry compiled for ", ValuesText(cache_.slots(), values),
-            " does not serve it: it fails ",
-            verdict.failed_atom < (*entry)->guards.size() ? AtomText((*entry)->guards[verdict.failed_atom])
-                                                          : std::string("(bad slot count)")));
+            " does not serve it: it fails ", FailedAtomText((*entry)->guards, verdict)));
       }
     }
     return entry;
