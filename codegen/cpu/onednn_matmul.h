@@ -67,7 +67,8 @@ struct MatmulConfig {
   bool pack_b = false;
 };
 
-// B in the primitive's preferred (blocked) layout; made by PackB().
+// B in a GEMM's preferred (blocked) layout; made by OnednnMatmul::PackB()
+// or SkinnyMatmul::PackB() (each reads only its own).
 class PackedWeights {
  public:
   const float* data() const { return data_.get(); }
@@ -75,6 +76,7 @@ class PackedWeights {
 
  private:
   friend class OnednnMatmul;
+  friend class SkinnyMatmul;
   std::shared_ptr<float> data_;
   int64_t bytes_ = 0;
 };

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <span>
 
+#include "codegen/cpu/math_coefficients.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/IntrinsicsX86.h"
 
@@ -31,12 +33,15 @@ llvm::Value* MulAdd(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, llvm::
 }
 
 // c[0] + x*(c[1] + x*(c[2] + ...)), Horner form.
-llvm::Value* Polynomial(llvm::IRBuilder<>& b, llvm::Value* x, std::initializer_list<double> coeffs) {
-  const double* c = coeffs.begin();
+llvm::Value* Polynomial(llvm::IRBuilder<>& b, llvm::Value* x, std::span<const double> coeffs) {
+  const double* c = coeffs.data();
   int n = static_cast<int>(coeffs.size());
   llvm::Value* acc = C(b, x->getType(), c[n - 1]);
   for (int i = n - 2; i >= 0; --i) acc = MulAdd(b, acc, x, C(b, x->getType(), c[i]));
   return acc;
+}
+llvm::Value* Polynomial(llvm::IRBuilder<>& b, llvm::Value* x, std::initializer_list<double> coeffs) {
+  return Polynomial(b, x, std::span<const double>(coeffs.begin(), coeffs.size()));
 }
 
 // 2^n for integer-valued n in [-126, 127], built from the exponent bits.
@@ -84,9 +89,9 @@ llvm::Value* EmitExp(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* xc = MaxKeepNan(b, MinKeepNan(b, x, 88.8), -104.0);
   llvm::Value* n = Intrinsic1(b, llvm::Intrinsic::floor, MulAdd(b, xc, C(b, t, M_LOG2E), C(b, t, 0.5)));
   // r = x - n*ln2 in two steps; 0.693359375 has few mantissa bits so n*hi is exact.
-  llvm::Value* r = MulAdd(b, n, C(b, t, -0.693359375), xc);
-  r = MulAdd(b, n, C(b, t, 2.12194440e-4), r);
-  llvm::Value* p = Polynomial(b, r, {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040});
+  llvm::Value* r = MulAdd(b, n, C(b, t, -math::kLn2High), xc);
+  r = MulAdd(b, n, C(b, t, -math::kLn2Low), r);
+  llvm::Value* p = Polynomial(b, r, math::kExpTaylor);
   // A NaN x stays NaN through the clamps, the polynomial and vscalefps.
   if (HasScalef(b, x)) return Scalef16(b, p, n);
   // n reaches [-150, 128]: scale in two halves so each factor is a normal float.
@@ -121,7 +126,7 @@ llvm::Value* EmitLog(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* series = Polynomial(b, s2, {2.0, 2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11});
   llvm::Value* log_m = b.CreateFMul(s, series);
   llvm::Value* ef = b.CreateSIToFP(e, t);
-  llvm::Value* result = MulAdd(b, ef, C(b, t, 0.693359375), MulAdd(b, ef, C(b, t, -2.12194440e-4), log_m));
+  llvm::Value* result = MulAdd(b, ef, C(b, t, math::kLn2High), MulAdd(b, ef, C(b, t, math::kLn2Low), log_m));
   double inf = std::numeric_limits<double>::infinity();
   result = b.CreateSelect(b.CreateFCmpOEQ(x, C(b, t, inf)), x, result);
   result = b.CreateSelect(b.CreateFCmpOEQ(x, C(b, t, 0.0)), C(b, t, -inf), result);
@@ -146,12 +151,10 @@ llvm::Value* EmitErf(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* a = Intrinsic1(b, llvm::Intrinsic::fabs, x);
   llvm::Value* x2 = b.CreateFMul(x, x);
   // erf(x) = 2/sqrt(pi) * sum (-1)^k x^(2k+1) / (k! (2k+1))
-  llvm::Value* series = Polynomial(
-      b, x2, {1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320, 1.0 / 9360});
+  llvm::Value* series = Polynomial(b, x2, math::kErfTaylor);
   llvm::Value* small = b.CreateFMul(b.CreateFMul(x, C(b, t, M_2_SQRTPI)), series);
-  llvm::Value* tt = b.CreateFDiv(C(b, t, 1.0), MulAdd(b, a, C(b, t, 0.3275911), C(b, t, 1.0)));
-  llvm::Value* poly = b.CreateFMul(
-      tt, Polynomial(b, tt, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
+  llvm::Value* tt = b.CreateFDiv(C(b, t, 1.0), MulAdd(b, a, C(b, t, math::kErfP), C(b, t, 1.0)));
+  llvm::Value* poly = b.CreateFMul(tt, Polynomial(b, tt, math::kErfPoly));
   llvm::Value* large = b.CreateFSub(C(b, t, 1.0), b.CreateFMul(poly, EmitExp(b, b.CreateFNeg(x2))));
   large = Intrinsic2(b, llvm::Intrinsic::copysign, large, x);
   return b.CreateSelect(b.CreateFCmpOLT(a, C(b, t, 0.5)), small, large);

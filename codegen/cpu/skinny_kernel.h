@@ -1,0 +1,44 @@
+// The instruction-set-specific cores of SkinnyMatmul (skinny_matmul.h).
+//
+// Each core is the same algorithm (skinny_kernel_impl.h) compiled in its own
+// translation unit with its own target flags (codegen/CMakeLists.txt), so a
+// binary built for any x86-64 carries both and SkinnyMatmul picks one at run
+// time from the CPU's features.
+#ifndef SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_H_
+#define SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_H_
+
+#include <cstdint>
+
+#include "codegen/cpu/onednn_matmul.h"
+
+namespace shapeshift::codegen::cpu::skinny {
+
+// One call: rows [0, m) of A times the column panels [panel_begin,
+// panel_end) of the packed B (panel p holds columns [p*w, p*w + w) of B as
+// k rows of w floats, zero past n), with the epilogue
+//   C = act(scale * (A · B) + bias) + R.
+// residual may equal c.
+struct PanelArgs {
+  const float* a = nullptr;  // [m, k], row-major
+  const float* panels = nullptr;
+  const float* bias = nullptr;      // [n] or null
+  const float* residual = nullptr;  // [m, n] or null
+  float* c = nullptr;               // [m, n]
+  int64_t m = 0, k = 0, n = 0;
+  float scale = 1.0f;
+  MatmulActivation activation = MatmulActivation::kNone;
+  int64_t panel_begin = 0, panel_end = 0;
+  int64_t prefetch_steps = 0;  // software prefetch distance in panel rows; 0: none
+};
+
+// AVX-512F: panels of 32 columns (two zmm), blocks of up to 8 rows.
+inline constexpr int64_t kAvx512PanelWidth = 32;
+void RunPanelsAvx512(const PanelArgs& args);
+
+// AVX2 + FMA: panels of 16 columns (two ymm), blocks of up to 6 rows.
+inline constexpr int64_t kAvx2PanelWidth = 16;
+void RunPanelsAvx2(const PanelArgs& args);
+
+}  // namespace shapeshift::codegen::cpu::skinny
+
+#endif  // SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_H_

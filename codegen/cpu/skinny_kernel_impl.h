@@ -1,0 +1,166 @@
+// The skinny GEMM's algorithm, written once over an instruction set's vector
+// type (`Isa`: V, kLanes, kRows, Zero, Load, Splat, Fma, Store) and included
+// by one translation unit per instruction set (skinny_kernel_avx512.cc,
+// skinny_kernel_avx2.cc), each compiled with its own target flags. It lives
+// in an anonymous namespace so that no inline function compiled for one
+// instruction set can be merged with, and called in place of, another's.
+//
+// Per panel of W = 2 * kLanes columns and per block of up to kRows rows, the
+// block's 2 * kRows accumulators stay in registers over all of k: one pass
+// reads each packed weight once per row block, in the order it is stored
+// (the panels are one sequential stream per thread), A's rows are broadcast
+// a float at a time. The epilogue (scale, bias, GELU, residual) runs on the
+// finished block from a stack row, in loops the compiler vectorizes.
+#ifndef SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_IMPL_H_
+#define SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_IMPL_H_
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "codegen/cpu/math_coefficients.h"
+#include "codegen/cpu/skinny_kernel.h"
+
+namespace shapeshift::codegen::cpu::skinny {
+namespace {
+
+// Horner's rule over coefficients lowest first.
+template <size_t N>
+inline float Horner(float x, const std::array<double, N>& c) {
+  float acc = static_cast<float>(c[N - 1]);
+  for (size_t i = N - 1; i-- > 0;) acc = acc * x + static_cast<float>(c[i]);
+  return acc;
+}
+
+// exp(x) for x <= 0 (GELU needs no more). Below -87 the result is 0 (the
+// true value is under 1.7e-38: flushed rather than built as a denormal), so
+// 2^n is built from exponent bits alone. Rounds x / ln2 to the nearest
+// integer with the 1.5 * 2^23 trick (branch-free and vectorizable). A NaN
+// stays NaN.
+inline float ExpNonPositive(float x) {
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const bool underflows = x < -87.0f;
+  x = underflows ? -87.0f : x;
+  float shifted = x * static_cast<float>(M_LOG2E) + kRound;
+  float n = shifted - kRound;
+  int32_t ni = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRound);
+  float r = x - n * static_cast<float>(math::kLn2High);
+  r = r - n * static_cast<float>(math::kLn2Low);
+  float e = Horner(r, math::kExpTaylor) * std::bit_cast<float>((ni + 127) << 23);
+  return underflows ? 0.0f : e;
+}
+
+// GELU, erf form: 0.5 x (1 + erf(x / sqrt 2)). With z = |x| / sqrt 2 and
+// q = t P(t) exp(-z^2) (Abramowitz & Stegun 7.1.26, math_coefficients.h),
+// 1 + erf is q for x < 0 and 2 - q otherwise: no cancellation for x << 0.
+inline float GeluErf(float x) {
+  float z = (x < 0.0f ? -x : x) * static_cast<float>(M_SQRT1_2);
+  float t = 1.0f / (1.0f + static_cast<float>(math::kErfP) * z);
+  float q = t * Horner(t, math::kErfPoly) * ExpNonPositive(-z * z);
+  return 0.5f * x * (x < 0.0f ? q : 2.0f - q);
+}
+
+// GELU, tanh form: 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)) with
+// u = sqrt(2/pi) (x + 0.044715 x^3); for u < 0, exp(2u) is used instead:
+// x exp(2u) / (1 + exp(2u)), so exp only ever sees arguments <= 0.
+inline float GeluTanh(float x) {
+  float u = static_cast<float>(std::sqrt(2.0 / M_PI)) * (x + 0.044715f * x * x * x);
+  float e = ExpNonPositive(u < 0.0f ? 2.0f * u : -2.0f * u);
+  return u < 0.0f ? x * e / (1.0f + e) : x / (1.0f + e);
+}
+
+template <MatmulActivation kAct>
+inline float Activate(float y) {
+  if constexpr (kAct == MatmulActivation::kGeluErf) return GeluErf(y);
+  if constexpr (kAct == MatmulActivation::kGeluTanh) return GeluTanh(y);
+  return y;
+}
+
+// c[j] = act(sums[j] * scale + bias[j]) + residual[j] for j < width; bias
+// and residual may be null. residual may equal c.
+template <MatmulActivation kAct>
+void FinishRow(const float* sums, const float* bias, const float* residual, float* c, int64_t width, float scale) {
+  alignas(64) float y[64];
+  for (int64_t j = 0; j < width; ++j) y[j] = sums[j] * scale;
+  if (bias != nullptr)
+    for (int64_t j = 0; j < width; ++j) y[j] += bias[j];
+  for (int64_t j = 0; j < width; ++j) y[j] = Activate<kAct>(y[j]);
+  if (residual != nullptr)
+    for (int64_t j = 0; j < width; ++j) y[j] += residual[j];
+  for (int64_t j = 0; j < width; ++j) c[j] = y[j];
+}
+
+void FinishRow(const PanelArgs& g, const float* sums, int64_t row, int64_t col0, int64_t width) {
+  const float* bias = g.bias == nullptr ? nullptr : g.bias + col0;
+  const float* residual = g.residual == nullptr ? nullptr : g.residual + row * g.n + col0;
+  float* c = g.c + row * g.n + col0;
+  switch (g.activation) {
+    case MatmulActivation::kNone:
+      return FinishRow<MatmulActivation::kNone>(sums, bias, residual, c, width, g.scale);
+    case MatmulActivation::kGeluErf:
+      return FinishRow<MatmulActivation::kGeluErf>(sums, bias, residual, c, width, g.scale);
+    case MatmulActivation::kGeluTanh:
+      return FinishRow<MatmulActivation::kGeluTanh>(sums, bias, residual, c, width, g.scale);
+  }
+}
+
+// Rows [row0, row0 + kR) times one panel (columns [col0, col0 + width)).
+template <class Isa, int kR>
+void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0, int64_t width) {
+  using V = typename Isa::V;
+  constexpr int64_t kW = 2 * Isa::kLanes;
+  V lo[kR], hi[kR];
+  for (int r = 0; r < kR; ++r) lo[r] = hi[r] = Isa::Zero();
+  const float* a = g.a + row0 * g.k;
+  const int64_t k = g.k;
+  // The weights prefetch_steps rows of the panel ahead (past its end: the
+  // next panel's), two cache lines a row on AVX-512, one on AVX2.
+  const float* ahead = panel + g.prefetch_steps * kW;
+  const bool prefetch = g.prefetch_steps > 0;
+  for (int64_t q = 0; q < k; ++q) {
+    if (prefetch) {
+      __builtin_prefetch(ahead + q * kW, 0, 3);
+      if constexpr (kW * sizeof(float) > 64) __builtin_prefetch(ahead + q * kW + 64 / sizeof(float), 0, 3);
+    }
+    V b0 = Isa::Load(panel + q * kW);
+    V b1 = Isa::Load(panel + q * kW + Isa::kLanes);
+    for (int r = 0; r < kR; ++r) {
+      V x = Isa::Splat(a[r * k + q]);
+      lo[r] = Isa::Fma(x, b0, lo[r]);
+      hi[r] = Isa::Fma(x, b1, hi[r]);
+    }
+  }
+  alignas(64) float sums[kW];
+  for (int r = 0; r < kR; ++r) {
+    Isa::Store(sums, lo[r]);
+    Isa::Store(sums + Isa::kLanes, hi[r]);
+    FinishRow(g, sums, row0 + r, col0, width);
+  }
+}
+
+template <class Isa, int kR>
+void RowBlockUpTo(const PanelArgs& g, const float* panel, int64_t row0, int64_t rows, int64_t col0, int64_t width) {
+  if constexpr (kR > 1) {
+    if (rows < kR) return RowBlockUpTo<Isa, kR - 1>(g, panel, row0, rows, col0, width);
+  }
+  RowBlock<Isa, kR>(g, panel, row0, col0, width);
+}
+
+template <class Isa>
+void RunPanels(const PanelArgs& g) {
+  constexpr int64_t kW = 2 * Isa::kLanes;
+  for (int64_t p = g.panel_begin; p < g.panel_end; ++p) {
+    const float* panel = g.panels + p * g.k * kW;
+    const int64_t col0 = p * kW;
+    const int64_t width = g.n - col0 < kW ? g.n - col0 : kW;
+    for (int64_t row0 = 0; row0 < g.m; row0 += Isa::kRows) {
+      const int64_t rows = g.m - row0 < Isa::kRows ? g.m - row0 : Isa::kRows;
+      RowBlockUpTo<Isa, Isa::kRows>(g, panel, row0, rows, col0, width);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace shapeshift::codegen::cpu::skinny
+
+#endif  // SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_IMPL_H_

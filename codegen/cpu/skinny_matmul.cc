@@ -1,0 +1,125 @@
+#include "codegen/cpu/skinny_matmul.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cpu/skinny_kernel.h"
+
+namespace shapeshift::codegen::cpu {
+namespace {
+
+// The same threshold as OnednnMatmul's: below it, waking the pool costs more
+// than the GEMM.
+constexpr int64_t kSerialGemmMacs = int64_t{1} << 17;
+
+}  // namespace
+
+const char* IsaName(SkinnyMatmul::Isa isa) { return isa == SkinnyMatmul::Isa::kAvx512 ? "avx512" : "avx2"; }
+
+bool SkinnyMatmul::Supported(Isa isa) {
+  // libgcc's CPU model checks the OS saves the registers (XCR0) as well.
+  if (isa == Isa::kAvx512) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+std::optional<SkinnyMatmul::Isa> SkinnyMatmul::HostIsa() {
+  if (Supported(Isa::kAvx512)) return Isa::kAvx512;
+  if (Supported(Isa::kAvx2)) return Isa::kAvx2;
+  return std::nullopt;
+}
+
+bool SkinnyMatmul::Applies(const MatmulConfig& config) {
+  return config.batch == 0 && config.m == kRuntimeDim && config.k > 0 && config.n > 0 && !config.pack_b;
+}
+
+absl::StatusOr<std::unique_ptr<SkinnyMatmul>> SkinnyMatmul::Create(const MatmulConfig& config, Isa isa,
+                                                                   const SkinnyOptions& options) {
+  if (!Applies(config)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DescribeConfig(config), ": the skinny GEMM needs 2-D operands, runtime m, static k and n"));
+  }
+  if (!Supported(isa)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(DescribeConfig(config), ": this CPU cannot run the skinny GEMM's ", IsaName(isa), " core"));
+  }
+  if (options.prefetch_rows < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DescribeConfig(config), ": prefetch distance ", options.prefetch_rows, " is negative"));
+  }
+  SkinnyOptions resolved = options;
+  if (resolved.threads <= 0) resolved.threads = omp_get_max_threads();
+  return std::unique_ptr<SkinnyMatmul>(new SkinnyMatmul(config, isa, resolved));
+}
+
+int64_t SkinnyMatmul::panel_width() const {
+  return isa_ == Isa::kAvx512 ? skinny::kAvx512PanelWidth : skinny::kAvx2PanelWidth;
+}
+
+int64_t SkinnyMatmul::Panels() const { return (config_.n + panel_width() - 1) / panel_width(); }
+
+absl::StatusOr<PackedWeights> SkinnyMatmul::PackB(const float* b) const {
+  if (b == nullptr) return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(config_), ": missing B"));
+  const int64_t k = config_.k, n = config_.n, w = panel_width(), panels = Panels();
+  PackedWeights packed;
+  packed.bytes_ = panels * k * w * static_cast<int64_t>(sizeof(float));  // a multiple of 64
+  packed.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, packed.bytes_)), std::free);
+  if (!packed.data_) return absl::ResourceExhaustedError(absl::StrCat(DescribeConfig(config_), ": out of memory"));
+  float* out = packed.data_.get();
+  for (int64_t p = 0; p < panels; ++p) {
+    float* panel = out + p * k * w;
+    for (int64_t j = 0; j < w; ++j) {
+      const int64_t col = p * w + j;
+      for (int64_t q = 0; q < k; ++q) {
+        float v = 0.0f;
+        if (col < n) v = config_.transpose_b ? b[col * k + q] : b[q * n + col];
+        panel[q * w + j] = v;
+      }
+    }
+  }
+  return packed;
+}
+
+absl::Status SkinnyMatmul::Execute(const MatmulShape& shape, const MatmulOperands& ops) const {
+  const MatmulConfig& cfg = config_;
+  if (shape.m < 1 || shape.k != cfg.k || shape.n != cfg.n) {
+    return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(cfg), ": cannot run m=", shape.m, " k=", shape.k,
+                                                   " n=", shape.n));
+  }
+  if (ops.a == nullptr || ops.b == nullptr || ops.c == nullptr || cfg.bias != (ops.bias != nullptr) ||
+      cfg.residual != (ops.residual != nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(cfg), ": operands do not match the configuration"));
+  }
+  skinny::PanelArgs args;
+  args.a = ops.a;
+  args.panels = ops.b;
+  args.bias = ops.bias;
+  args.residual = ops.residual;
+  args.c = ops.c;
+  args.m = shape.m, args.k = cfg.k, args.n = cfg.n;
+  args.scale = cfg.scale;
+  args.activation = cfg.activation;
+  args.prefetch_steps = options_.prefetch_rows;
+  void (*run)(const skinny::PanelArgs&) = isa_ == Isa::kAvx512 ? skinny::RunPanelsAvx512 : skinny::RunPanelsAvx2;
+  const int64_t panels = Panels();
+  int team = static_cast<int>(std::min<int64_t>(options_.threads, panels));
+  if (shape.m * cfg.k * cfg.n < kSerialGemmMacs || omp_in_parallel()) team = 1;
+  if (team <= 1) {
+    args.panel_begin = 0, args.panel_end = panels;
+    run(args);
+    return absl::OkStatus();
+  }
+#pragma omp parallel num_threads(team)
+  {
+    skinny::PanelArgs mine = args;
+    const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+    mine.panel_begin = panels * t / count;
+    mine.panel_end = panels * (t + 1) / count;
+    if (mine.panel_begin < mine.panel_end) run(mine);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shapeshift::codegen::cpu

@@ -1,0 +1,98 @@
+// SkinnyMatmul: shapeshift's own GEMM for few rows over packed weights.
+//
+//   C[m, n] = act(scale * (A[m, k] · B[k, n]) + bias) + R     (B a constant)
+//
+// A decode step (m = batch, 1..8) or a short request (m = tokens) is bound by
+// reading B: every weight is used m times, so the GEMM should run at memory
+// bandwidth. oneDNN does not reach it on this path (bench/RESULTS.md: its
+// static small-rows primitives read BERT-base's 768x3072 weights at 10.6 GB/s
+// at m = 32, 40% of the machine's triad bandwidth). This kernel:
+//
+//   - packs B once (PackB) into column panels of W floats (W = two vector
+//     registers: 32 on AVX-512, 16 on AVX2), each panel k rows of W
+//     contiguous floats, zero past n: the whole matrix is one sequential
+//     stream, and each thread reads its own contiguous range of panels;
+//   - keeps a block of up to 8 (AVX-512) or 6 (AVX2) rows' accumulators for
+//     one panel in registers over all of k, so each weight is loaded once per
+//     row block and multiplied into every row of it; further row blocks of
+//     the same panel read it again from L2 (a panel is k * W * 4 bytes:
+//     96 KiB for k = 768);
+//   - applies scale, bias, GELU (erf or tanh form, math_coefficients.h) and
+//     the residual to the finished block before it leaves the cache.
+//
+// The core is compiled once per instruction set (skinny_kernel.h) and chosen
+// at creation; Isa names it, so a test or a tuning run can ask for AVX2 on an
+// AVX-512 machine. Which m this path serves (against oneDNN's) is the
+// caller's decision: it computes any m correctly.
+//
+// Threads: the panels are split statically over min(threads, panels) OpenMP
+// threads (the team size of the creating thread unless SkinnyOptions gives
+// one, like oneDNN's primitives); a GEMM below 2^17 multiply-adds runs on the
+// calling thread.
+// Execute() is thread-safe.
+#ifndef SHAPESHIFT_CODEGEN_CPU_SKINNY_MATMUL_H_
+#define SHAPESHIFT_CODEGEN_CPU_SKINNY_MATMUL_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codegen/cpu/onednn_matmul.h"
+
+namespace shapeshift::codegen::cpu {
+
+// What can be chosen per machine (by measurement: bench/skinny_gemm_bench.cc).
+struct SkinnyOptions {
+  int threads = 0;  // <= 0: the creating thread's OpenMP team size
+  // Software prefetch of the weights this many panel rows ahead (0: none;
+  // the hardware prefetchers alone). bench/RESULTS.md has the measurement
+  // behind the default.
+  int64_t prefetch_rows = 32;
+};
+
+class SkinnyMatmul {
+ public:
+  enum class Isa { kAvx512, kAvx2 };
+
+  // The widest instruction set both the CPU and the OS support (AVX-512F, or
+  // AVX2 with FMA); nullopt on a CPU with neither.
+  static std::optional<Isa> HostIsa();
+  // Whether this CPU can run `isa`.
+  static bool Supported(Isa isa);
+
+  // True when `config` (a GEMM with constant weights) has this path: 2-D
+  // operands, runtime m, static k and n, B not already packed for oneDNN.
+  static bool Applies(const MatmulConfig& config);
+
+  static absl::StatusOr<std::unique_ptr<SkinnyMatmul>> Create(const MatmulConfig& config, Isa isa,
+                                                              const SkinnyOptions& options = {});
+
+  // B in its plain layout ([k, n], or [n, k] with transpose_b) as panels.
+  absl::StatusOr<PackedWeights> PackB(const float* b) const;
+
+  // Runs `shape` (m >= 1; k and n the configuration's) with ops.b = PackB()'s
+  // data.
+  absl::Status Execute(const MatmulShape& shape, const MatmulOperands& ops) const;
+
+  const MatmulConfig& config() const { return config_; }
+  Isa isa() const { return isa_; }
+  int64_t panel_width() const;
+  // The options with threads resolved.
+  const SkinnyOptions& options() const { return options_; }
+
+ private:
+  SkinnyMatmul(const MatmulConfig& config, Isa isa, const SkinnyOptions& options)
+      : config_(config), isa_(isa), options_(options) {}
+  int64_t Panels() const;
+  MatmulConfig config_;
+  Isa isa_;
+  SkinnyOptions options_;
+};
+
+const char* IsaName(SkinnyMatmul::Isa isa);  // "avx512", "avx2"
+
+}  // namespace shapeshift::codegen::cpu
+
+#endif  // SHAPESHIFT_CODEGEN_CPU_SKINNY_MATMUL_H_

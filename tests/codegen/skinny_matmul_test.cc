@@ -1,0 +1,216 @@
+// SkinnyMatmul: shapeshift's own few-rows GEMM must compute the OnednnMatmul
+// contract (tests/codegen/matmul_reference.h) at every row count, with every
+// epilogue, on every instruction-set core this CPU can run, and must be
+// refused where it does not apply.
+#include "codegen/cpu/skinny_matmul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/codegen/matmul_reference.h"
+#include "tests/codegen/test_util.h"
+
+namespace shapeshift::codegen::cpu {
+namespace {
+
+using ::shapeshift::codegen::testing::Close;
+using ::shapeshift::codegen::testing::MatmulReference;
+using ::shapeshift::codegen::testing::RandomFloats;
+using ::testing::HasSubstr;
+using Isa = SkinnyMatmul::Isa;
+
+MatmulConfig WeightGemm(int64_t k, int64_t n) {
+  MatmulConfig cfg;
+  cfg.k = k;
+  cfg.n = n;
+  return cfg;
+}
+
+// The cores this CPU runs; the test machine (x86-64 with AVX2 at least) has
+// one or both, and a test over none would assert nothing.
+std::vector<Isa> Cores() {
+  std::vector<Isa> cores;
+  for (Isa isa : {Isa::kAvx512, Isa::kAvx2}) {
+    if (SkinnyMatmul::Supported(isa)) cores.push_back(isa);
+  }
+  return cores;
+}
+
+std::unique_ptr<SkinnyMatmul> MakeOrDie(const MatmulConfig& cfg, Isa isa, SkinnyOptions options = {}) {
+  absl::StatusOr<std::unique_ptr<SkinnyMatmul>> made = SkinnyMatmul::Create(cfg, isa, options);
+  EXPECT_TRUE(made.ok()) << made.status();
+  return made.ok() ? *std::move(made) : nullptr;
+}
+
+// Runs m rows of `skinny` on random data (the residual in place when asked)
+// and compares with the reference in double.
+void CheckRows(const SkinnyMatmul& skinny, int64_t m, uint32_t seed, bool residual_in_place = false) {
+  const MatmulConfig& cfg = skinny.config();
+  MatmulShape s{1, m, cfg.k, cfg.n};
+  SCOPED_TRACE(DescribeConfig(cfg) + " m=" + std::to_string(m) + " " + std::string(IsaName(skinny.isa())));
+  std::vector<float> a = RandomFloats(m * s.k, seed), b = RandomFloats(s.k * s.n, seed + 1);
+  std::vector<float> bias = RandomFloats(s.n, seed + 2), residual = RandomFloats(m * s.n, seed + 3);
+  std::vector<double> want = MatmulReference(cfg, s, a, b, bias, residual);
+  absl::StatusOr<PackedWeights> packed = skinny.PackB(b.data());
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  std::vector<float> c = residual_in_place ? residual : std::vector<float>(m * s.n, NAN);
+  MatmulOperands ops{a.data(), packed->data(), cfg.bias ? bias.data() : nullptr,
+                     cfg.residual ? (residual_in_place ? c.data() : residual.data()) : nullptr, c.data()};
+  absl::Status run = skinny.Execute(s, ops);
+  ASSERT_TRUE(run.ok()) << run;
+  for (size_t i = 0; i < c.size(); ++i) {
+    ASSERT_TRUE(Close(c[i], want[i], 1e-5, 1e-5 * std::sqrt(double(s.k)))) << "at " << i << ": " << c[i] << " vs "
+                                                                            << want[i];
+  }
+}
+
+TEST(SkinnyMatmulTest, EveryRowCountMatchesTheReferenceOnEveryCore) {
+  // n = 80: two and a half AVX-512 panels, five AVX2 ones; rows 1..33 cover
+  // every row-block size and a tail block after full ones.
+  MatmulConfig cfg = WeightGemm(96, 80);
+  ASSERT_FALSE(Cores().empty());
+  for (Isa isa : Cores()) {
+    std::unique_ptr<SkinnyMatmul> skinny = MakeOrDie(cfg, isa);
+    ASSERT_NE(skinny, nullptr);
+    for (int64_t m = 1; m <= 33; ++m) CheckRows(*skinny, m, static_cast<uint32_t>(100 + m));
+  }
+}
+
+TEST(SkinnyMatmulTest, EveryEpilogueWithPlainAndTransposedWeights) {
+  ASSERT_FALSE(Cores().empty());
+  for (MatmulActivation act : {MatmulActivation::kNone, MatmulActivation::kGeluErf, MatmulActivation::kGeluTanh}) {
+    for (bool transpose : {false, true}) {
+      MatmulConfig cfg = WeightGemm(64, 50);
+      cfg.bias = true;
+      cfg.scale = 0.5f;
+      cfg.activation = act;
+      cfg.residual = true;
+      cfg.transpose_b = transpose;
+      for (Isa isa : Cores()) {
+        std::unique_ptr<SkinnyMatmul> skinny = MakeOrDie(cfg, isa);
+        ASSERT_NE(skinny, nullptr);
+        for (int64_t m : {1, 7, 17}) {
+          CheckRows(*skinny, m, 7);
+          CheckRows(*skinny, m, 9, /*residual_in_place=*/true);
+        }
+      }
+    }
+  }
+}
+
+TEST(SkinnyMatmulTest, SplitOverThreadsAndWideLikeAnLmHead) {
+  // 64 x 50257 (GPT-2's vocabulary): a ragged last panel, 1571 panels over
+  // two threads, and enough work (m * k * n >= 2^17) that the team runs; with
+// prefetch distances none, short and longer than a panel.
+  MatmulConfig cfg = WeightGemm(64, 50257);
+  cfg.transpose_b = true;  // tied embeddings: the LM head reads wte as [n, k]
+  for (Isa isa : Cores()) {
+    for (int64_t prefetch : {0, 16, 100}) {
+      std::unique_ptr<SkinnyMatmul> skinny = MakeOrDie(cfg, isa, {.threads = 2, .prefetch_rows = prefetch});
+      ASSERT_NE(skinny, nullptr);
+      EXPECT_EQ(skinny->options().threads, 2);
+      for (int64_t m : {1, 3}) CheckRows(*skinny, m, 11);
+    }
+  }
+}
+
+// GELU in double, in forms without cancellation where 1 + erf or 1 + tanh
+// would lose every digit (x << 0): 0.5 x erfc(-x / sqrt 2), x / (1 + exp(-2u)).
+double GeluExact(double x, MatmulActivation act) {
+  if (act == MatmulActivation::kGeluErf) return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+  double u = std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
+  return x / (1 + std::exp(-2 * u));
+}
+
+// The GELU epilogue over its whole range: relative error 1e-5 (rounding the
+// exp argument, up to 87 in size, to float alone costs 87 * 6e-8 = 5e-6),
+// or the erf form's Abramowitz & Stegun bound (1.5e-7 on erfc, times 0.5 |x|)
+// where that is larger; results below float's normal range may flush to -0;
+// the tails reach -0 and x, never NaN, and NaN stays NaN.
+TEST(SkinnyMatmulTest, GeluEpiloguesAgreeWithTheDefinitionOverTheirRange) {
+  std::vector<float> xs = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-4f, -1e-4f, 0.3f, -0.3f, 0.5f, -0.5f, 1.0f,
+                           -1.0f, 2.5f, -2.5f, 5.0f, -5.0f, 9.0f, -9.0f, 13.0f, -13.0f, 40.0f, -40.0f, 1e20f,
+                           -1e20f, 3e38f, -3e38f, std::numeric_limits<float>::quiet_NaN()};
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (MatmulActivation act : {MatmulActivation::kGeluErf, MatmulActivation::kGeluTanh}) {
+    MatmulConfig cfg = WeightGemm(1, n);
+    cfg.activation = act;
+    std::vector<float> a = {1.0f};  // C[0, j] = gelu(B[0, j])
+    for (Isa isa : Cores()) {
+      std::unique_ptr<SkinnyMatmul> skinny = MakeOrDie(cfg, isa);
+      ASSERT_NE(skinny, nullptr);
+      absl::StatusOr<PackedWeights> packed = skinny->PackB(xs.data());
+      ASSERT_TRUE(packed.ok());
+      std::vector<float> c(n);
+      ASSERT_TRUE(skinny->Execute({1, 1, 1, n}, {a.data(), packed->data(), nullptr, nullptr, c.data()}).ok());
+      for (int64_t j = 0; j < n; ++j) {
+        double x = xs[j];
+        double want = std::abs(x) > 1e10 ? (x > 0 ? x : 0.0) : GeluExact(x, act);
+        double atol = act == MatmulActivation::kGeluErf && x < 0 ? 1.5e-7 * std::abs(x) : 0.0;
+        if (std::abs(x) > 1e10) atol = 0.0;
+        atol = std::max(atol, 1.2e-38);
+        EXPECT_TRUE(Close(c[j], want, 1e-5, atol)) << IsaName(isa) << " gelu(" << x << ") = " << c[j] << ", want "
+                                                   << want;
+      }
+    }
+  }
+}
+
+TEST(SkinnyMatmulTest, NonFiniteInputsReachOnlyTheirOwnRow) {
+  MatmulConfig cfg = WeightGemm(40, 40);
+  for (Isa isa : Cores()) {
+    std::unique_ptr<SkinnyMatmul> skinny = MakeOrDie(cfg, isa);
+    ASSERT_NE(skinny, nullptr);
+    std::vector<float> a = RandomFloats(3 * 40, 5), b = RandomFloats(40 * 40, 6);
+    a[1 * 40 + 7] = std::numeric_limits<float>::quiet_NaN();
+    a[2 * 40 + 3] = std::numeric_limits<float>::infinity();
+    absl::StatusOr<PackedWeights> packed = skinny->PackB(b.data());
+    ASSERT_TRUE(packed.ok());
+    std::vector<float> c(3 * 40);
+    ASSERT_TRUE(skinny->Execute({1, 3, 40, 40}, {a.data(), packed->data(), nullptr, nullptr, c.data()}).ok());
+    for (int64_t j = 0; j < 40; ++j) {
+      EXPECT_TRUE(std::isfinite(c[j])) << j;
+      EXPECT_TRUE(std::isnan(c[40 + j])) << j;
+      EXPECT_TRUE(std::isinf(c[80 + j])) << j;  // inf * b[3, j], every b nonzero
+    }
+  }
+}
+
+TEST(SkinnyMatmulTest, AppliesOnlyToTwoDimensionalRuntimeRowGemmsAndChecksItsCalls) {
+  EXPECT_TRUE(SkinnyMatmul::Applies(WeightGemm(768, 768)));
+  MatmulConfig static_m = WeightGemm(768, 768);
+  static_m.m = 16;
+  EXPECT_FALSE(SkinnyMatmul::Applies(static_m));
+  MatmulConfig runtime_k = WeightGemm(kRuntimeDim, 768);
+  EXPECT_FALSE(SkinnyMatmul::Applies(runtime_k));
+  MatmulConfig batched = WeightGemm(64, 64);
+  batched.batch = kRuntimeDim;
+  EXPECT_FALSE(SkinnyMatmul::Applies(batched));
+  ASSERT_FALSE(Cores().empty());
+  absl::StatusOr<std::unique_ptr<SkinnyMatmul>> refused = SkinnyMatmul::Create(runtime_k, Cores().front());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("static k and n"));
+
+  std::unique_ptr<SkinnyMatmul> skinny = MakeOrDie(WeightGemm(8, 8), Cores().front());
+  ASSERT_NE(skinny, nullptr);
+  std::vector<float> a(8), b(64), c(8);
+  absl::StatusOr<PackedWeights> packed = skinny->PackB(b.data());
+  ASSERT_TRUE(packed.ok());
+  absl::Status wrong_k = skinny->Execute({1, 1, 9, 8}, {a.data(), packed->data(), nullptr, nullptr, c.data()});
+  EXPECT_THAT(std::string(wrong_k.message()), HasSubstr("cannot run m=1 k=9 n=8"));
+  absl::Status stray_bias = skinny->Execute({1, 1, 8, 8}, {a.data(), packed->data(), b.data(), nullptr, c.data()});
+  EXPECT_THAT(std::string(stray_bias.message()), HasSubstr("operands do not match"));
+  EXPECT_FALSE(skinny->PackB(nullptr).ok());
+  absl::StatusOr<std::unique_ptr<SkinnyMatmul>> negative =
+      SkinnyMatmul::Create(WeightGemm(8, 8), Cores().front(), {.prefetch_rows = -1});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_THAT(std::string(negative.status().message()), HasSubstr("prefetch distance -1 is negative"));
+}
+
+}  // namespace
+}  // namespace shapeshift::codegen::cpu
