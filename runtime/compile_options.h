@@ -61,9 +61,12 @@ struct CompileOptions {
   // after (e.g. persist::ArtifactObjectStore for a cache directory); not
   // owned, may be null. ProgramStats say how many kernels came from it.
   codegen::cpu::ObjectStore* object_store = nullptr;
-  // GEMMs with constant weights also get static-M primitives over a packed
-  // copy of the weights for short requests (codegen/cpu/small_rows_matmul.h):
-  // faster for 4..32 rows, at the memory of a second copy of those weights.
+  // GEMMs with constant weights also get a short-request path over a packed
+  // copy of the weights: shapeshift's skinny GEMM for 1..32 rows where the
+  // CPU has AVX2 or AVX-512 (codegen/cpu/skinny_matmul.h), else oneDNN's
+  // static-M primitives for 4..32 (codegen/cpu/small_rows_matmul.h); faster
+  // than oneDNN's runtime-M GEMM there, at the memory of a second copy of
+  // those weights.
   bool pack_small_row_gemms = true;
   // OpenMP threads the compile's oneDNN primitives are created and warmed
   // with (oneDNN fixes a primitive's thread count at creation); 0 = the

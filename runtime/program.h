@@ -47,6 +47,7 @@ struct ProgramStats {
   int64_t gemms = 0;          // distinct oneDNN matmul primitives
   int64_t gemm_calls = 0;     // matmul steps
   int64_t small_row_gemms = 0;       // of gemm_calls, with a packed short-request path
+  int64_t skinny_gemms = 0;          // of those, on shapeshift's skinny GEMM (the rest: oneDNN's)
   int64_t packed_weight_bytes = 0;   // the packed weight copies those hold
   int64_t steps = 0;          // all steps, views excluded
   int64_t groups = 0;         // fusion groups in the plan

@@ -1,6 +1,7 @@
 // Program::Compile: passes → lowering → JIT/primitives → per-request recipe.
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -245,22 +246,41 @@ class ProgramBuilder {
     return absl::OkStatus();
   }
 
-  // A GEMM whose B is a constant gets the packed short-request path
-  // (codegen/cpu/small_rows_matmul.h); its primitives are shared by every
-  // step with the same configuration, the packed copy is this step's own.
+  // A GEMM whose B is a constant gets a packed short-request path: our own
+  // skinny GEMM where the CPU has AVX2 or AVX-512 (codegen/cpu/skinny_matmul.h),
+  // else oneDNN's static-M primitives (codegen/cpu/small_rows_matmul.h). The
+  // kernels are shared by every step with the same configuration, the packed
+  // copy is this step's own.
   absl::Status AddSmallRowsPath(const cpu::MatmulConfig& config, MatmulStep& step) {
-    if (!pack_small_row_gemms_ || !cpu::SmallRowsMatmul::Applies(config)) return absl::OkStatus();
+    if (!pack_small_row_gemms_) return absl::OkStatus();
     const BufferSource& b = impl_.buffers[step.b];
     if (b.kind != BufferSource::Kind::kConstant) return absl::OkStatus();
-    const cpu::SmallRowsMatmul*& small = small_rows_by_config_[cpu::DescribeConfig(config)];
-    if (small == nullptr) {
-      SS_ASSIGN_OR_RETURN(created, cpu::SmallRowsMatmul::Create(config));
-      small = created.get();
-      impl_.small_rows.push_back(std::move(created));
+    const float* weights = static_cast<const float*>(b.constant);
+    const std::string key = cpu::DescribeConfig(config);
+    if (std::optional<cpu::SkinnyMatmul::Isa> isa = cpu::SkinnyMatmul::HostIsa();
+        isa && cpu::SkinnyMatmul::Applies(config)) {
+      const cpu::SkinnyMatmul*& skinny = skinny_by_config_[key];
+      if (skinny == nullptr) {
+        SS_ASSIGN_OR_RETURN(created, cpu::SkinnyMatmul::Create(config, *isa));
+        skinny = created.get();
+        impl_.skinny.push_back(std::move(created));
+      }
+      SS_ASSIGN_OR_RETURN(packed, skinny->PackB(weights));
+      step.skinny = skinny;
+      step.packed_b = std::move(packed);
+      ++stats_.skinny_gemms;
+    } else {
+      if (!cpu::SmallRowsMatmul::Applies(config)) return absl::OkStatus();
+      const cpu::SmallRowsMatmul*& small = small_rows_by_config_[key];
+      if (small == nullptr) {
+        SS_ASSIGN_OR_RETURN(created, cpu::SmallRowsMatmul::Create(config));
+        small = created.get();
+        impl_.small_rows.push_back(std::move(created));
+      }
+      SS_ASSIGN_OR_RETURN(packed, small->PackB(weights));
+      step.small_rows = small;
+      step.packed_b = std::move(packed);
     }
-    SS_ASSIGN_OR_RETURN(packed, small->PackB(static_cast<const float*>(b.constant)));
-    step.small_rows = small;
-    step.packed_b = std::move(packed);
     ++stats_.small_row_gemms;
     stats_.packed_weight_bytes += step.packed_b.bytes();
     return absl::OkStatus();
@@ -384,6 +404,7 @@ class ProgramBuilder {
   absl::flat_hash_map<const GraphValue*, int> buffer_of_;
   absl::flat_hash_map<std::string, const cpu::OnednnMatmul*> matmul_by_config_;
   absl::flat_hash_map<std::string, const cpu::SmallRowsMatmul*> small_rows_by_config_;
+  absl::flat_hash_map<std::string, const cpu::SkinnyMatmul*> skinny_by_config_;
   bool pack_small_row_gemms_ = true;
   StepResolver resolver_;  // Slot and Buffer, for the device program
   int64_t kernel_calls_ = 0;  // device kernel and gather steps

@@ -13,6 +13,7 @@
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/cpu/kernel_cache.h"
 #include "codegen/cpu/onednn_matmul.h"
+#include "codegen/cpu/skinny_matmul.h"
 #include "codegen/cpu/small_rows_matmul.h"
 #include "graph/dtype.h"
 #include "runtime/device/device_program.h"
@@ -48,8 +49,11 @@ inline constexpr int64_t kSerialKernelElements = 16384;
 
 struct MatmulStep {
   const codegen::cpu::OnednnMatmul* matmul = nullptr;
-  // Short requests' path (codegen/cpu/small_rows_matmul.h) when B is a
-  // constant: m in its range runs there on packed_b instead.
+  // Short requests' path when B is a constant: m in its range runs there on
+  // packed_b instead — shapeshift's own kernel (codegen/cpu/skinny_matmul.h)
+  // where the CPU has AVX2 or AVX-512, else oneDNN's static-M primitives
+  // (codegen/cpu/small_rows_matmul.h). At most one of the two is set.
+  const codegen::cpu::SkinnyMatmul* skinny = nullptr;
   const codegen::cpu::SmallRowsMatmul* small_rows = nullptr;
   codegen::cpu::PackedWeights packed_b;
   int batch = -1, m = -1, k = -1, n = -1;  // tape slots
@@ -101,6 +105,7 @@ struct Program::Impl {
   std::unique_ptr<codegen::cpu::KernelCache> kernel_cache;
   std::vector<std::unique_ptr<codegen::cpu::OnednnMatmul>> matmuls;
   std::vector<std::unique_ptr<codegen::cpu::SmallRowsMatmul>> small_rows;
+  std::vector<std::unique_ptr<codegen::cpu::SkinnyMatmul>> skinny;
   std::vector<BufferSource> buffers;
   std::vector<Step> steps;
   std::unique_ptr<SymTape> tape;

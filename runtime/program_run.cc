@@ -54,6 +54,10 @@ absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t
   ops.bias = step.bias >= 0 ? static_cast<const float*>(buffers[step.bias]) : nullptr;
   ops.residual = step.residual >= 0 ? static_cast<const float*>(buffers[step.residual]) : nullptr;
   ops.c = static_cast<float*>(buffers[step.c]);
+  if (step.skinny != nullptr && shape.m <= step.skinny->options().max_rows) {
+    ops.b = step.packed_b.data();
+    return step.skinny->Execute(shape, ops);
+  }
   if (step.small_rows != nullptr && step.small_rows->Covers(shape.m)) {
     ops.b = step.packed_b.data();
     return step.small_rows->Execute(shape, ops);

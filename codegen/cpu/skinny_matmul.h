@@ -50,6 +50,10 @@ struct SkinnyOptions {
   // the hardware prefetchers alone). bench/RESULTS.md has the measurement
   // behind the default.
   int64_t prefetch_rows = 32;
+  // The request rows a Program serves here rather than on oneDNN: 1..32,
+  // where this kernel was measured faster than both oneDNN paths on every
+  // BERT-base weight shape (bench/RESULTS.md; it computes any m correctly).
+  int64_t max_rows = 32;
 };
 
 class SkinnyMatmul {

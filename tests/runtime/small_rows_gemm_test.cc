@@ -1,10 +1,13 @@
-// The packed short-request GEMM path (codegen/cpu/small_rows_matmul.h) inside
-// a compiled model: requests whose rows (batch x seq) fall inside and just
-// outside its range match the interpreter, every constant-weight GEMM has the
-// path, and CompileOptions::pack_small_row_gemms = false compiles without it.
+// The packed short-request GEMM path inside a compiled model — shapeshift's
+// skinny GEMM (codegen/cpu/skinny_matmul.h) where the CPU has AVX2 or
+// AVX-512, oneDNN's small-rows primitives (codegen/cpu/small_rows_matmul.h)
+// elsewhere: requests whose rows (batch x seq) fall inside and just outside
+// its range match the interpreter, every constant-weight GEMM has the path,
+// and CompileOptions::pack_small_row_gemms = false compiles without it.
 #include <utility>
 #include <vector>
 
+#include "codegen/cpu/skinny_matmul.h"
 #include "codegen/cpu/small_rows_matmul.h"
 #include "examples/models/bert.h"
 #include "gtest/gtest.h"
@@ -14,6 +17,8 @@
 namespace shapeshift::examples {
 namespace {
 
+using ::shapeshift::codegen::cpu::SkinnyMatmul;
+using ::shapeshift::codegen::cpu::SkinnyOptions;
 using ::shapeshift::codegen::cpu::SmallRowsMatmul;
 using ::shapeshift::testing::CompiledMatchesInterpreter;
 
@@ -34,10 +39,13 @@ TEST(SmallRowsGemmTest, RowCountsAroundTheRangeMatchTheInterpreter) {
   ASSERT_NE(session, nullptr);
   absl::StatusOr<ImportedModel> reference = BuildBert(config);
   ASSERT_TRUE(reference.ok());
-  const int64_t lo = SmallRowsMatmul::kMinRows, hi = SmallRowsMatmul::kMaxRows;
-  // (batch, seq): rows lo-1, lo, a middle value, hi, hi+1, and hi reached by batch.
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {
-      {1, lo - 1}, {1, lo}, {1, 17}, {1, hi}, {1, hi + 1}, {4, hi / 4}, {3, 11}};
+  const bool skinny = SkinnyMatmul::HostIsa().has_value();
+  const int64_t lo = skinny ? 1 : SmallRowsMatmul::kMinRows;
+  const int64_t hi = skinny ? SkinnyOptions().max_rows : SmallRowsMatmul::kMaxRows;
+  // (batch, seq): rows lo-1 (none for the skinny path), lo, a middle value,
+  // hi, hi+1, and hi reached by batch.
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{1, lo}, {1, 17}, {1, hi}, {1, hi + 1}, {4, hi / 4}, {3, 11}};
+  if (lo > 1) shapes.push_back({1, lo - 1});
   uint64_t seed = 7;
   for (auto [batch, seq] : shapes) {
     std::vector<Tensor> inputs = MakeBertInputs(config, batch, seq, seed++, /*padded=*/seed % 2 == 0);
@@ -49,6 +57,7 @@ TEST(SmallRowsGemmTest, RowCountsAroundTheRangeMatchTheInterpreter) {
   EXPECT_GT(program.small_row_gemms, 0);
   EXPECT_GT(program.packed_weight_bytes, 0);
   EXPECT_LE(program.small_row_gemms, program.gemm_calls);  // attention GEMMs (no constant B) keep one path
+  EXPECT_EQ(program.skinny_gemms, skinny ? program.small_row_gemms : 0);
 }
 
 TEST(SmallRowsGemmTest, TurnedOffThereIsNoPackedCopyAndTheSameResult) {
@@ -59,6 +68,7 @@ TEST(SmallRowsGemmTest, TurnedOffThereIsNoPackedCopyAndTheSameResult) {
   ASSERT_NE(plain, nullptr);
   EXPECT_EQ(plain->stats().program.small_row_gemms, 0);
   EXPECT_EQ(plain->stats().program.packed_weight_bytes, 0);
+  EXPECT_EQ(plain->stats().program.skinny_gemms, 0);
   std::vector<Tensor> inputs = MakeBertInputs(config, 2, 9, 3, /*padded=*/true);
   absl::StatusOr<std::vector<Tensor>> a = packed->Run(inputs);
   absl::StatusOr<std::vector<Tensor>> b = plain->Run(inputs);
