@@ -142,6 +142,16 @@ int Main(int argc, char** argv) {
       return arg == "--help" ? 0 : 2;
     }
   }
+  if (repeats < 1) {
+    std::fprintf(stderr, "skinny_gemm_bench: --repeats must be at least 1\n");
+    return 2;
+  }
+  for (const std::string& family : families) {
+    if (family != "bert" && family != "gpt2" && family != "llama") {
+      std::fprintf(stderr, "skinny_gemm_bench: unknown --shapes family '%s' (bert, gpt2, llama)\n", family.c_str());
+      return 2;
+    }
+  }
   if (threads > 0) omp_set_num_threads(threads);
   MachineProbe probe = ProbeMachine();
   std::printf("threads %d, stream triad %.1f GB/s, FMA peak %.1f GFLOP/s\n", omp_get_max_threads(),
