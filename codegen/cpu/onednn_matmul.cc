@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "codegen/cpu/parallel_run.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace shapeshift::codegen::cpu {
@@ -34,13 +35,6 @@ dnnl::stream& ThreadStream() {
 // takes a few microseconds, about what waking the OpenMP pool costs (the
 // runtime's serial-kernel threshold, runtime/program_impl.h, is the same).
 constexpr int64_t kSerialCopyElements = 16384;
-
-// Below this many multiply-adds (batch*M*K*N) a GEMM runs on the calling
-// thread: 2^17 MACs is ~3 us on one core at half its FMA peak, while an
-// OpenMP fork/join costs ~1-3 us with spinning workers and far more when they
-// sleep or the cores are shared, so two threads cannot win. This covers
-// decode steps (M = batch) and the smallest attention products.
-constexpr int64_t kSerialGemmMacs = int64_t{1} << 17;
 
 // The residual enters through dst (oneDNN's sum post-op adds dst's old value).
 void CopyResidual(const float* from, float* to, int64_t count) {

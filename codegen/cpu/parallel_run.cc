@@ -6,10 +6,15 @@
 
 namespace shapeshift::codegen::cpu {
 
+int TeamFor(int64_t items) {
+  if (items <= 1 || omp_in_parallel()) return 1;
+  return std::max(omp_get_max_threads(), 1);
+}
+
 void RunParallel(KernelFn fn, int64_t total, void* const* buffers, const int64_t* dims) {
   if (total <= 0) return;
-  int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), total));
-  if (threads <= 1 || omp_in_parallel()) {
+  const int threads = TeamFor(total);
+  if (threads <= 1) {
     fn(0, total, buffers, dims);
     return;
   }

@@ -14,6 +14,24 @@
 
 namespace shapeshift::codegen::cpu {
 
+// Below this many multiply-adds (batch*M*K*N) a GEMM runs on the calling
+// thread: 2^17 MACs is ~3 us on one core at half its FMA peak, while an
+// OpenMP fork/join costs ~1-3 us with spinning workers and far more when they
+// sleep or the cores are shared, so two threads cannot win. This covers
+// decode steps (M = batch) and the smallest attention products. Every GEMM
+// engine (oneDNN's, the skinny one) reads it.
+inline constexpr int64_t kSerialGemmMacs = int64_t{1} << 17;
+
+// The team a parallel region over `items` independent pieces of work forks:
+// 1 (run on the calling thread, no region) when there is at most one piece or
+// the caller is already inside a region, else the whole team
+// (omp_get_max_threads()), even when there are fewer pieces than threads.
+// libgomp ends the pool's surplus threads when a region forks fewer threads
+// than the previous one and creates them again for the next larger region, so
+// regions of varying width (a 2-panel GEMM between 4-thread ones) would start
+// and stop threads on every request; threads without a piece return at once.
+int TeamFor(int64_t items);
+
 // Calls fn(begin, end, buffers, dims) over a static partition of [0, total).
 void RunParallel(KernelFn fn, int64_t total, void* const* buffers, const int64_t* dims);
 

@@ -6,17 +6,10 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/cpu/parallel_run.h"
 #include "codegen/cpu/skinny_kernel.h"
 
 namespace shapeshift::codegen::cpu {
-namespace {
-
-// The same threshold as OnednnMatmul's: below it, waking the pool costs more
-// than the GEMM.
-constexpr int64_t kSerialGemmMacs = int64_t{1} << 17;
-
-}  // namespace
-
 const char* IsaName(SkinnyMatmul::Isa isa) { return isa == SkinnyMatmul::Isa::kAvx512 ? "avx512" : "avx2"; }
 
 bool SkinnyMatmul::Supported(Isa isa) {
@@ -104,8 +97,10 @@ absl::Status SkinnyMatmul::Execute(const MatmulShape& shape, const MatmulOperand
   args.prefetch_steps = options_.prefetch_rows;
   void (*run)(const skinny::PanelArgs&) = isa_ == Isa::kAvx512 ? skinny::RunPanelsAvx512 : skinny::RunPanelsAvx2;
   const int64_t panels = Panels();
-  int team = static_cast<int>(std::min<int64_t>(options_.threads, panels));
-  if (shape.m * cfg.k * cfg.n < kSerialGemmMacs || omp_in_parallel()) team = 1;
+  // The whole team or none (parallel_run.h's TeamFor says why): threads past
+  // the last panel get an empty range.
+  int team = options_.threads;
+  if (panels <= 1 || shape.m * cfg.k * cfg.n < kSerialGemmMacs || omp_in_parallel()) team = 1;
   if (team <= 1) {
     args.panel_begin = 0, args.panel_end = panels;
     run(args);
