@@ -25,10 +25,11 @@
 // AVX-512 machine. Which m this path serves (against oneDNN's) is the
 // caller's decision: it computes any m correctly.
 //
-// Threads: the panels are split statically over min(threads, panels) OpenMP
-// threads (the team size of the creating thread unless SkinnyOptions gives
-// one, like oneDNN's primitives); a GEMM below 2^17 multiply-adds runs on the
-// calling thread.
+// Threads: the panels are split statically over the whole OpenMP team (the
+// team size of the creating thread unless SkinnyOptions gives one, like
+// oneDNN's primitives), threads past the last panel idle (parallel_run.h's
+// TeamFor says why a narrower team costs more); a GEMM below kSerialGemmMacs
+// multiply-adds runs on the calling thread.
 // Execute() is thread-safe.
 #ifndef SHAPESHIFT_CODEGEN_CPU_SKINNY_MATMUL_H_
 #define SHAPESHIFT_CODEGEN_CPU_SKINNY_MATMUL_H_
