@@ -22,6 +22,8 @@ class DeviceApi;
 
 namespace shapeshift::runtime {
 
+struct GemmTuning;  // runtime/tuning/gemm_tuning.h
+
 // Where a Program runs. kCuda without a usable GPU is a compile error,
 // never a silent CPU run.
 enum class Device { kCpu, kCuda };
@@ -68,6 +70,12 @@ struct CompileOptions {
   // than oneDNN's runtime-M GEMM there, at the memory of a second copy of
   // those weights.
   bool pack_small_row_gemms = true;
+  // This machine's measured choices for those short requests (`shapeshift
+  // tune`, runtime/tuning/gemm_tuning.h): per GEMM class, how many rows the
+  // skinny GEMM serves and its prefetch distance, and the instruction set of
+  // its core. Null: the built-in defaults (SkinnyOptions). A tuning made on
+  // another machine, thread count or build is a compile error.
+  std::shared_ptr<const GemmTuning> tuning;
   // OpenMP threads the compile's oneDNN primitives are created and warmed
   // with (oneDNN fixes a primitive's thread count at creation); 0 = the
   // compiling thread's omp_get_max_threads() (OMP_NUM_THREADS). Python's

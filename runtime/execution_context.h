@@ -35,6 +35,10 @@ class ExecutionContext {
   size_t arena_capacity() const { return arena_capacity_; }
   // How many times the arena was (re)allocated; stays put in steady state.
   int64_t arena_allocations() const { return arena_allocations_; }
+  // GEMM calls of this context's requests that ran on the skinny GEMM
+  // (short requests of a constant-weight GEMM, runtime/tuning/): how a test
+  // sees which engine a row count took.
+  int64_t skinny_gemm_calls() const { return skinny_gemm_calls_; }
 
   // For device programs (runtime-internal): the state they keep here.
   DeviceContextState* device_state() const { return device_state_.get(); }
@@ -48,6 +52,7 @@ class ExecutionContext {
   std::unique_ptr<std::byte, FreeDeleter> arena_;
   size_t arena_capacity_ = 0;
   int64_t arena_allocations_ = 0;
+  int64_t skinny_gemm_calls_ = 0;
   std::vector<int64_t> slots_;       // evaluated sizes (SymTape slots)
   std::vector<void*> buffers_;       // resolved buffer pointers
   std::vector<void*> call_buffers_;  // one kernel call's buffer array

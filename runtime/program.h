@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "codegen/cpu/onednn_matmul.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "runtime/compile_options.h"
@@ -48,6 +49,7 @@ struct ProgramStats {
   int64_t gemm_calls = 0;     // matmul steps
   int64_t small_row_gemms = 0;       // of gemm_calls, with a packed short-request path
   int64_t skinny_gemms = 0;          // of those, on shapeshift's skinny GEMM (the rest: oneDNN's)
+  int64_t tuned_gemms = 0;           // constant-weight GEMM steps whose short-request engine CompileOptions::tuning chose
   int64_t packed_weight_bytes = 0;   // the packed weight copies those hold
   int64_t steps = 0;          // all steps, views excluded
   int64_t groups = 0;         // fusion groups in the plan
@@ -56,6 +58,16 @@ struct ProgramStats {
   // first execute, which would otherwise land on the first request.
   int64_t gemms_warmed = 0;
   double warmup_ms = 0;       // part of compile_ms
+};
+
+// How a Program serves short requests of one constant-weight GEMM class.
+struct ShortRequestGemm {
+  codegen::cpu::MatmulConfig config;
+  std::string engine;           // "skinny-avx512" | "skinny-avx2" | "onednn-small-rows" | "onednn"
+  int64_t max_rows = 0;         // requests of up to this many rows take `engine`; more: oneDNN's runtime-M GEMM
+  int64_t prefetch_rows = 0;    // the skinny GEMM's, else 0
+  bool tuned = false;           // from CompileOptions::tuning, else the built-in default
+  int64_t steps = 0;            // matmul steps of this class
 };
 
 class Program {
@@ -88,6 +100,9 @@ class Program {
   std::vector<std::string> bound_symbols() const;
 
   const ProgramStats& stats() const { return stats_; }
+  // One line per constant-weight GEMM class (CPU programs): what serves its
+  // short requests and why; the classes `shapeshift tune` measures.
+  const std::vector<ShortRequestGemm>& short_request_gemms() const { return short_request_gemms_; }
   // Device::kCuda only (empty otherwise): the device, its module, the CUDA
   // graph plan and what happened to each bucket so far.
   std::string device_report() const;
@@ -108,6 +123,7 @@ class Program {
   absl::StatusOr<std::vector<Tensor>> Execute(absl::Span<const TensorView> inputs, ExecutionContext& context) const;
   std::unique_ptr<Impl> impl_;
   ProgramStats stats_;
+  std::vector<ShortRequestGemm> short_request_gemms_;
   std::string plan_text_;
   SymExpr arena_bytes_;
 };

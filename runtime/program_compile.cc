@@ -1,4 +1,6 @@
 // Program::Compile: passes → lowering → JIT/primitives → per-request recipe.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -12,6 +14,7 @@
 #include "graph/op_table.h"
 #include "passes/pipeline.h"
 #include "runtime/program_impl.h"
+#include "runtime/tuning/gemm_tuning.h"
 
 namespace shapeshift::runtime {
 namespace {
@@ -41,6 +44,8 @@ class ProgramBuilder {
                  ProgramStats* stats)
       : graph_(graph), env_(env), pipeline_(pipeline), impl_(*impl), stats_(*stats) {}
 
+  std::vector<ShortRequestGemm> TakeShortRequestGemms() { return std::move(short_request_gemms_); }
+
   absl::Status Build(const CompileOptions& options) {
     if (absl::Status s = PlanInputs(); !s.ok()) return s;
     resolver_.slot = [this](SymExpr e) { return Slot(e); };
@@ -53,6 +58,7 @@ class ProgramBuilder {
       backend_options.vector_width = options.vector_width;
       backend_options.object_store = options.object_store;
       pack_small_row_gemms_ = options.pack_small_row_gemms;
+      if (absl::Status s = PlanShortRequests(options); !s.ok()) return s;
       SS_ASSIGN_OR_RETURN(backend, cpu::CpuBackend::Create(backend_options));
       impl_.backend = std::move(backend);
       impl_.kernel_cache = std::make_unique<cpu::KernelCache>(impl_.backend.get());
@@ -247,21 +253,33 @@ class ProgramBuilder {
   }
 
   // A GEMM whose B is a constant gets a packed short-request path: our own
-  // skinny GEMM where the CPU has AVX2 or AVX-512 (codegen/cpu/skinny_matmul.h),
-  // else oneDNN's static-M primitives (codegen/cpu/small_rows_matmul.h). The
-  // kernels are shared by every step with the same configuration, the packed
-  // copy is this step's own.
+  // skinny GEMM where the CPU has AVX2 or AVX-512 (codegen/cpu/skinny_matmul.h)
+  // for as many rows as the tuning (or the default) gives it, else oneDNN's
+  // static-M primitives (codegen/cpu/small_rows_matmul.h). The kernels are
+  // shared by every step with the same configuration, the packed copy is this
+  // step's own.
   absl::Status AddSmallRowsPath(const cpu::MatmulConfig& config, MatmulStep& step) {
     if (!pack_small_row_gemms_) return absl::OkStatus();
     const BufferSource& b = impl_.buffers[step.b];
     if (b.kind != BufferSource::Kind::kConstant) return absl::OkStatus();
     const float* weights = static_cast<const float*>(b.constant);
     const std::string key = cpu::DescribeConfig(config);
-    if (std::optional<cpu::SkinnyMatmul::Isa> isa = cpu::SkinnyMatmul::HostIsa();
-        isa && cpu::SkinnyMatmul::Applies(config)) {
+    ShortRequestGemm& record = ShortRequestGemmFor(config);
+    ++record.steps;
+    if (skinny_isa_ && cpu::SkinnyMatmul::Applies(config)) {
+      const cpu::SkinnyOptions options = SkinnyOptionsFor(tuning_, config, threads_);
+      record.tuned = tuning_ != nullptr && tuning_->Find(config) != nullptr;
+      record.max_rows = options.max_rows;
+      if (options.max_rows == 0) {  // measured slower than oneDNN at every row count
+        record.engine = "onednn";
+        if (record.tuned) ++stats_.tuned_gemms;
+        return absl::OkStatus();
+      }
+      record.engine = absl::StrCat("skinny-", cpu::IsaName(*skinny_isa_));
+      record.prefetch_rows = options.prefetch_rows;
       const cpu::SkinnyMatmul*& skinny = skinny_by_config_[key];
       if (skinny == nullptr) {
-        SS_ASSIGN_OR_RETURN(created, cpu::SkinnyMatmul::Create(config, *isa));
+        SS_ASSIGN_OR_RETURN(created, cpu::SkinnyMatmul::Create(config, *skinny_isa_, options));
         skinny = created.get();
         impl_.skinny.push_back(std::move(created));
       }
@@ -269,8 +287,14 @@ class ProgramBuilder {
       step.skinny = skinny;
       step.packed_b = std::move(packed);
       ++stats_.skinny_gemms;
+      if (record.tuned) ++stats_.tuned_gemms;
     } else {
-      if (!cpu::SmallRowsMatmul::Applies(config)) return absl::OkStatus();
+      if (!cpu::SmallRowsMatmul::Applies(config)) {
+        record.engine = "onednn";
+        return absl::OkStatus();
+      }
+      record.engine = "onednn-small-rows";
+      record.max_rows = cpu::SmallRowsMatmul::kMaxRows;
       const cpu::SmallRowsMatmul*& small = small_rows_by_config_[key];
       if (small == nullptr) {
         SS_ASSIGN_OR_RETURN(created, cpu::SmallRowsMatmul::Create(config));
@@ -283,6 +307,36 @@ class ProgramBuilder {
     }
     ++stats_.small_row_gemms;
     stats_.packed_weight_bytes += step.packed_b.bytes();
+    return absl::OkStatus();
+  }
+
+  ShortRequestGemm& ShortRequestGemmFor(const cpu::MatmulConfig& config) {
+    const std::string key = cpu::DescribeConfig(config);
+    for (ShortRequestGemm& g : short_request_gemms_) {
+      if (cpu::DescribeConfig(g.config) == key) return g;
+    }
+    short_request_gemms_.push_back(ShortRequestGemm{config});
+    return short_request_gemms_.back();
+  }
+
+  // The instruction set of the skinny GEMM's core (the tuning's, where it was
+  // made for one this CPU runs, else the widest), and the tuning checked
+  // against this machine. Inside Compile's thread scope: the team size is the
+  // one the compile's primitives are created with.
+  absl::Status PlanShortRequests(const CompileOptions& options) {
+    threads_ = omp_get_max_threads();
+    tuning_ = options.tuning.get();
+    skinny_isa_ = cpu::SkinnyMatmul::HostIsa();
+    if (tuning_ == nullptr) return absl::OkStatus();
+    const std::string& isa_name = tuning_->machine.isa;
+    const cpu::SkinnyMatmul::Isa isa =
+        isa_name == "avx2" ? cpu::SkinnyMatmul::Isa::kAvx2 : cpu::SkinnyMatmul::Isa::kAvx512;
+    if (!cpu::SkinnyMatmul::Supported(isa)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the tuning is for the ", isa_name, " core, which this CPU cannot run: run `shapeshift tune` here"));
+    }
+    if (absl::Status s = CheckMachineKey(tuning_->machine, HostMachineKey(isa, threads_)); !s.ok()) return s;
+    skinny_isa_ = isa;
     return absl::OkStatus();
   }
 
@@ -406,6 +460,10 @@ class ProgramBuilder {
   absl::flat_hash_map<std::string, const cpu::SmallRowsMatmul*> small_rows_by_config_;
   absl::flat_hash_map<std::string, const cpu::SkinnyMatmul*> skinny_by_config_;
   bool pack_small_row_gemms_ = true;
+  const GemmTuning* tuning_ = nullptr;
+  std::optional<cpu::SkinnyMatmul::Isa> skinny_isa_;
+  int threads_ = 1;
+  std::vector<ShortRequestGemm> short_request_gemms_;
   StepResolver resolver_;  // Slot and Buffer, for the device program
   int64_t kernel_calls_ = 0;  // device kernel and gather steps
 };
@@ -429,6 +487,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Compile(Graph& graph, ShapeEnv
   std::unique_ptr<Program> program(new Program(std::move(impl)));
   stats.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   program->stats_ = stats;
+  program->short_request_gemms_ = builder.TakeShortRequestGemms();
   program->plan_text_ = pipeline.fusion.ToString() + pipeline.memory.ToString();
   program->arena_bytes_ = pipeline.memory.arena_bytes;
   return program;

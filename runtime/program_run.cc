@@ -45,7 +45,7 @@ absl::Status RunStep(const KernelStep& step, void* const* buffers, const int64_t
   return absl::OkStatus();
 }
 
-absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t* slots) {
+absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t* slots, int64_t& skinny_calls) {
   cpu::MatmulShape shape{slots[step.batch], slots[step.m], slots[step.k], slots[step.n]};
   if (shape.batch == 0 || shape.m == 0 || shape.n == 0) return absl::OkStatus();  // empty result
   cpu::MatmulOperands ops;
@@ -56,6 +56,7 @@ absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t
   ops.c = static_cast<float*>(buffers[step.c]);
   if (step.skinny != nullptr && shape.m <= step.skinny->options().max_rows) {
     ops.b = step.packed_b.data();
+    ++skinny_calls;
     return step.skinny->Execute(shape, ops);
   }
   if (step.small_rows != nullptr && step.small_rows->Covers(shape.m)) {
@@ -212,7 +213,7 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
     if (const auto* k = std::get_if<KernelStep>(&step)) {
       s = RunStep(*k, buffers, slots, ctx.call_buffers_, ctx.call_dims_);
     } else if (const auto* m = std::get_if<MatmulStep>(&step)) {
-      s = RunStep(*m, buffers, slots);
+      s = RunStep(*m, buffers, slots, ctx.skinny_gemm_calls_);
     } else if (const auto* c = std::get_if<IndexCheckStep>(&step)) {
       s = RunStep(*c, buffers, slots);
     } else {

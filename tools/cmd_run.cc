@@ -3,7 +3,7 @@
 //                                        [--inputs-from DIR] [--save-outputs DIR]
 //                  (a request trace:)    [--trace lognormal:N[:SEED]|decode:N|file:PATH] [--check-every K]
 //                  [--metrics] [--metrics-format text|prometheus] [--cache-dir DIR | --no-cache]
-//                  [--seed S] [--json] [--print-after=PASS]... [--no-small-row-packing]
+//                  [--seed S] [--json] [--print-after=PASS]... [--no-small-row-packing] [--tuning FILE]
 //                  [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE] [--sign-key-file FILE]
 //                  [--device cpu|cuda] [--no-cuda-graphs] [--cuda-graph-symbol SYM] [--cuda-tf32]`
 //
@@ -54,7 +54,12 @@
 //
 // `--no-small-row-packing` compiles without the packed short-request GEMM
 // path (codegen/cpu/small_rows_matmul.h): one copy of the weights instead of
-// two, at the cost of slower requests of 4..32 rows.
+// two, at the cost of slower requests of 4..32 rows. `--tuning FILE` (from
+// `shapeshift tune`, runtime/tuning/gemm_tuning.h) sets, per GEMM class, how
+// many rows that path serves on this machine; one made on another machine,
+// thread count or build is refused. The report's `short_request_gemms` (and
+// one `short requests:` line) says what serves each class and whether the
+// file decided it.
 //
 // `--device cuda` compiles every entry for the GPU (runtime/device/README.md;
 // no GPU: exit 2 with the device's message, nothing runs on the CPU);
@@ -92,6 +97,7 @@
 #include "tools/command.h"
 #include "tools/fleet_flags.h"
 #include "tools/device_flags.h"
+#include "runtime/tuning/gemm_tuning.h"
 #include "tools/metrics_json.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
@@ -115,6 +121,7 @@ constexpr char kUsage[] =
     "         metrics:     [--metrics] [--metrics-format text|prometheus]\n"
     "         cache:       [--cache-dir DIR | --no-cache]   (default $XDG_CACHE_HOME/shapeshift)\n"
     "         memory:      [--no-small-row-packing]   (no packed weight copy: less memory, slower 4..32-row GEMMs)\n"
+    "         tuning:      [--tuning FILE]   (this machine's GEMM choices, from `shapeshift tune`)\n"
     "         fleet:       [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
     "                      [--remote-cache-ttl-s S] [--remote-cache-max-entry-mb N] [--remote-cache-timeout-ms N]\n"
     "                      [--remote-cache-wait-s S] [--sign-key-file FILE]   (a signed MODEL.ssb)\n"
@@ -141,6 +148,7 @@ struct RunFlags {
   uint64_t seed = 1;
   bool check = false;
   bool pack_small_row_gemms = true;  // --no-small-row-packing: one copy of the weights, slower short requests
+  std::shared_ptr<const runtime::GemmTuning> tuning;  // --tuning FILE, read and parsed
   runtime::CompileOptions device;    // --device and the CUDA flags (tools/device_flags.h); only those fields
   bool json = false;
   bool metrics = false;
@@ -173,7 +181,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   FlagSpec spec;
   spec.valued = {"dim",   "input", "bind",        "repeats",       "seed",           "print-after",
                  "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag,
-                 "inputs-from", "save-outputs"};
+                 "inputs-from", "save-outputs", "tuning"};
   spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing"};
   for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.valued.insert(kSignKeyFileFlag);
@@ -231,6 +239,14 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   }
   flags.check = args->Has("check");
   flags.pack_small_row_gemms = !args->Has("no-small-row-packing");
+  if (args->Has("tuning")) {
+    if (!flags.pack_small_row_gemms) {
+      return absl::InvalidArgumentError("--tuning chooses the short-request path that --no-small-row-packing removes");
+    }
+    absl::StatusOr<runtime::GemmTuning> tuning = runtime::ReadTuningFile(args->Get("tuning"));
+    if (!tuning.ok()) return absl::InvalidArgumentError(absl::StrCat("--tuning: ", tuning.status().message()));
+    flags.tuning = std::make_shared<const runtime::GemmTuning>(*std::move(tuning));
+  }
   if (absl::Status s = ApplyDeviceFlags(*args, &flags.device); !s.ok()) return s;
   flags.json = args->Has("json");
   const std::string metrics_format = args->Get("metrics-format", "text");
@@ -247,7 +263,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   if (!key.ok()) return key.status();
   flags.sign_key = *std::move(key);
   if (IsBundlePath(flags.model)) {
-    for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing", "device"}) {
+    for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing", "device", "tuning"}) {
       if (args->Has(flag)) {
         return absl::InvalidArgumentError(absl::StrCat("--", flag, " cannot change a bundle (", flags.model,
                                                        " fixes its domain, policy and code)"));
@@ -288,6 +304,7 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   prepared.ir_stream = std::make_unique<EscapedLineStream>(stderr);
   options.compile.print_stream = prepared.ir_stream.get();
   options.compile.pack_small_row_gemms = flags.pack_small_row_gemms;
+  options.compile.tuning = flags.tuning;
   options.compile.device = flags.device.device;
   options.compile.cuda = flags.device.cuda;
   options.policy = flags.policy;
@@ -374,6 +391,32 @@ void PrintDeviceReport(const nlohmann::ordered_json& r) {
   if (r.contains("cuda")) std::printf("%s", EscapedLines(r["cuda"]["report"].get<std::string>()).c_str());
 }
 
+// What serves each constant-weight GEMM class's short requests (the
+// skinny GEMM, oneDNN's small-rows primitives or its runtime-M GEMM), up to
+// how many rows, and whether a tuning file decided it.
+nlohmann::ordered_json ShortRequestGemmsJson(const runtime::Program& program) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const runtime::ShortRequestGemm& g : program.short_request_gemms()) {
+    out.push_back({{"config", codegen::cpu::DescribeConfig(g.config)},
+                   {"engine", g.engine},
+                   {"max_rows", g.max_rows},
+                   {"prefetch_rows", g.prefetch_rows},
+                   {"tuned", g.tuned},
+                   {"steps", g.steps}});
+  }
+  return out;
+}
+
+void PrintShortRequests(const nlohmann::ordered_json& gemms) {
+  if (gemms.empty()) return;
+  std::printf("short requests: %zu constant-weight GEMM class(es)\n", gemms.size());
+  for (const auto& g : gemms) {
+    std::printf("  %s x%lld: %s for 1..%lld rows (%s)\n", g["config"].get<std::string>().c_str(),
+                g["steps"].get<long long>(), g["engine"].get<std::string>().c_str(), g["max_rows"].get<long long>(),
+                g["tuned"].get<bool>() ? "tuned" : "default");
+  }
+}
+
 void PrintShapeText(const nlohmann::ordered_json& r) {
   // The model's path and names are printed escaped.
   std::printf("model: %s (policy %s)\n", Escaped(r["model"].get<std::string>()).c_str(),
@@ -385,6 +428,7 @@ void PrintShapeText(const nlohmann::ordered_json& r) {
   std::printf("\ncompile: %.1f ms, %lld compile(s), %lld loaded from the cache, %lld kernel(s), %lld GEMM primitive(s)\n",
               r["compile_ms"].get<double>(), r["compiles"].get<long long>(), r["cache_loads"].get<long long>(),
               r["kernels"].get<long long>(), r["gemms"].get<long long>());
+  PrintShortRequests(r["short_request_gemms"]);
   for (const auto& out : r["outputs"]) {
     std::printf("output %s: %s%s sum=%.6g abs_sum=%.6g\n", Escaped(out["name"].get<std::string>()).c_str(),
                 out["dtype"].get<std::string>().c_str(), out["shape"].dump().c_str(), out["sum"].get<double>(),
@@ -481,6 +525,9 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   r["entry_tier"] = entry != nullptr ? runtime::TierName(entry->tier) : "none";
   r["kernels"] = program != nullptr ? program->kernels : 0;
   r["gemms"] = program != nullptr ? program->gemms : 0;
+  r["tuned_gemms"] = program != nullptr ? program->tuned_gemms : 0;
+  r["short_request_gemms"] = entry != nullptr ? ShortRequestGemmsJson(*entry->artifact->program)
+                                              : nlohmann::ordered_json::array();
   r["outputs"] = nlohmann::ordered_json::array();
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = prepared->output_names.at(i);

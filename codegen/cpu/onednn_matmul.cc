@@ -217,6 +217,11 @@ std::string DescribeConfig(const MatmulConfig& c) {
   return absl::StrCat("matmul[", absl::StrJoin(parts, ", "), "]");
 }
 
+std::string OnednnVersion() {
+  const dnnl_version_t* v = dnnl_version();
+  return absl::StrCat(v->major, ".", v->minor, ".", v->patch);
+}
+
 OnednnMatmul::OnednnMatmul(const MatmulConfig& config, std::unique_ptr<Primitive> primitive, std::string implementation)
     : config_(config),
       primitive_(std::move(primitive)),

@@ -137,6 +137,9 @@ class OnednnMatmul {
 // "matmul[batch=?, m=?, k=768, n=768, bias, gelu_erf]" — for messages and logs.
 std::string DescribeConfig(const MatmulConfig& config);
 
+// The oneDNN library this process runs, "major.minor.patch".
+std::string OnednnVersion();
+
 }  // namespace shapeshift::codegen::cpu
 
 #endif  // SHAPESHIFT_CODEGEN_CPU_ONEDNN_MATMUL_H_

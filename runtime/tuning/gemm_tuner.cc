@@ -1,0 +1,225 @@
+#include "runtime/tuning/gemm_tuner.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace shapeshift::runtime {
+namespace {
+
+namespace cpu = codegen::cpu;
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Restores the calling thread's OpenMP team size when the tuner returns.
+class TeamScope {
+ public:
+  explicit TeamScope(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~TeamScope() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+// One engine reading its own cold copies of the weights in turn.
+class ColdEngine {
+ public:
+  virtual ~ColdEngine() = default;
+  // Seconds for one call at `m` on the next copy.
+  absl::StatusOr<double> Time(int64_t m) {
+    const size_t copy = calls_++ % copies();
+    const double start = Now();
+    if (absl::Status s = Run(copy, m); !s.ok()) return s;
+    return Now() - start;
+  }
+
+ protected:
+  virtual size_t copies() const = 0;
+  virtual absl::Status Run(size_t copy, int64_t m) = 0;
+
+ private:
+  size_t calls_ = 0;
+};
+
+// The operands every engine of one class shares: activations, bias, the
+// residual (added in place, as a Program's fused residual is) and the output.
+struct Operands {
+  const cpu::MatmulConfig* config;
+  std::vector<float> a, bias, out;
+  cpu::MatmulOperands For(const float* b) {
+    return {a.data(), b, config->bias ? bias.data() : nullptr, config->residual ? out.data() : nullptr, out.data()};
+  }
+};
+
+class SkinnyEngine final : public ColdEngine {
+ public:
+  static absl::StatusOr<std::unique_ptr<SkinnyEngine>> Create(const std::vector<std::vector<float>>& plain,
+                                                              Operands* operands, cpu::SkinnyMatmul::Isa isa,
+                                                              const cpu::SkinnyOptions& options) {
+    SS_ASSIGN_OR_RETURN(matmul, cpu::SkinnyMatmul::Create(*operands->config, isa, options));
+    auto engine = std::unique_ptr<SkinnyEngine>(new SkinnyEngine(std::move(matmul), operands));
+    for (const std::vector<float>& b : plain) {
+      SS_ASSIGN_OR_RETURN(packed, engine->matmul_->PackB(b.data()));
+      engine->packed_.push_back(std::move(packed));
+    }
+    return engine;
+  }
+
+ private:
+  SkinnyEngine(std::unique_ptr<cpu::SkinnyMatmul> matmul, Operands* operands)
+      : matmul_(std::move(matmul)), operands_(operands) {}
+  size_t copies() const override { return packed_.size(); }
+  absl::Status Run(size_t copy, int64_t m) override {
+    const cpu::MatmulConfig& c = *operands_->config;
+    return matmul_->Execute({1, m, c.k, c.n}, operands_->For(packed_[copy].data()));
+  }
+  std::unique_ptr<cpu::SkinnyMatmul> matmul_;
+  std::vector<cpu::PackedWeights> packed_;
+  Operands* operands_;
+};
+
+// oneDNN's runtime-M GEMM over the plain weights: what a Program runs for a
+// request the skinny GEMM does not serve.
+class OnednnEngine final : public ColdEngine {
+ public:
+  static absl::StatusOr<std::unique_ptr<OnednnEngine>> Create(const std::vector<std::vector<float>>& plain,
+                                                              Operands* operands) {
+    SS_ASSIGN_OR_RETURN(matmul, cpu::OnednnMatmul::Create(*operands->config));
+    return std::unique_ptr<OnednnEngine>(new OnednnEngine(std::move(matmul), &plain, operands));
+  }
+
+ private:
+  OnednnEngine(std::unique_ptr<cpu::OnednnMatmul> matmul, const std::vector<std::vector<float>>* plain,
+               Operands* operands)
+      : matmul_(std::move(matmul)), plain_(plain), operands_(operands) {}
+  size_t copies() const override { return plain_->size(); }
+  absl::Status Run(size_t copy, int64_t m) override {
+    const cpu::MatmulConfig& c = *operands_->config;
+    return matmul_->Execute({1, m, c.k, c.n}, operands_->For((*plain_)[copy].data()));
+  }
+  std::unique_ptr<cpu::OnednnMatmul> matmul_;
+  const std::vector<std::vector<float>>* plain_;
+  Operands* operands_;
+};
+
+// Medians of `engines` at `m`, interleaved call by call after one warm-up
+// round (code generation at a new m is not a request's cost).
+absl::StatusOr<std::vector<double>> Interleaved(const std::vector<ColdEngine*>& engines, int64_t m, int repeats) {
+  std::vector<std::vector<double>> times(engines.size());
+  for (int r = -1; r < repeats; ++r) {
+    for (size_t e = 0; e < engines.size(); ++e) {
+      SS_ASSIGN_OR_RETURN(t, engines[e]->Time(m));
+      if (r >= 0) times[e].push_back(t);
+    }
+  }
+  std::vector<double> medians;
+  for (std::vector<double>& t : times) medians.push_back(Median(std::move(t)));
+  return medians;
+}
+
+absl::Status CheckOptions(const TunerOptions& o) {
+  auto bad = [](const std::string& what) { return absl::InvalidArgumentError(absl::StrCat("tune: ", what)); };
+  if (o.rows.empty()) return bad("the rows grid is empty");
+  for (size_t i = 0; i < o.rows.size(); ++i) {
+    if (o.rows[i] < 1 || o.rows[i] > 4096) return bad(absl::StrCat("rows value ", o.rows[i], " is outside 1..4096"));
+    if (i > 0 && o.rows[i] <= o.rows[i - 1]) return bad("the rows grid is not ascending");
+  }
+  if (o.prefetch.empty()) return bad("the prefetch list is empty");
+  for (int64_t p : o.prefetch) {
+    if (p < 0 || p > 1024) return bad(absl::StrCat("prefetch value ", p, " is outside 0..1024"));
+  }
+  if (o.prefetch_at_rows < 1 || o.prefetch_at_rows > 4096) return bad("prefetch_at_rows is outside 1..4096");
+  if (o.repeats < 1 || o.repeats > 1000) return bad(absl::StrCat("repeats ", o.repeats, " is outside 1..1000"));
+  if (o.cold_bytes < 0 || o.cold_bytes > (int64_t{16} << 30)) return bad("cold_bytes is outside 0..16 GiB");
+  if (o.budget_s < 0) return bad("the budget is negative");
+  if (o.threads < 0) return bad("threads is negative");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerOptions& o, int threads) {
+  const int64_t plain_bytes = config.k * config.n * static_cast<int64_t>(sizeof(float));
+  const size_t copies = static_cast<size_t>(std::max<int64_t>(2, (o.cold_bytes + plain_bytes - 1) / plain_bytes));
+  // Values do not change the time; they are finite so no FP slow path runs.
+  std::vector<std::vector<float>> plain(copies, std::vector<float>(config.k * config.n));
+  for (size_t c = 0; c < copies; ++c) {
+    for (size_t i = 0; i < plain[c].size(); ++i) plain[c][i] = static_cast<float>((i * 7 + c) % 13) * 0.01f;
+  }
+  const int64_t max_m = std::max(o.rows.back(), o.prefetch_at_rows);
+  Operands operands{&config, std::vector<float>(max_m * config.k, 0.01f), std::vector<float>(config.n, 0.1f),
+                    std::vector<float>(max_m * config.n)};
+
+  GemmChoice choice;
+  choice.config = cpu::DescribeConfig(config);
+  // The prefetch distance, skinny against skinny.
+  std::vector<std::unique_ptr<SkinnyEngine>> candidates;
+  std::vector<ColdEngine*> engines;
+  for (int64_t p : o.prefetch) {
+    SS_ASSIGN_OR_RETURN(e, SkinnyEngine::Create(plain, &operands, o.isa, {.threads = threads, .prefetch_rows = p}));
+    engines.push_back(e.get());
+    candidates.push_back(std::move(e));
+  }
+  SS_ASSIGN_OR_RETURN(by_prefetch, Interleaved(engines, o.prefetch_at_rows, o.repeats));
+  const size_t best = std::min_element(by_prefetch.begin(), by_prefetch.end()) - by_prefetch.begin();
+  choice.prefetch_rows = o.prefetch[best];
+  std::unique_ptr<SkinnyEngine> skinny = std::move(candidates[best]);
+  candidates.clear();
+
+  // The rows sweep, skinny against oneDNN.
+  SS_ASSIGN_OR_RETURN(onednn, OnednnEngine::Create(plain, &operands));
+  for (int64_t m : o.rows) {
+    SS_ASSIGN_OR_RETURN(t, Interleaved({skinny.get(), onednn.get()}, m, o.repeats));
+    choice.measured.push_back({m, t[0] * 1e6, t[1] * 1e6});
+    if (t[0] >= t[1]) break;
+    choice.skinny_max_rows = m;
+  }
+  return choice;
+}
+
+}  // namespace
+
+absl::StatusOr<TuneReport> TuneGemms(absl::Span<const cpu::MatmulConfig> configs, const TunerOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  if (!cpu::SkinnyMatmul::Supported(options.isa)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tune: this CPU cannot run the skinny GEMM's ", cpu::IsaName(options.isa), " core"));
+  }
+  const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  TeamScope team(threads);
+  const double start = Now();
+  TuneReport report;
+  report.tuning.machine = HostMachineKey(options.isa, threads);
+  for (const cpu::MatmulConfig& config : configs) {
+    const std::string name = cpu::DescribeConfig(config);
+    if (report.tuning.gemms.count(name) != 0) continue;
+    if (!cpu::SkinnyMatmul::Applies(config)) {
+      report.inapplicable.push_back(name);
+      continue;
+    }
+    if (options.budget_s > 0 && !report.tuning.gemms.empty() && Now() - start > options.budget_s) {
+      report.skipped.push_back(name);
+      continue;
+    }
+    absl::StatusOr<GemmChoice> choice = TuneOne(config, options, threads);
+    if (!choice.ok()) {
+      return absl::Status(choice.status().code(), absl::StrCat("tune ", name, ": ", choice.status().message()));
+    }
+    if (options.on_choice) options.on_choice(*choice);
+    report.tuning.gemms.emplace(name, *std::move(choice));
+  }
+  report.seconds = Now() - start;
+  return report;
+}
+
+}  // namespace shapeshift::runtime

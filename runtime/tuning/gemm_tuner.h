@@ -1,0 +1,75 @@
+// TuneGemms: measures, on this machine, which engine serves short requests of
+// each constant-weight GEMM class faster — shapeshift's skinny GEMM
+// (codegen/cpu/skinny_matmul.h) over its panels, or oneDNN's runtime-M GEMM
+// over the plain weights, the two a Program switches between — and returns
+// the decisions as a GemmTuning (gemm_tuning.h) that `shapeshift tune` writes
+// and Program::Compile applies.
+//
+// How it measures: weights are cold, as in a forward pass (each engine cycles
+// over enough copies of the matrix to exceed the last-level cache,
+// TunerOptions::cold_bytes); the two engines are interleaved call by call;
+// each figure is the median of `repeats` calls after a warm-up call per row
+// count. First the prefetch distance: every TunerOptions::prefetch value at
+// m = TunerOptions::prefetch_at_rows, the fastest kept. Then the rows grid,
+// ascending: the skinny GEMM serves 1..m while it is faster than oneDNN at
+// every grid point up to m; the first point where oneDNN is faster ends the
+// sweep (its timing is kept in `measured`, so the file shows why).
+// skinny_max_rows is the last grid point the skinny GEMM won (0: it lost at
+// the first).
+//
+// What it does not choose (stated, not hidden): oneDNN's static-M small-rows
+// primitives (the fallback on CPUs without AVX2; measured slower than the
+// skinny GEMM on every BERT-base shape in bench/RESULTS.md), thread counts
+// per GEMM (the Program's team is fixed per compile), and the elementwise
+// kernels' code (LLVM's, not tuned).
+#ifndef SHAPESHIFT_RUNTIME_TUNING_GEMM_TUNER_H_
+#define SHAPESHIFT_RUNTIME_TUNING_GEMM_TUNER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "codegen/cpu/onednn_matmul.h"
+#include "codegen/cpu/skinny_matmul.h"
+#include "runtime/tuning/gemm_tuning.h"
+
+namespace shapeshift::runtime {
+
+struct TunerOptions {
+  codegen::cpu::SkinnyMatmul::Isa isa = codegen::cpu::SkinnyMatmul::Isa::kAvx512;
+  // The OpenMP team the engines run with (and the tuning is keyed on);
+  // 0 = the calling thread's omp_get_max_threads().
+  int threads = 0;
+  std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256};  // ascending
+  std::vector<int64_t> prefetch = {0, 16, 32, 64};
+  int64_t prefetch_at_rows = 8;
+  int repeats = 7;
+  int64_t cold_bytes = int64_t{256} << 20;
+  // Seconds for the whole run; 0 = no limit. The first class is always
+  // measured; a later one not started within the budget is left out of the
+  // tuning (it keeps the built-in default) and named in TuneReport::skipped.
+  double budget_s = 0;
+  // Called after each class with its decision (for progress output); may be
+  // empty.
+  std::function<void(const GemmChoice&)> on_choice;
+};
+
+struct TuneReport {
+  GemmTuning tuning;
+  std::vector<std::string> skipped;  // classes the budget left out (DescribeConfig)
+  std::vector<std::string> inapplicable;  // classes the skinny GEMM has no path for
+  double seconds = 0;
+};
+
+// Errors: INVALID_ARGUMENT for options out of range (naming the option),
+// FAILED_PRECONDITION when this CPU cannot run `isa`, and whatever an engine
+// returns for a class (naming it).
+absl::StatusOr<TuneReport> TuneGemms(absl::Span<const codegen::cpu::MatmulConfig> configs,
+                                     const TunerOptions& options);
+
+}  // namespace shapeshift::runtime
+
+#endif  // SHAPESHIFT_RUNTIME_TUNING_GEMM_TUNER_H_

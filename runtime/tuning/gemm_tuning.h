@@ -1,0 +1,95 @@
+// GemmTuning: which engine serves a short request of each constant-weight GEMM
+// on this machine, as measured by `shapeshift tune` (gemm_tuner.h), read back
+// from a tuning file, and applied by Program::Compile (CompileOptions::tuning).
+//
+// Why a file: the crossover between shapeshift's skinny GEMM
+// (codegen/cpu/skinny_matmul.h) and oneDNN's runtime-M GEMM depends on the
+// CPU (cache sizes, bandwidth, the instruction set), the thread count and the
+// library versions, not on the model. A constant that was right on one
+// machine (32 rows, measured on BERT-base's shapes) is wrong on the next, so
+// the choice is measured once per machine and kept; a Program compiled with
+// the same file makes the same choices (deterministic given the file).
+//
+// A GEMM's shape class is its MatmulConfig as DescribeConfig prints it
+// (`matmul[m=?, k=768, n=3072, bias, gelu_erf]`: k, n, layout, scale and
+// epilogue), one spelling shared by the tuner, the file, the compile and
+// `inspect`. A class missing from the file gets the built-in default.
+//
+// The file is JSON (TuningFileJson / ParseTuningFile):
+//   {"format": "shapeshift-gemm-tuning/1",
+//    "machine": {"cpu": ..., "features": ..., "isa": "avx512", "threads": 2,
+//                "onednn": "3.x.y", "compiler": ...},
+//    "gemms": [{"config": "matmul[m=?, k=768, n=768, bias]",
+//               "skinny_max_rows": 128, "prefetch_rows": 32,
+//               "measured": [{"m": 1, "skinny_us": ..., "onednn_us": ...}, ...]}]}
+// A file made on another machine (MachineKey differs) is refused with the
+// field that differs, never silently applied.
+#ifndef SHAPESHIFT_RUNTIME_TUNING_GEMM_TUNING_H_
+#define SHAPESHIFT_RUNTIME_TUNING_GEMM_TUNING_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "codegen/cpu/onednn_matmul.h"
+#include "codegen/cpu/skinny_matmul.h"
+
+namespace shapeshift::runtime {
+
+// What a tuning is valid for: the same CPU, instruction set, thread count and
+// libraries.
+struct MachineKey {
+  std::string cpu;       // /proc/cpuinfo's model name (LLVM's CPU name as a fallback)
+  std::string features;  // the host's LLVM feature string
+  std::string isa;       // the skinny GEMM core tuned: "avx512" | "avx2"
+  int threads = 0;       // the OpenMP team the measurements ran with
+  std::string onednn;    // oneDNN's version, "major.minor.patch"
+  std::string compiler;  // shapeshift's compiler identity (object_store.h)
+};
+
+// This process's key for `isa` and `threads`.
+MachineKey HostMachineKey(codegen::cpu::SkinnyMatmul::Isa isa, int threads);
+// OK when `file` was made for `host`; else FAILED_PRECONDITION naming the
+// first field that differs and both values.
+absl::Status CheckMachineKey(const MachineKey& file, const MachineKey& host);
+
+// One timing behind a decision: medians over the tuner's repeats.
+struct GemmTiming {
+  int64_t m = 0;
+  double skinny_us = 0;
+  double onednn_us = 0;
+};
+
+struct GemmChoice {
+  std::string config;           // DescribeConfig of the GEMM
+  int64_t skinny_max_rows = 0;  // requests of 1..this many rows on the skinny GEMM (0: never)
+  int64_t prefetch_rows = 0;    // SkinnyOptions::prefetch_rows
+  std::vector<GemmTiming> measured;
+};
+
+struct GemmTuning {
+  MachineKey machine;
+  std::map<std::string, GemmChoice> gemms;  // by GemmChoice::config
+
+  // The choice for `config`, or null when the file has none.
+  const GemmChoice* Find(const codegen::cpu::MatmulConfig& config) const;
+};
+
+// The skinny GEMM's options for `config`: the tuned ones where `tuning` has
+// the class, else SkinnyOptions' defaults; `threads` as given.
+codegen::cpu::SkinnyOptions SkinnyOptionsFor(const GemmTuning* tuning, const codegen::cpu::MatmulConfig& config,
+                                             int threads);
+
+std::string TuningFileJson(const GemmTuning& tuning);
+// Errors name `source` (the file) and the entry or field at fault.
+absl::StatusOr<GemmTuning> ParseTuningFile(absl::string_view text, absl::string_view source);
+absl::StatusOr<GemmTuning> ReadTuningFile(const std::string& path);
+absl::Status WriteTuningFile(const GemmTuning& tuning, const std::string& path);
+
+}  // namespace shapeshift::runtime
+
+#endif  // SHAPESHIFT_RUNTIME_TUNING_GEMM_TUNING_H_

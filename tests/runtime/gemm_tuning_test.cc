@@ -1,0 +1,343 @@
+// The GEMM tuning file (runtime/tuning/gemm_tuning.h) and the tuner
+// (gemm_tuner.h): a Program compiled with a pinned tuning makes exactly the
+// file's choices (which engine a row count takes, seen through
+// ExecutionContext::skinny_gemm_calls) and still agrees with the
+// interpreter; a file for another machine is refused naming the field; and
+// hostile files are errors naming the file and the entry, never a crash, a
+// hang on a FIFO or a 16 MiB+ read.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <omp.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/cpu/onednn_matmul.h"
+#include "codegen/cpu/skinny_matmul.h"
+#include "absl/strings/str_cat.h"
+#include "examples/models/bert.h"
+#include "graph/interpreter.h"
+#include "gtest/gtest.h"
+#include "runtime/execution_context.h"
+#include "runtime/session.h"
+#include "runtime/tensor_view.h"
+#include "runtime/tuning/gemm_tuner.h"
+#include "runtime/tuning/gemm_tuning.h"
+#include "tests/runtime/e2e_util.h"
+
+namespace shapeshift::runtime {
+namespace {
+
+namespace cpu = codegen::cpu;
+using examples::BertConfig;
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/gemm_tuning_test_" + std::to_string(getpid()) + "_" + name;
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+std::optional<cpu::SkinnyMatmul::Isa> HostIsa() { return cpu::SkinnyMatmul::HostIsa(); }
+
+BertConfig SmallBert() {
+  BertConfig config;
+  config.layers = 2;
+  config.hidden = 128;
+  config.heads = 2;
+  config.intermediate = 512;
+  config.vocab = 1024;
+  return config;
+}
+
+// Every constant-weight GEMM class of `config`'s BERT, as its Program has them.
+std::vector<cpu::MatmulConfig> BertGemms(const BertConfig& config) {
+  absl::StatusOr<ImportedModel> model = examples::BuildBert(config);
+  EXPECT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<std::unique_ptr<Program>> program = Program::Compile(*model->graph, *model->env, CompileOptions{});
+  EXPECT_TRUE(program.ok()) << program.status();
+  std::vector<cpu::MatmulConfig> configs;
+  if (!program.ok()) return configs;
+  for (const ShortRequestGemm& g : (*program)->short_request_gemms()) configs.push_back(g.config);
+  return configs;
+}
+
+// A tuning for this machine giving every one of `configs` `max_rows`.
+GemmTuning PinnedTuning(const std::vector<cpu::MatmulConfig>& configs, int64_t max_rows, cpu::SkinnyMatmul::Isa isa) {
+  GemmTuning tuning;
+  tuning.machine = HostMachineKey(isa, omp_get_max_threads());
+  for (const cpu::MatmulConfig& c : configs) {
+    GemmChoice choice{cpu::DescribeConfig(c), max_rows, 16, {}};
+    tuning.gemms.emplace(choice.config, choice);
+  }
+  return tuning;
+}
+
+std::unique_ptr<Session> CompileWith(const BertConfig& config, std::shared_ptr<const GemmTuning> tuning,
+                                     absl::Status* error = nullptr) {
+  absl::StatusOr<ImportedModel> model = examples::BuildBert(config);
+  EXPECT_TRUE(model.ok()) << model.status();
+  CompileOptions options;
+  options.tuning = std::move(tuning);
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Create(ModelSource::Built(std::move(model->graph), std::move(model->env)), options);
+  if (error != nullptr) *error = session.status();
+  if (!session.ok()) return nullptr;
+  return *std::move(session);
+}
+
+// Skinny-GEMM calls of one request of `seq` rows (batch 1) on `session`'s
+// program, after checking its outputs against the interpreter.
+int64_t SkinnyCallsAt(const Session& session, const Graph& reference, const BertConfig& config, int64_t seq) {
+  std::vector<Tensor> inputs = examples::MakeBertInputs(config, 1, seq, 11 + seq);
+  std::vector<TensorView> views;
+  for (const Tensor& t : inputs) views.push_back(TensorView::Of(t));
+  ExecutionContext context;
+  absl::StatusOr<std::vector<Tensor>> got = session.program()->Run(views, context);
+  EXPECT_TRUE(got.ok()) << got.status();
+  absl::StatusOr<std::vector<Tensor>> want = Interpret(reference, inputs);
+  EXPECT_TRUE(want.ok()) << want.status();
+  if (got.ok() && want.ok()) {
+    for (size_t i = 0; i < got->size(); ++i) {
+      EXPECT_TRUE(testing::TensorsClose((*got)[i], (*want)[i], 1e-3, 1e-4)) << "seq " << seq << ", output " << i;
+    }
+  }
+  return context.skinny_gemm_calls();
+}
+
+TEST(GemmTuningTest, APinnedFileDecidesWhichEngineEachRowCountTakes) {
+  if (!HostIsa()) GTEST_SKIP() << "this CPU has no skinny GEMM core (neither AVX-512F nor AVX2+FMA)";
+  const BertConfig config = SmallBert();
+  const std::vector<cpu::MatmulConfig> gemms = BertGemms(config);
+  ASSERT_FALSE(gemms.empty());
+  absl::StatusOr<ImportedModel> reference = examples::BuildBert(config);
+  ASSERT_TRUE(reference.ok());
+  const int64_t per_request = static_cast<int64_t>(config.layers) * 6;  // q, k, v, o, up, down
+
+  for (const int64_t max_rows : {int64_t{0}, int64_t{8}, int64_t{64}}) {
+    SCOPED_TRACE(absl::StrCat("skinny_max_rows ", max_rows));
+    auto tuning = std::make_shared<const GemmTuning>(PinnedTuning(gemms, max_rows, *HostIsa()));
+    std::unique_ptr<Session> session = CompileWith(config, tuning);
+    ASSERT_NE(session, nullptr);
+    const ProgramStats& stats = session->stats().program;
+    EXPECT_EQ(stats.tuned_gemms, per_request);
+    EXPECT_EQ(stats.skinny_gemms, max_rows == 0 ? 0 : per_request);
+    for (const ShortRequestGemm& g : session->program()->short_request_gemms()) {
+      EXPECT_TRUE(g.tuned) << cpu::DescribeConfig(g.config);
+      EXPECT_EQ(g.max_rows, max_rows);
+      EXPECT_EQ(g.engine, max_rows == 0 ? "onednn" : absl::StrCat("skinny-", cpu::IsaName(*HostIsa())));
+    }
+    // Rows inside, at and past the pinned bound.
+    for (const int64_t seq : {int64_t{1}, int64_t{8}, int64_t{9}, int64_t{48}, int64_t{64}, int64_t{65}}) {
+      const int64_t calls = SkinnyCallsAt(*session, *reference->graph, config, seq);
+      EXPECT_EQ(calls, seq <= max_rows ? per_request : 0) << "seq " << seq;
+    }
+  }
+}
+
+TEST(GemmTuningTest, WithoutAFileTheDefaultsHoldAndNothingIsTuned) {
+  if (!HostIsa()) GTEST_SKIP() << "this CPU has no skinny GEMM core (neither AVX-512F nor AVX2+FMA)";
+  const BertConfig config = SmallBert();
+  std::unique_ptr<Session> session = CompileWith(config, nullptr);
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(session->stats().program.tuned_gemms, 0);
+  for (const ShortRequestGemm& g : session->program()->short_request_gemms()) {
+    EXPECT_FALSE(g.tuned);
+    EXPECT_EQ(g.max_rows, cpu::SkinnyOptions().max_rows);
+    EXPECT_EQ(g.prefetch_rows, cpu::SkinnyOptions().prefetch_rows);
+  }
+}
+
+TEST(GemmTuningTest, TheAvx2CoreServesWhenTheFileSaysSo) {
+  if (!cpu::SkinnyMatmul::Supported(cpu::SkinnyMatmul::Isa::kAvx2)) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+  const BertConfig config = SmallBert();
+  const std::vector<cpu::MatmulConfig> gemms = BertGemms(config);
+  auto tuning = std::make_shared<const GemmTuning>(PinnedTuning(gemms, 32, cpu::SkinnyMatmul::Isa::kAvx2));
+  std::unique_ptr<Session> session = CompileWith(config, tuning);
+  ASSERT_NE(session, nullptr);
+  absl::StatusOr<ImportedModel> reference = examples::BuildBert(config);
+  ASSERT_TRUE(reference.ok());
+  for (const ShortRequestGemm& g : session->program()->short_request_gemms()) EXPECT_EQ(g.engine, "skinny-avx2");
+  EXPECT_GT(SkinnyCallsAt(*session, *reference->graph, config, 5), 0);
+}
+
+TEST(GemmTuningTest, AFileFromAnotherMachineIsACompileErrorNamingTheField) {
+  if (!HostIsa()) GTEST_SKIP() << "this CPU has no skinny GEMM core (neither AVX-512F nor AVX2+FMA)";
+  const BertConfig config = SmallBert();
+  const std::vector<cpu::MatmulConfig> gemms = BertGemms(config);
+  struct Case {
+    const char* field;
+    void (*change)(MachineKey&);
+  };
+  const Case cases[] = {
+      {"CPU", [](MachineKey& k) { k.cpu = "Some Other CPU"; }},
+      {"CPU feature set", [](MachineKey& k) { k.features += ",+madeup"; }},
+      {"thread count", [](MachineKey& k) { k.threads += 1; }},
+      {"oneDNN version", [](MachineKey& k) { k.onednn = "0.0.1"; }},
+      {"shapeshift build", [](MachineKey& k) { k.compiler = "another build"; }},
+  };
+  for (const Case& c : cases) {
+    GemmTuning tuning = PinnedTuning(gemms, 16, *HostIsa());
+    c.change(tuning.machine);
+    absl::Status error;
+    std::unique_ptr<Session> session =
+        CompileWith(config, std::make_shared<const GemmTuning>(std::move(tuning)), &error);
+    EXPECT_EQ(session, nullptr) << c.field;
+    EXPECT_EQ(error.code(), absl::StatusCode::kFailedPrecondition) << error;
+    EXPECT_NE(error.message().find(absl::StrCat("another ", c.field)), std::string::npos) << error;
+  }
+}
+
+TEST(GemmTuningTest, TheFileRoundTripsThroughDisk) {
+  GemmTuning tuning;
+  tuning.machine = {"cpu x", "+avx2,+fma", "avx2", 2, "3.1.4", "shapeshift test"};
+  tuning.gemms["matmul[m=?, k=8, n=16]"] = {"matmul[m=?, k=8, n=16]", 96, 32, {{1, 2.5, 3.5}, {128, 9, 8}}};
+  tuning.gemms["matmul[m=?, k=16, n=8, bias]"] = {"matmul[m=?, k=16, n=8, bias]", 0, 0, {{1, 4, 3}}};
+  const std::string path = TempPath("roundtrip.json");
+  ASSERT_TRUE(WriteTuningFile(tuning, path).ok());
+  absl::StatusOr<GemmTuning> back = ReadTuningFile(path);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(TuningFileJson(*back), TuningFileJson(tuning));
+  EXPECT_TRUE(CheckMachineKey(back->machine, tuning.machine).ok());
+  ASSERT_EQ(back->gemms.size(), 2u);
+  EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").skinny_max_rows, 96);
+  EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").measured.size(), 2u);
+  std::remove(path.c_str());
+}
+
+TEST(GemmTuningTest, HostileFilesAreErrorsNamingTheFileAndEntry) {
+  const std::string machine =
+      R"("machine": {"cpu": "c", "features": "f", "isa": "avx512", "threads": 2, "onednn": "3", "compiler": "x"})";
+  auto file = [&](const std::string& gemms) {
+    return absl::StrCat(R"({"format": "shapeshift-gemm-tuning/1", )", machine, R"(, "gemms": [)", gemms, "]}");
+  };
+  const std::string good = R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": 16, "prefetch_rows": 0})";
+  ASSERT_TRUE(ParseTuningFile(file(good), "t.json").ok());
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "not JSON"},
+      {"{", "not JSON"},
+      {"[]", "format is not"},
+      {R"({"format": "shapeshift-gemm-tuning/2"})", "format is not"},
+      {R"({"format": "shapeshift-gemm-tuning/1", "gemms": []})", "machine"},
+      {absl::StrCat(R"({"format": "shapeshift-gemm-tuning/1", )", machine, "}"), "gemms"},
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": -1, "prefetch_rows": 0})"),
+       "skinny_max_rows -1 is outside"},
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": 99999, "prefetch_rows": 0})"),
+       "skinny_max_rows 99999 is outside"},
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": 8, "prefetch_rows": 5000})"),
+       "prefetch_rows 5000 is outside"},
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": "lots", "prefetch_rows": 0})"),
+       "skinny_max_rows is not an integer"},
+      {file(R"({"config": "conv[k=3]", "skinny_max_rows": 8, "prefetch_rows": 0})"), "not a GEMM configuration"},
+      {file(absl::StrCat(good, ",", good)), "appears twice"},
+      {absl::StrCat(R"({"format": "shapeshift-gemm-tuning/1", "machine": {"cpu": "c", "features": "f", )",
+                    R"("isa": "sse", "threads": 2, "onednn": "3", "compiler": "x"}, "gemms": []})"),
+       "isa 'sse'"},
+      {absl::StrCat(R"({"format": "shapeshift-gemm-tuning/1", "machine": {"cpu": "c", "features": "f", )",
+                    R"("isa": "avx2", "threads": 0, "onednn": "3", "compiler": "x"}, "gemms": []})"),
+       "threads 0"},
+  };
+  for (const auto& [text, expected] : cases) {
+    absl::StatusOr<GemmTuning> parsed = ParseTuningFile(text, "t.json");
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(parsed.status().message().find("tuning file t.json"), std::string::npos) << parsed.status();
+    EXPECT_NE(parsed.status().message().find(expected), std::string::npos) << parsed.status() << "\nwanted: " << expected;
+  }
+}
+
+TEST(GemmTuningTest, ReadingRefusesMissingFilesDirectoriesFifosAndHugeFiles) {
+  EXPECT_TRUE(absl::IsNotFound(ReadTuningFile(TempPath("missing.json")).status()));
+  EXPECT_NE(ReadTuningFile(::testing::TempDir()).status().message().find("not a regular file"), std::string::npos);
+  const std::string fifo = TempPath("fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(ReadTuningFile(fifo).status().message().find("not a regular file"), std::string::npos);  // no hang
+  std::remove(fifo.c_str());
+  const std::string huge = TempPath("huge.json");
+  {
+    const int fd = open(huge.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, off_t{17} << 20), 0);  // sparse: no disk used
+    close(fd);
+  }
+  EXPECT_NE(ReadTuningFile(huge).status().message().find("more than any tuning file"), std::string::npos);
+  std::remove(huge.c_str());
+}
+
+TEST(GemmTunerTest, MeasuresEveryClassAndDecidesFromItsOwnTimings) {
+  if (!HostIsa()) GTEST_SKIP() << "this CPU has no skinny GEMM core (neither AVX-512F nor AVX2+FMA)";
+  cpu::MatmulConfig a;
+  a.k = 64, a.n = 96, a.bias = true;
+  cpu::MatmulConfig b = a;
+  b.residual = true;
+  TunerOptions options;
+  options.isa = *HostIsa();
+  options.rows = {1, 4, 16};
+  options.prefetch = {0, 16};
+  options.repeats = 1;
+  options.cold_bytes = 1 << 20;
+  std::vector<std::string> seen;
+  options.on_choice = [&](const GemmChoice& c) { seen.push_back(c.config); };
+  absl::StatusOr<TuneReport> report = TuneGemms({a, b, a}, options);  // a repeated: measured once
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(seen.size(), 2u);
+  ASSERT_EQ(report->tuning.gemms.size(), 2u);
+  EXPECT_TRUE(CheckMachineKey(report->tuning.machine, HostMachineKey(*HostIsa(), omp_get_max_threads())).ok());
+  for (const auto& [config, choice] : report->tuning.gemms) {
+    ASSERT_FALSE(choice.measured.empty()) << config;
+    EXPECT_TRUE(choice.prefetch_rows == 0 || choice.prefetch_rows == 16) << config;
+    // The decision is the longest prefix of the grid the skinny GEMM won.
+    int64_t expected = 0;
+    for (const GemmTiming& t : choice.measured) {
+      EXPECT_GT(t.skinny_us, 0);
+      EXPECT_GT(t.onednn_us, 0);
+      if (t.skinny_us >= t.onednn_us) break;
+      expected = t.m;
+    }
+    EXPECT_EQ(choice.skinny_max_rows, expected) << config;
+    // The sweep stops at the first loss, or runs the whole grid.
+    const GemmTiming& last = choice.measured.back();
+    EXPECT_TRUE(last.skinny_us >= last.onednn_us || last.m == options.rows.back()) << config;
+  }
+}
+
+TEST(GemmTunerTest, BadOptionsAndAnExhaustedBudgetAreReported) {
+  if (!HostIsa()) GTEST_SKIP() << "this CPU has no skinny GEMM core (neither AVX-512F nor AVX2+FMA)";
+  cpu::MatmulConfig a;
+  a.k = 32, a.n = 32;
+  TunerOptions bad;
+  bad.isa = *HostIsa();
+  bad.rows = {4, 2};
+  EXPECT_NE(TuneGemms({a}, bad).status().message().find("not ascending"), std::string::npos);
+  bad.rows = {1};
+  bad.repeats = 0;
+  EXPECT_NE(TuneGemms({a}, bad).status().message().find("repeats 0"), std::string::npos);
+
+  TunerOptions tight;
+  tight.isa = *HostIsa();
+  tight.rows = {1};
+  tight.prefetch = {0};
+  tight.repeats = 1;
+  tight.cold_bytes = 0;
+  tight.budget_s = 1e-9;  // spent before the second class
+  cpu::MatmulConfig b = a;
+  b.n = 48;
+  cpu::MatmulConfig batched = a;
+  batched.batch = 2;  // no skinny path
+  absl::StatusOr<TuneReport> report = TuneGemms({a, batched, b}, tight);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->tuning.gemms.size(), 1u);
+  EXPECT_EQ(report->skipped, std::vector<std::string>{cpu::DescribeConfig(b)});
+  EXPECT_EQ(report->inapplicable, std::vector<std::string>{cpu::DescribeConfig(batched)});
+}
+
+}  // namespace
+}  // namespace shapeshift::runtime

@@ -1,0 +1,108 @@
+// `shapeshift tune` and `run --tuning`: tune writes a tuning file for the
+// model's GEMM classes that run then applies (each class `tuned` in the
+// report, the check against the interpreter still passing); a second model
+// extends the file; bad usage, a file that is not a tuning and a file for
+// another thread count are errors naming the flag or the field.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "codegen/cpu/skinny_matmul.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/tools/cli_test_util.h"
+
+namespace shapeshift {
+namespace {
+
+using ::testing::HasSubstr;
+using shapeshift::testing::CliResult;
+using shapeshift::testing::ProcessTempPath;
+using shapeshift::testing::RunShapeshift;
+
+// A quick tune: a short rows grid, one repeat, 2 threads (the file's key).
+constexpr char kQuick[] = "--rows 1,8,48 --repeats 1 --threads 2";
+
+std::string Data(const std::string& rel) { return std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/" + rel; }
+
+bool HasSkinnyCore() { return codegen::cpu::SkinnyMatmul::HostIsa().has_value(); }
+
+TEST(TuneCliTest, TuneWritesAFileRunApplies) {
+  if (!HasSkinnyCore()) GTEST_SKIP() << "no skinny GEMM core on this CPU: nothing to tune";
+  const std::string file = ProcessTempPath("tuning.json");
+  std::remove(file.c_str());
+  CliResult tuned = RunShapeshift("tune builtin:bert -o " + file + " " + kQuick + " --json");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  nlohmann::json t = nlohmann::json::parse(tuned.output);
+  ASSERT_EQ(t["tuned"].size(), 4u) << tuned.output;  // q/k/v+o, the FFN up and down, the residual projection
+  EXPECT_EQ(t["threads"], 2);
+  EXPECT_EQ(t["default_skinny_max_rows"], 32);
+
+  // The file is keyed on 2 threads: run with 2.
+  CliResult run = shapeshift::testing::RunCommand("OMP_NUM_THREADS=2 " + std::string(SHAPESHIFT_CLI) +
+                                        " run builtin:bert --no-cache --tuning " + file +
+                                        " --input input_ids=1x8 --repeats 1 --check --json 2>/dev/null");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json r = nlohmann::json::parse(run.output);
+  EXPECT_TRUE(r["check_passed"].get<bool>());
+  ASSERT_EQ(r["short_request_gemms"].size(), 4u) << run.output;
+  for (const auto& g : r["short_request_gemms"]) {
+    EXPECT_TRUE(g["tuned"].get<bool>()) << g;
+    bool found = false;
+    for (const auto& c : t["tuned"]) {
+      if (c["config"] == g["config"]) {
+        found = true;
+        EXPECT_EQ(g["max_rows"], c["skinny_max_rows"]) << g;
+      }
+    }
+    EXPECT_TRUE(found) << g;
+  }
+  EXPECT_GT(r["tuned_gemms"].get<int>(), 0);
+
+  // Another thread count is refused at compile, naming the field.
+  CliResult other = shapeshift::testing::RunCommand("OMP_NUM_THREADS=1 " + std::string(SHAPESHIFT_CLI) +
+                                                    " run builtin:bert --no-cache --tuning " + file +
+                                                    " --input input_ids=1x8 --repeats 1 2>&1");
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_THAT(other.output, HasSubstr("another thread count (the file's: '2', this machine's: '1')"));
+
+  // A second model extends the file; the first model's classes stay.
+  CliResult more = RunShapeshift("tune " + Data("models/tiny_bert_opset17.onnx") + " -o " + file + " " + kQuick +
+                                 " --json");
+  ASSERT_EQ(more.exit_code, 0) << more.output;
+  EXPECT_GE(nlohmann::json::parse(more.output)["gemms_in_file"].get<size_t>(), 4u);
+  std::remove(file.c_str());
+}
+
+TEST(TuneCliTest, BadUsageAndBadFilesAreErrors) {
+  CliResult no_output = RunShapeshift("tune builtin:bert", "2>&1");
+  EXPECT_EQ(no_output.exit_code, 2);
+  EXPECT_THAT(no_output.output, HasSubstr("-o FILE is required"));
+  CliResult bad_isa = RunShapeshift("tune builtin:bert -o x.json --isa sse", "2>&1");
+  EXPECT_EQ(bad_isa.exit_code, 2);
+  EXPECT_THAT(bad_isa.output, HasSubstr("--isa: expected avx512 or avx2"));
+  CliResult bad_rows = RunShapeshift("tune builtin:bert -o x.json --rows 8,2", "2>&1");
+  EXPECT_EQ(bad_rows.exit_code, 2);
+  EXPECT_THAT(bad_rows.output, HasSubstr("not ascending"));
+
+  const std::string junk = ProcessTempPath("junk.json");
+  std::ofstream(junk) << "{\"format\": \"something else\"}";
+  CliResult run = RunShapeshift("run builtin:bert --tuning " + junk, "2>&1");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--tuning: tuning file " + junk + ": format is not"));
+  // tune never overwrites a file that is not a tuning file.
+  CliResult tune = RunShapeshift("tune builtin:bert -o " + junk + " " + kQuick, "2>&1");
+  EXPECT_EQ(tune.exit_code, 2);
+  EXPECT_THAT(tune.output, HasSubstr("format is not"));
+  std::ifstream in(junk);
+  std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(kept, "{\"format\": \"something else\"}");
+  std::remove(junk.c_str());
+  CliResult packing = RunShapeshift("run builtin:bert --no-small-row-packing --tuning " + junk, "2>&1");
+  EXPECT_EQ(packing.exit_code, 2);
+  EXPECT_THAT(packing.output, HasSubstr("--no-small-row-packing removes"));
+}
+
+}  // namespace
+}  // namespace shapeshift

@@ -1,0 +1,199 @@
+// `shapeshift tune MODEL [--dim name=lo..hi]... -o FILE [--isa avx512|avx2] [--threads N]
+//                  [--budget-s S] [--repeats N] [--rows 1,2,4,...] [--json]`
+//
+// Measures, on this machine, which engine serves short requests of each of
+// MODEL's constant-weight GEMM classes (runtime/tuning/gemm_tuner.h) and
+// writes the decisions as a tuning file (runtime/tuning/gemm_tuning.h) that
+// `run --tuning FILE` (CompileOptions::tuning) applies. The classes are the
+// ones MODEL's compiled Program has (Program::short_request_gemms()). When
+// FILE exists and was made for this machine, its other classes are kept (one
+// file serves many models); a FILE made elsewhere, or not a tuning file, is an
+// error, never overwritten.
+//
+// Prints, per class, the rows the skinny GEMM now serves against the built-in
+// default (SkinnyOptions: 32) and the prefetch distance; `--json` as one
+// object. Exit 0 written, 2 bad usage, a model that does not compile, or a
+// FILE that cannot be read or written.
+#include <omp.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "runtime/program.h"
+#include "runtime/tuning/gemm_tuner.h"
+#include "runtime/tuning/gemm_tuning.h"
+#include "tools/args.h"
+#include "tools/command.h"
+#include "tools/model_loader.h"
+#include "tools/terminal_text.h"
+
+namespace shapeshift::tools {
+namespace {
+
+namespace cpu = codegen::cpu;
+
+constexpr char kUsage[] =
+    "usage: shapeshift tune MODEL [--dim name=lo..hi]... -o FILE [--isa avx512|avx2] [--threads N]\n"
+    "                       [--budget-s S] [--repeats N] [--rows 1,2,4,...] [--json]\n"
+    "  Measures which engine serves short requests of each of MODEL's constant-weight GEMMs on this\n"
+    "  machine (shapeshift's skinny GEMM or oneDNN's, by rows) and writes FILE, for `run --tuning FILE`.\n"
+    "  A FILE made here already keeps its other GEMMs. --isa picks the skinny GEMM's core (default: the\n"
+    "  widest this CPU has); --threads the team (default OMP_NUM_THREADS); --budget-s bounds the run\n"
+    "  (GEMMs not reached keep the default, and are named).\n"
+    "  Exit: 0 written, 2 bad usage, a model that does not compile, or a FILE that cannot be used.\n";
+
+int Fail(const std::string& message) { return ReportError("tune", kExitUsage, message); }
+int Usage(const std::string& message) { return UsageError("tune", kUsage, message); }
+
+absl::StatusOr<runtime::TunerOptions> TunerOptionsFromFlags(const ParsedArgs& args) {
+  runtime::TunerOptions options;
+  std::optional<cpu::SkinnyMatmul::Isa> host = cpu::SkinnyMatmul::HostIsa();
+  if (args.Has("isa")) {
+    const std::string isa = args.Get("isa");
+    if (isa != "avx512" && isa != "avx2") return absl::InvalidArgumentError("--isa: expected avx512 or avx2");
+    options.isa = isa == "avx2" ? cpu::SkinnyMatmul::Isa::kAvx2 : cpu::SkinnyMatmul::Isa::kAvx512;
+  } else if (host) {
+    options.isa = *host;
+  } else {
+    return absl::FailedPreconditionError("this CPU has neither AVX-512F nor AVX2+FMA: nothing to tune");
+  }
+  auto integer = [&](const char* flag, int64_t lo, int64_t hi, int64_t* out) -> absl::Status {
+    if (!args.Has(flag)) return absl::OkStatus();
+    if (!absl::SimpleAtoi(args.Get(flag), out) || *out < lo || *out > hi) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": expected an integer in ", lo, "..", hi));
+    }
+    return absl::OkStatus();
+  };
+  int64_t threads = 0, repeats = options.repeats;
+  if (absl::Status s = integer("threads", 1, 1024, &threads); !s.ok()) return s;
+  if (absl::Status s = integer("repeats", 1, 1000, &repeats); !s.ok()) return s;
+  options.threads = static_cast<int>(threads);
+  options.repeats = static_cast<int>(repeats);
+  if (args.Has("budget-s")) {
+    if (!absl::SimpleAtod(args.Get("budget-s"), &options.budget_s) || !(options.budget_s > 0)) {
+      return absl::InvalidArgumentError("--budget-s: expected seconds > 0");
+    }
+  }
+  if (args.Has("rows")) {
+    options.rows.clear();
+    for (absl::string_view r : absl::StrSplit(args.Get("rows"), ',')) {
+      int64_t v = 0;
+      if (!absl::SimpleAtoi(r, &v)) return absl::InvalidArgumentError(absl::StrCat("--rows: '", r, "' is not an integer"));
+      options.rows.push_back(v);
+    }
+  }
+  return options;
+}
+
+// The GEMM classes MODEL's Program has, in plan order.
+absl::StatusOr<std::vector<cpu::MatmulConfig>> ModelGemms(const std::string& model_arg,
+                                                          const std::map<std::string, DimRange>& dims) {
+  SS_ASSIGN_OR_RETURN(model, LoadModel(model_arg, dims));
+  absl::StatusOr<std::unique_ptr<runtime::Program>> program =
+      runtime::Program::Compile(*model.graph, *model.env, runtime::CompileOptions{});
+  if (!program.ok()) return program.status();
+  std::vector<cpu::MatmulConfig> configs;
+  for (const runtime::ShortRequestGemm& g : (*program)->short_request_gemms()) configs.push_back(g.config);
+  return configs;
+}
+
+void PrintChoice(const runtime::GemmChoice& c) {
+  const int64_t old_rows = cpu::SkinnyOptions().max_rows;
+  std::printf("  %s: skinny GEMM for 1..%lld rows (default %lld), prefetch %lld rows\n", c.config.c_str(),
+              static_cast<long long>(c.skinny_max_rows), static_cast<long long>(old_rows),
+              static_cast<long long>(c.prefetch_rows));
+  for (const runtime::GemmTiming& t : c.measured) {
+    std::printf("      m=%-4lld skinny %9.1f us  onednn %9.1f us  (%.2fx)\n", static_cast<long long>(t.m), t.skinny_us,
+                t.onednn_us, t.onednn_us > 0 ? t.skinny_us / t.onednn_us : 0.0);
+  }
+  std::fflush(stdout);
+}
+
+int RunTune(const std::vector<std::string>& raw) {
+  std::vector<std::string> argv = raw;
+  for (std::string& a : argv) {
+    if (a == "-o") a = "--output";
+  }
+  FlagSpec spec;
+  spec.valued = {"dim", "output", "isa", "threads", "budget-s", "repeats", "rows"};
+  spec.switches = {"json"};
+  absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
+  if (!args.ok()) return Usage(std::string(args.status().message()));
+  if (args->positional.size() != 1) return Usage("expected exactly one MODEL argument");
+  const std::string output = args->Get("output");
+  if (output.empty()) return Usage("-o FILE is required");
+  absl::StatusOr<std::map<std::string, DimRange>> dims = ParseDimFlags(args->All("dim"));
+  if (!dims.ok()) return Fail(std::string(dims.status().message()));
+  absl::StatusOr<runtime::TunerOptions> options = TunerOptionsFromFlags(*args);
+  if (!options.ok()) return Fail(std::string(options.status().message()));
+  const bool json = args->Has("json");
+  const int threads = options->threads > 0 ? options->threads : omp_get_max_threads();
+
+  // An existing FILE must be this machine's tuning: it is extended, never
+  // silently replaced.
+  runtime::GemmTuning kept;
+  if (FILE* f = std::fopen(output.c_str(), "r"); f != nullptr) {
+    std::fclose(f);
+    absl::StatusOr<runtime::GemmTuning> existing = runtime::ReadTuningFile(output);
+    if (!existing.ok()) return Fail(std::string(existing.status().message()));
+    if (absl::Status s = runtime::CheckMachineKey(existing->machine, runtime::HostMachineKey(options->isa, threads));
+        !s.ok()) {
+      return Fail(absl::StrCat(output, ": ", s.message(), " (or write another file)"));
+    }
+    kept = *std::move(existing);
+  }
+
+  absl::StatusOr<std::vector<cpu::MatmulConfig>> configs = ModelGemms(args->positional[0], *dims);
+  if (!configs.ok()) return Fail(std::string(configs.status().message()));
+  if (!json) {
+    std::printf("tuning %zu GEMM class(es) of %s on the %s core, %d thread(s)\n", configs->size(),
+                Escaped(args->positional[0]).c_str(), cpu::IsaName(options->isa), threads);
+    options->on_choice = PrintChoice;
+  }
+  absl::StatusOr<runtime::TuneReport> report = runtime::TuneGemms(*configs, *options);
+  if (!report.ok()) return Fail(std::string(report.status().message()));
+  kept.machine = report->tuning.machine;
+  for (auto& [config, choice] : report->tuning.gemms) kept.gemms[config] = choice;
+  if (absl::Status s = runtime::WriteTuningFile(kept, output); !s.ok()) return Fail(std::string(s.message()));
+
+  if (json) {
+    nlohmann::ordered_json out;
+    out["file"] = output;
+    out["isa"] = cpu::IsaName(options->isa);
+    out["threads"] = threads;
+    out["seconds"] = report->seconds;
+    out["default_skinny_max_rows"] = cpu::SkinnyOptions().max_rows;
+    out["default_prefetch_rows"] = cpu::SkinnyOptions().prefetch_rows;
+    nlohmann::ordered_json gemms = nlohmann::ordered_json::array();
+    for (const auto& [config, choice] : report->tuning.gemms) {
+      gemms.push_back({{"config", config},
+                       {"skinny_max_rows", choice.skinny_max_rows},
+                       {"prefetch_rows", choice.prefetch_rows}});
+    }
+    out["tuned"] = gemms;
+    out["skipped"] = report->skipped;
+    out["inapplicable"] = report->inapplicable;
+    out["gemms_in_file"] = kept.gemms.size();
+    std::printf("%s\n", JsonText(out).c_str());
+    return kExitOk;
+  }
+  for (const std::string& s : report->inapplicable) std::printf("  %s: no skinny path (oneDNN serves it)\n", s.c_str());
+  for (const std::string& s : report->skipped) std::printf("  %s: not reached within --budget-s (default kept)\n", s.c_str());
+  std::printf("wrote %s: %zu GEMM class(es) (%zu measured now) in %.1f s; use it with `shapeshift run --tuning %s`\n",
+              Escaped(output).c_str(), kept.gemms.size(), report->tuning.gemms.size(), report->seconds,
+              Escaped(output).c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+SHAPESHIFT_COMMAND(tune, "tune", "measure this machine's GEMM engine choices for a model and write a tuning file",
+                   kUsage, RunTune);
+
+}  // namespace shapeshift::tools
