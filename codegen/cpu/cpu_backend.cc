@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "codegen/cpu/host_target.h"
+#include "codegen/cpu/isa_limit.h"
 #include "codegen/cpu/llvm_lowering.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Config/llvm-config.h"
@@ -23,6 +25,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/Passes/OptimizationLevel.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/MC/SubtargetFeature.h"
 #include "llvm/Support/CodeGen.h"
 #include "llvm/Support/Host.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -227,8 +230,15 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const CpuBackendO
   auto impl = std::make_unique<Impl>();
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) return absl::InternalError("cannot detect the host CPU: " + ToString(builder.takeError()));
+  if (absl::StatusOr<IsaLimit> limit = ProcessIsaLimit(); !limit.ok()) return limit.status();
+  // The host's features with the process's ISA limit applied: one string
+  // (host_target.h) for the JIT, the vector width and the object keys.
+  const HostTarget& host = DetectHostTarget();
+  builder->getFeatures() = llvm::SubtargetFeatures(host.features);
   llvm::StringMap<bool> host_features;
-  llvm::sys::getHostCPUFeatures(host_features);
+  for (const std::string& f : builder->getFeatures().getFeatures()) {
+    if (f.size() > 1) host_features[f.substr(1)] = f[0] == '+';
+  }
   builder->setCPU(llvm::sys::getHostCPUName().str());
   builder->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
   auto target_machine = builder->createTargetMachine();

@@ -1,5 +1,7 @@
 #include "codegen/cpu/host_target.h"
 
+#include "absl/strings/str_join.h"
+#include "codegen/cpu/isa_limit.h"
 #include "codegen/cpu/object_store.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -20,7 +22,15 @@ const HostTarget& DetectHostTarget() {
     auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
     if (builder) {
       t->triple = builder->getTargetTriple().str();
-      t->features = builder->getFeatures().getString();
+      // Under SHAPESHIFT_MAX_CPU_ISA the features the limit forbids are
+      // turned off (isa_limit.h): this string is what the JIT compiles for.
+      std::vector<std::string> features;
+      for (const std::string& f : builder->getFeatures().getFeatures()) {
+        const bool on = !f.empty() && f[0] == '+';
+        const std::string name = f.empty() ? f : f.substr(1);
+        features.push_back(on && !FeatureAllowed(name) ? "-" + name : f);
+      }
+      t->features = absl::StrJoin(features, ",");
     } else {
       llvm::consumeError(builder.takeError());
       t->triple = llvm::sys::getProcessTriple();

@@ -18,7 +18,7 @@ namespace shapeshift::codegen::cpu {
 struct HostTarget {
   std::string triple;
   std::string cpu;
-  std::string features;
+  std::string features;  // with SHAPESHIFT_MAX_CPU_ISA's limit applied (isa_limit.h)
   std::string llvm_version;
   std::string compiler;  // CompilerIdentity()
 };

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "codegen/cpu/isa_limit.h"
 #include "codegen/cpu/parallel_run.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -22,7 +23,12 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 
 dnnl::engine& CpuEngine() {
-  static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine* engine = [] {
+    // Before oneDNN's first primitive, or the call has no effect
+    // (isa_limit.h): the process's limit holds for oneDNN's kernels too.
+    if (!Avx512Allowed()) dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2);
+    return new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return *engine;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/cpu/isa_limit.h"
 #include "codegen/cpu/parallel_run.h"
 #include "codegen/cpu/skinny_kernel.h"
 
@@ -14,7 +15,10 @@ const char* IsaName(SkinnyMatmul::Isa isa) { return isa == SkinnyMatmul::Isa::kA
 
 bool SkinnyMatmul::Supported(Isa isa) {
   // libgcc's CPU model checks the OS saves the registers (XCR0) as well.
-  if (isa == Isa::kAvx512) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  // SHAPESHIFT_MAX_CPU_ISA=avx2 rules the AVX-512 core out (isa_limit.h).
+  if (isa == Isa::kAvx512) {
+    return Avx512Allowed() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  }
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 

@@ -75,6 +75,50 @@ TEST(TuneCliTest, TuneWritesAFileRunApplies) {
   std::remove(file.c_str());
 }
 
+// The AVX2-only feature set on an AVX-512 machine (SHAPESHIFT_MAX_CPU_ISA,
+// codegen/cpu/isa_limit.h): tune measures the AVX2 core under masked
+// features, run applies that file and agrees with the interpreter; the
+// unmasked process refuses the masked file (its feature set differs).
+TEST(TuneCliTest, WithAvx512MaskedOffTuningRunsAndAgrees) {
+  if (!codegen::cpu::SkinnyMatmul::Supported(codegen::cpu::SkinnyMatmul::Isa::kAvx2)) {
+    GTEST_SKIP() << "no AVX2+FMA on this CPU";
+  }
+  const std::string file = ProcessTempPath("tuning-avx2.json");
+  std::remove(file.c_str());
+  const std::string masked = "SHAPESHIFT_MAX_CPU_ISA=avx2 OMP_NUM_THREADS=2 " + std::string(SHAPESHIFT_CLI);
+  CliResult tuned = shapeshift::testing::RunCommand(masked + " tune builtin:bert -o " + file + " " + kQuick +
+                                                    " --json 2>&1");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  EXPECT_EQ(nlohmann::json::parse(tuned.output)["isa"], "avx2");
+  std::ifstream in(file);
+  nlohmann::json written = nlohmann::json::parse(in);
+  const std::string features = written["machine"]["features"];
+  EXPECT_EQ(features.find("+avx512"), std::string::npos) << features;
+  EXPECT_EQ(written["machine"]["isa"], "avx2");
+
+  CliResult run = shapeshift::testing::RunCommand(masked + " run builtin:bert --no-cache --tuning " + file +
+                                                  " --input input_ids=2x24 --repeats 1 --check --json 2>/dev/null");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json r = nlohmann::json::parse(run.output);
+  EXPECT_TRUE(r["check_passed"].get<bool>());
+  for (const auto& g : r["short_request_gemms"]) {
+    EXPECT_TRUE(g["tuned"].get<bool>()) << g;
+    if (g["max_rows"].get<int>() > 0) EXPECT_EQ(g["engine"], "skinny-avx2") << g;
+  }
+  if (codegen::cpu::SkinnyMatmul::Supported(codegen::cpu::SkinnyMatmul::Isa::kAvx512)) {
+    CliResult unmasked = shapeshift::testing::RunCommand("OMP_NUM_THREADS=2 " + std::string(SHAPESHIFT_CLI) +
+                                                         " run builtin:bert --no-cache --tuning " + file +
+                                                         " --input input_ids=1x8 --repeats 1 2>&1");
+    EXPECT_EQ(unmasked.exit_code, 2) << unmasked.output;
+    EXPECT_THAT(unmasked.output, HasSubstr("another CPU feature set"));
+  }
+  CliResult bad = shapeshift::testing::RunCommand("SHAPESHIFT_MAX_CPU_ISA=sse " + std::string(SHAPESHIFT_CLI) +
+                                                  " run builtin:bert --no-cache --repeats 1 2>&1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("SHAPESHIFT_MAX_CPU_ISA='sse': expected avx2 or host"));
+  std::remove(file.c_str());
+}
+
 TEST(TuneCliTest, BadUsageAndBadFilesAreErrors) {
   CliResult no_output = RunShapeshift("tune builtin:bert", "2>&1");
   EXPECT_EQ(no_output.exit_code, 2);
