@@ -64,7 +64,8 @@ struct ProgramStats {
 struct ShortRequestGemm {
   codegen::cpu::MatmulConfig config;
   std::string engine;           // "skinny-avx512" | "skinny-avx2" | "onednn-small-rows" | "onednn"
-  int64_t max_rows = 0;         // requests of up to this many rows take `engine`; more: oneDNN's runtime-M GEMM
+  int64_t min_rows = 1;         // requests of min_rows..max_rows rows take `engine`;
+  int64_t max_rows = 0;         // the others oneDNN's runtime-M GEMM
   int64_t prefetch_rows = 0;    // the skinny GEMM's, else 0
   bool tuned = false;           // from CompileOptions::tuning, else the built-in default
   int64_t steps = 0;            // matmul steps of this class

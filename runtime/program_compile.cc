@@ -270,6 +270,7 @@ class ProgramBuilder {
       const cpu::SkinnyOptions options = SkinnyOptionsFor(tuning_, config, threads_);
       record.tuned = tuning_ != nullptr && tuning_->Find(config) != nullptr;
       record.max_rows = options.max_rows;
+      record.min_rows = options.min_rows;
       if (options.max_rows == 0) {  // measured slower than oneDNN at every row count
         record.engine = "onednn";
         if (record.tuned) ++stats_.tuned_gemms;
@@ -294,6 +295,7 @@ class ProgramBuilder {
         return absl::OkStatus();
       }
       record.engine = "onednn-small-rows";
+      record.min_rows = cpu::SmallRowsMatmul::kMinRows;
       record.max_rows = cpu::SmallRowsMatmul::kMaxRows;
       const cpu::SmallRowsMatmul*& small = small_rows_by_config_[key];
       if (small == nullptr) {

@@ -54,7 +54,8 @@ absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t
   ops.bias = step.bias >= 0 ? static_cast<const float*>(buffers[step.bias]) : nullptr;
   ops.residual = step.residual >= 0 ? static_cast<const float*>(buffers[step.residual]) : nullptr;
   ops.c = static_cast<float*>(buffers[step.c]);
-  if (step.skinny != nullptr && shape.m <= step.skinny->options().max_rows) {
+  if (step.skinny != nullptr && shape.m >= step.skinny->options().min_rows &&
+      shape.m <= step.skinny->options().max_rows) {
     ops.b = step.packed_b.data();
     ++skinny_calls;
     return step.skinny->Execute(shape, ops);

@@ -399,6 +399,7 @@ nlohmann::ordered_json ShortRequestGemmsJson(const runtime::Program& program) {
   for (const runtime::ShortRequestGemm& g : program.short_request_gemms()) {
     out.push_back({{"config", codegen::cpu::DescribeConfig(g.config)},
                    {"engine", g.engine},
+                   {"min_rows", g.min_rows},
                    {"max_rows", g.max_rows},
                    {"prefetch_rows", g.prefetch_rows},
                    {"tuned", g.tuned},
@@ -411,8 +412,10 @@ void PrintShortRequests(const nlohmann::ordered_json& gemms) {
   if (gemms.empty()) return;
   std::printf("short requests: %zu constant-weight GEMM class(es)\n", gemms.size());
   for (const auto& g : gemms) {
-    std::printf("  %s x%lld: %s for 1..%lld rows (%s)\n", g["config"].get<std::string>().c_str(),
-                g["steps"].get<long long>(), g["engine"].get<std::string>().c_str(), g["max_rows"].get<long long>(),
+    const long long lo = g["min_rows"].get<long long>(), hi = g["max_rows"].get<long long>();
+    std::printf("  %s x%lld: %s%s (%s)\n", g["config"].get<std::string>().c_str(), g["steps"].get<long long>(),
+                g["engine"].get<std::string>().c_str(),
+                hi == 0 ? " for every row count" : absl::StrCat(" for ", lo, "..", hi, " rows").c_str(),
                 g["tuned"].get<bool>() ? "tuned" : "default");
   }
 }

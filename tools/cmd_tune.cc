@@ -105,9 +105,14 @@ absl::StatusOr<std::vector<cpu::MatmulConfig>> ModelGemms(const std::string& mod
 
 void PrintChoice(const runtime::GemmChoice& c) {
   const int64_t old_rows = cpu::SkinnyOptions().max_rows;
-  std::printf("  %s: skinny GEMM for 1..%lld rows (default %lld), prefetch %lld rows\n", c.config.c_str(),
-              static_cast<long long>(c.skinny_max_rows), static_cast<long long>(old_rows),
-              static_cast<long long>(c.prefetch_rows));
+  if (c.skinny_max_rows == 0) {
+    std::printf("  %s: oneDNN for every row count (default: skinny GEMM for 1..%lld rows)\n", c.config.c_str(),
+                static_cast<long long>(old_rows));
+  } else {
+    std::printf("  %s: skinny GEMM for %lld..%lld rows (default 1..%lld), prefetch %lld rows\n", c.config.c_str(),
+                static_cast<long long>(c.skinny_min_rows), static_cast<long long>(c.skinny_max_rows),
+                static_cast<long long>(old_rows), static_cast<long long>(c.prefetch_rows));
+  }
   for (const runtime::GemmTiming& t : c.measured) {
     std::printf("      m=%-4lld skinny %9.1f us  onednn %9.1f us  (%.2fx)\n", static_cast<long long>(t.m), t.skinny_us,
                 t.onednn_us, t.onednn_us > 0 ? t.skinny_us / t.onednn_us : 0.0);
@@ -173,6 +178,7 @@ int RunTune(const std::vector<std::string>& raw) {
     nlohmann::ordered_json gemms = nlohmann::ordered_json::array();
     for (const auto& [config, choice] : report->tuning.gemms) {
       gemms.push_back({{"config", config},
+                       {"skinny_min_rows", choice.skinny_min_rows},
                        {"skinny_max_rows", choice.skinny_max_rows},
                        {"prefetch_rows", choice.prefetch_rows}});
     }

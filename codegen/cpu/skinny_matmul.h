@@ -55,6 +55,9 @@ struct SkinnyOptions {
   // where this kernel was measured faster than both oneDNN paths on every
   // BERT-base weight shape (bench/RESULTS.md; it computes any m correctly).
   int64_t max_rows = 32;
+  // And from this many rows up: a tuning file (runtime/tuning/) raises it
+  // where oneDNN's gemv beats this kernel at m = 1.
+  int64_t min_rows = 1;
 };
 
 class SkinnyMatmul {

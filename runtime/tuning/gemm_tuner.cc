@@ -178,12 +178,22 @@ absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerO
 
   // The rows sweep, skinny against oneDNN.
   SS_ASSIGN_OR_RETURN(onednn, OnednnEngine::Create(plain, &operands));
-  for (int64_t m : o.rows) {
+  // The skinny GEMM's range starts at the first of the grid's first two
+  // points it wins (oneDNN's gemv can win m = 1 alone) and ends at the last
+  // point before it loses again.
+  for (size_t i = 0; i < o.rows.size(); ++i) {
+    const int64_t m = o.rows[i];
     SS_ASSIGN_OR_RETURN(t, Interleaved({skinny.get(), onednn.get()}, m, o.repeats));
     choice.measured.push_back({m, t[0] * 1e6, t[1] * 1e6});
-    if (t[0] >= t[1]) break;
-    choice.skinny_max_rows = m;
+    const bool won = t[0] < t[1];
+    if (won) {
+      if (choice.skinny_max_rows == 0) choice.skinny_min_rows = i == 0 ? 1 : m;
+      choice.skinny_max_rows = m;
+      continue;
+    }
+    if (choice.skinny_max_rows > 0 || i >= 1) break;
   }
+  if (choice.skinny_max_rows == 0) choice.skinny_min_rows = 1;
   return choice;
 }
 

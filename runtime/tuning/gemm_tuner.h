@@ -11,11 +11,14 @@
 // each figure is the median of `repeats` calls after a warm-up call per row
 // count. First the prefetch distance: every TunerOptions::prefetch value at
 // m = TunerOptions::prefetch_at_rows, the fastest kept. Then the rows grid,
-// ascending: the skinny GEMM serves 1..m while it is faster than oneDNN at
-// every grid point up to m; the first point where oneDNN is faster ends the
-// sweep (its timing is kept in `measured`, so the file shows why).
-// skinny_max_rows is the last grid point the skinny GEMM won (0: it lost at
-// the first).
+// ascending: the skinny GEMM's range starts at the first of the grid's first
+// two points where it is faster than oneDNN (oneDNN's gemv path can win
+// m = 1 alone: the LM head) and extends over every following point it wins;
+// the first point where oneDNN wins after that ends the sweep (its timing is
+// kept in `measured`, so the file shows why). skinny_min_rows is that first
+// point (1 when it won m = 1), skinny_max_rows the last point it won (0: it
+// won neither of the first two; rows between two grid points go with the
+// lower one's engine only up to the last win).
 //
 // What it does not choose (stated, not hidden): oneDNN's static-M small-rows
 // primitives (the fallback on CPUs without AVX2; measured slower than the

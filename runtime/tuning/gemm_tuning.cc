@@ -90,6 +90,7 @@ codegen::cpu::SkinnyOptions SkinnyOptionsFor(const GemmTuning* tuning, const cod
   options.threads = threads;
   if (const GemmChoice* choice = tuning == nullptr ? nullptr : tuning->Find(config)) {
     options.max_rows = choice->skinny_max_rows;
+    options.min_rows = choice->skinny_min_rows;
     options.prefetch_rows = choice->prefetch_rows;
   }
   return options;
@@ -103,6 +104,7 @@ std::string TuningFileJson(const GemmTuning& tuning) {
       measured.push_back(json{{"m", t.m}, {"skinny_us", t.skinny_us}, {"onednn_us", t.onednn_us}});
     }
     gemms.push_back(json{{"config", config},
+                         {"skinny_min_rows", choice.skinny_min_rows},
                          {"skinny_max_rows", choice.skinny_max_rows},
                          {"prefetch_rows", choice.prefetch_rows},
                          {"measured", measured}});
@@ -154,16 +156,21 @@ absl::StatusOr<GemmChoice> ParseChoice(const json& g, size_t index) {
   SS_ASSIGN_OR_RETURN(config, Field<std::string>(g, "config", absl::StrCat("gemms[", index, "].")));
   const std::string where = absl::StrCat("gemm '", config, "': ");
   if (!absl::StartsWith(config, "matmul[")) return absl::InvalidArgumentError(absl::StrCat(where, "not a GEMM configuration"));
+  SS_ASSIGN_OR_RETURN(min_rows, Field<int64_t>(g, "skinny_min_rows", where));
   SS_ASSIGN_OR_RETURN(max_rows, Field<int64_t>(g, "skinny_max_rows", where));
   SS_ASSIGN_OR_RETURN(prefetch, Field<int64_t>(g, "prefetch_rows", where));
   if (max_rows < 0 || max_rows > kMaxSkinnyRows) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, "skinny_max_rows ", max_rows, " is outside 0..", kMaxSkinnyRows));
   }
+  if (min_rows < 1 || (max_rows > 0 && min_rows > max_rows)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "skinny_min_rows ", min_rows, " is outside 1..skinny_max_rows (", max_rows, ")"));
+  }
   if (prefetch < 0 || prefetch > 1024) {
     return absl::InvalidArgumentError(absl::StrCat(where, "prefetch_rows ", prefetch, " is outside 0..1024"));
   }
-  GemmChoice choice{config, max_rows, prefetch, {}};
+  GemmChoice choice{config, min_rows, max_rows, prefetch, {}};
   if (!g.contains("measured")) return choice;
   if (!g.at("measured").is_array()) return absl::InvalidArgumentError(absl::StrCat(where, "measured is not a list"));
   for (const json& t : g.at("measured")) {

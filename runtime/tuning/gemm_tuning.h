@@ -20,7 +20,7 @@
 //    "machine": {"cpu": ..., "features": ..., "isa": "avx512", "threads": 2,
 //                "onednn": "3.x.y", "compiler": ...},
 //    "gemms": [{"config": "matmul[m=?, k=768, n=768, bias]",
-//               "skinny_max_rows": 128, "prefetch_rows": 32,
+//               "skinny_min_rows": 1, "skinny_max_rows": 128, "prefetch_rows": 32,
 //               "measured": [{"m": 1, "skinny_us": ..., "onednn_us": ...}, ...]}]}
 // A file made on another machine (MachineKey differs) is refused with the
 // field that differs, never silently applied.
@@ -66,7 +66,8 @@ struct GemmTiming {
 
 struct GemmChoice {
   std::string config;           // DescribeConfig of the GEMM
-  int64_t skinny_max_rows = 0;  // requests of 1..this many rows on the skinny GEMM (0: never)
+  int64_t skinny_min_rows = 1;  // requests of skinny_min_rows..skinny_max_rows rows on the skinny GEMM
+  int64_t skinny_max_rows = 0;  // (0: never)
   int64_t prefetch_rows = 0;    // SkinnyOptions::prefetch_rows
   std::vector<GemmTiming> measured;
 };

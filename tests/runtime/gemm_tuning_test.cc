@@ -70,12 +70,13 @@ std::vector<cpu::MatmulConfig> BertGemms(const BertConfig& config) {
   return configs;
 }
 
-// A tuning for this machine giving every one of `configs` `max_rows`.
-GemmTuning PinnedTuning(const std::vector<cpu::MatmulConfig>& configs, int64_t max_rows, cpu::SkinnyMatmul::Isa isa) {
+// A tuning for this machine giving every one of `configs` min_rows..max_rows.
+GemmTuning PinnedTuning(const std::vector<cpu::MatmulConfig>& configs, int64_t max_rows, cpu::SkinnyMatmul::Isa isa,
+                        int64_t min_rows = 1) {
   GemmTuning tuning;
   tuning.machine = HostMachineKey(isa, omp_get_max_threads());
   for (const cpu::MatmulConfig& c : configs) {
-    GemmChoice choice{cpu::DescribeConfig(c), max_rows, 16, {}};
+    GemmChoice choice{cpu::DescribeConfig(c), min_rows, max_rows, 16, {}};
     tuning.gemms.emplace(choice.config, choice);
   }
   return tuning;
@@ -122,9 +123,10 @@ TEST(GemmTuningTest, APinnedFileDecidesWhichEngineEachRowCountTakes) {
   ASSERT_TRUE(reference.ok());
   const int64_t per_request = static_cast<int64_t>(config.layers) * 6;  // q, k, v, o, up, down
 
-  for (const int64_t max_rows : {int64_t{0}, int64_t{8}, int64_t{64}}) {
-    SCOPED_TRACE(absl::StrCat("skinny_max_rows ", max_rows));
-    auto tuning = std::make_shared<const GemmTuning>(PinnedTuning(gemms, max_rows, *HostIsa()));
+  const std::pair<int64_t, int64_t> ranges[] = {{1, 0}, {1, 8}, {1, 64}, {2, 48}};
+  for (const auto& [min_rows, max_rows] : ranges) {
+    SCOPED_TRACE(absl::StrCat("skinny rows ", min_rows, "..", max_rows));
+    auto tuning = std::make_shared<const GemmTuning>(PinnedTuning(gemms, max_rows, *HostIsa(), min_rows));
     std::unique_ptr<Session> session = CompileWith(config, tuning);
     ASSERT_NE(session, nullptr);
     const ProgramStats& stats = session->stats().program;
@@ -133,12 +135,14 @@ TEST(GemmTuningTest, APinnedFileDecidesWhichEngineEachRowCountTakes) {
     for (const ShortRequestGemm& g : session->program()->short_request_gemms()) {
       EXPECT_TRUE(g.tuned) << cpu::DescribeConfig(g.config);
       EXPECT_EQ(g.max_rows, max_rows);
+      EXPECT_EQ(g.min_rows, min_rows);
       EXPECT_EQ(g.engine, max_rows == 0 ? "onednn" : absl::StrCat("skinny-", cpu::IsaName(*HostIsa())));
     }
     // Rows inside, at and past the pinned bound.
-    for (const int64_t seq : {int64_t{1}, int64_t{8}, int64_t{9}, int64_t{48}, int64_t{64}, int64_t{65}}) {
+    for (const int64_t seq : {int64_t{1}, int64_t{2}, int64_t{8}, int64_t{9}, int64_t{48}, int64_t{49}, int64_t{64},
+                              int64_t{65}}) {
       const int64_t calls = SkinnyCallsAt(*session, *reference->graph, config, seq);
-      EXPECT_EQ(calls, seq <= max_rows ? per_request : 0) << "seq " << seq;
+      EXPECT_EQ(calls, seq >= min_rows && seq <= max_rows ? per_request : 0) << "seq " << seq;
     }
   }
 }
@@ -199,8 +203,8 @@ TEST(GemmTuningTest, AFileFromAnotherMachineIsACompileErrorNamingTheField) {
 TEST(GemmTuningTest, TheFileRoundTripsThroughDisk) {
   GemmTuning tuning;
   tuning.machine = {"cpu x", "+avx2,+fma", "avx2", 2, "3.1.4", "shapeshift test"};
-  tuning.gemms["matmul[m=?, k=8, n=16]"] = {"matmul[m=?, k=8, n=16]", 96, 32, {{1, 2.5, 3.5}, {128, 9, 8}}};
-  tuning.gemms["matmul[m=?, k=16, n=8, bias]"] = {"matmul[m=?, k=16, n=8, bias]", 0, 0, {{1, 4, 3}}};
+  tuning.gemms["matmul[m=?, k=8, n=16]"] = {"matmul[m=?, k=8, n=16]", 2, 96, 32, {{1, 4.5, 3.5}, {128, 9, 8}}};
+  tuning.gemms["matmul[m=?, k=16, n=8, bias]"] = {"matmul[m=?, k=16, n=8, bias]", 1, 0, 0, {{1, 4, 3}}};
   const std::string path = TempPath("roundtrip.json");
   ASSERT_TRUE(WriteTuningFile(tuning, path).ok());
   absl::StatusOr<GemmTuning> back = ReadTuningFile(path);
@@ -209,6 +213,7 @@ TEST(GemmTuningTest, TheFileRoundTripsThroughDisk) {
   EXPECT_TRUE(CheckMachineKey(back->machine, tuning.machine).ok());
   ASSERT_EQ(back->gemms.size(), 2u);
   EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").skinny_max_rows, 96);
+  EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").skinny_min_rows, 2);
   EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").measured.size(), 2u);
   std::remove(path.c_str());
 }
@@ -219,7 +224,7 @@ TEST(GemmTuningTest, HostileFilesAreErrorsNamingTheFileAndEntry) {
   auto file = [&](const std::string& gemms) {
     return absl::StrCat(R"({"format": "shapeshift-gemm-tuning/1", )", machine, R"(, "gemms": [)", gemms, "]}");
   };
-  const std::string good = R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": 16, "prefetch_rows": 0})";
+  const std::string good = R"({"config": "matmul[m=?, k=8, n=8]", "skinny_min_rows": 1, "skinny_max_rows": 16, "prefetch_rows": 0})";
   ASSERT_TRUE(ParseTuningFile(file(good), "t.json").ok());
   const std::pair<std::string, std::string> cases[] = {
       {"", "not JSON"},
@@ -228,15 +233,21 @@ TEST(GemmTuningTest, HostileFilesAreErrorsNamingTheFileAndEntry) {
       {R"({"format": "shapeshift-gemm-tuning/2"})", "format is not"},
       {R"({"format": "shapeshift-gemm-tuning/1", "gemms": []})", "machine"},
       {absl::StrCat(R"({"format": "shapeshift-gemm-tuning/1", )", machine, "}"), "gemms"},
-      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": -1, "prefetch_rows": 0})"),
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_min_rows": 1, "skinny_max_rows": -1, "prefetch_rows": 0})"),
        "skinny_max_rows -1 is outside"},
-      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": 99999, "prefetch_rows": 0})"),
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_min_rows": 1, "skinny_max_rows": 99999, "prefetch_rows": 0})"),
        "skinny_max_rows 99999 is outside"},
-      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": 8, "prefetch_rows": 5000})"),
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_min_rows": 1, "skinny_max_rows": 8, "prefetch_rows": 5000})"),
        "prefetch_rows 5000 is outside"},
-      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": "lots", "prefetch_rows": 0})"),
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_min_rows": 1, "skinny_max_rows": "lots", "prefetch_rows": 0})"),
        "skinny_max_rows is not an integer"},
-      {file(R"({"config": "conv[k=3]", "skinny_max_rows": 8, "prefetch_rows": 0})"), "not a GEMM configuration"},
+      {file(R"({"config": "conv[k=3]", "skinny_min_rows": 1, "skinny_max_rows": 8, "prefetch_rows": 0})"), "not a GEMM configuration"},
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_min_rows": 9, "skinny_max_rows": 8, "prefetch_rows": 0})"),
+       "skinny_min_rows 9 is outside"},
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_min_rows": 0, "skinny_max_rows": 8, "prefetch_rows": 0})"),
+       "skinny_min_rows 0 is outside"},
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": 8, "prefetch_rows": 0})"),
+       "skinny_min_rows is missing"},
       {file(absl::StrCat(good, ",", good)), "appears twice"},
       {absl::StrCat(R"({"format": "shapeshift-gemm-tuning/1", "machine": {"cpu": "c", "features": "f", )",
                     R"("isa": "sse", "threads": 2, "onednn": "3", "compiler": "x"}, "gemms": []})"),
@@ -294,16 +305,21 @@ TEST(GemmTunerTest, MeasuresEveryClassAndDecidesFromItsOwnTimings) {
   for (const auto& [config, choice] : report->tuning.gemms) {
     ASSERT_FALSE(choice.measured.empty()) << config;
     EXPECT_TRUE(choice.prefetch_rows == 0 || choice.prefetch_rows == 16) << config;
-    // The decision is the longest prefix of the grid the skinny GEMM won.
-    int64_t expected = 0;
-    for (const GemmTiming& t : choice.measured) {
+    // The decision is the first run of wins starting at one of the grid's
+    // first two points, from the file's own timings.
+    int64_t lo = 0, hi = 0;
+    for (size_t i = 0; i < choice.measured.size(); ++i) {
+      const GemmTiming& t = choice.measured[i];
       EXPECT_GT(t.skinny_us, 0);
       EXPECT_GT(t.onednn_us, 0);
-      if (t.skinny_us >= t.onednn_us) break;
-      expected = t.m;
+      const bool won = t.skinny_us < t.onednn_us;
+      if (won && hi == 0) lo = t.m;
+      if (won) hi = t.m;
+      if (!won && (hi > 0 || i >= 1)) break;
     }
-    EXPECT_EQ(choice.skinny_max_rows, expected) << config;
-    // The sweep stops at the first loss, or runs the whole grid.
+    EXPECT_EQ(choice.skinny_max_rows, hi) << config;
+    EXPECT_EQ(choice.skinny_min_rows, hi == 0 ? 1 : lo) << config;
+    // The sweep stops at the loss that ends the range, or runs the whole grid.
     const GemmTiming& last = choice.measured.back();
     EXPECT_TRUE(last.skinny_us >= last.onednn_us || last.m == options.rows.back()) << config;
   }

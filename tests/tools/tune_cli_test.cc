@@ -54,6 +54,7 @@ TEST(TuneCliTest, TuneWritesAFileRunApplies) {
       if (c["config"] == g["config"]) {
         found = true;
         EXPECT_EQ(g["max_rows"], c["skinny_max_rows"]) << g;
+        EXPECT_EQ(g["min_rows"], c["skinny_min_rows"]) << g;
       }
     }
     EXPECT_TRUE(found) << g;
