@@ -119,6 +119,9 @@ const Row kRows[] = {
     // output row reads its whole input row, so fusion never treats it as
     // elementwise).
     {"RotateHalfMulAdd", C::kNormalization, 3, 3, 1, 1, rules::RotateHalfMulAdd, 0, L::kCompiled},
+    // Not an ONNX op: GPT-J's interleaved RoPE, X' * A + rotate_every_two(X') * B
+    // over X' = X[..., :rotary_dim], X's other channels passed through.
+    {"RotateEveryTwoMulAdd", C::kNormalization, 3, 3, 1, 1, rules::RotateEveryTwoMulAdd, 0, L::kCompiled},
     // Reductions (axes: attribute, or input 1 from opset 13/18).
     {"ReduceMean", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},
     {"ReduceSum", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},

@@ -13,8 +13,8 @@
 //     RMSNormalization over the last axis absorbs backward an Add of two same-shape tensors (the residual
 //     sum; if the sum is read elsewhere it is also a group output). A
 //     trailing-axes Reduce* absorbs forward a chain of elementwise ops over
-//     its result. A RotateHalfMulAdd (the fused RoPE) is a row kernel of its
-//     own. Transpose, views, Gather (embedding), Concat and Slice
+//     its result. A RotateHalfMulAdd or RotateEveryTwoMulAdd (the fused
+//     RoPEs) is a row kernel of its own. Transpose, views, Gather (embedding), Concat and Slice
 //     become their own groups; anything else is kOther.
 //  2. Elementwise. Remaining elementwise nodes are grouped consumer-first:
 //     a producer joins its consumer's group when it is elementwise, every

@@ -79,6 +79,7 @@ std::string KindDetails(const Group& g) {
       break;
     case GroupKind::kRotary:
       parts.push_back(absl::StrCat("half=", g.rotary.half));
+      if (g.rotary.every_two) parts.push_back("every_two");
       break;
     case GroupKind::kSlice: {
       std::vector<std::string> starts;

@@ -55,7 +55,7 @@ enum class GroupKind {
   kConcat,       // concatenation copy (KV cache)
   kSlice,        // strided slice copy
   kScan,         // CumSum along one axis: a sequential running sum per line
-  kRotary,       // RotateHalfMulAdd: x*a + rotate_half(x)*b, one row kernel over the last axis
+  kRotary,       // RotateHalfMulAdd / RotateEveryTwoMulAdd: x*a + rotate(x)*b, one row kernel over the last axis
   kOther,        // one node with no fused lowering; lowering rejects it
 };
 const char* GroupKindName(GroupKind kind);
@@ -142,14 +142,18 @@ struct SliceGroup {
   std::vector<int64_t> steps;
 };
 
-// RotateHalfMulAdd (rotary_embedding_recognition.h): out = x*a +
-// rotate_half(x)*b, out[..., j] reading x[..., j] and x[..., (j + half) mod
-// 2*half]; a and b broadcast (numpy rules) to the output.
+// RotateHalfMulAdd or RotateEveryTwoMulAdd (rotary_embedding_recognition.h):
+// out = x*a + rotate(x)*b over the first 2*half channels of x's last axis; a
+// and b broadcast (numpy rules) to the output (to its first 2*half channels).
+// rotate_half: out[..., j] reads x[..., j] and x[..., (j + half) mod 2*half],
+// 2*half is x's last dim. every_two (GPT-J): out[..., j] reads x[..., j] and
+// x[..., j xor 1]; x's channels from 2*half (rotary_dim) on pass through.
 struct RotaryGroup {
   Value* x = nullptr;
   Value* a = nullptr;  // cos
   Value* b = nullptr;  // sin
-  int64_t half = 0;    // half of x's last dim (a constant)
+  int64_t half = 0;    // half of the rotated channels (a constant)
+  bool every_two = false;
 };
 
 struct Group {

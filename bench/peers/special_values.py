@@ -572,7 +572,8 @@ def normalization_cases():
 
 def rotary_cases():
     """Llama's rotary embedding, x * cos + rotate_half(x) * sin, as both exporters write it (two Slices or a
-    Split, Neg, Concat, two Muls, an Add), recognized into one RotateHalfMulAdd row kernel. Elementwise
+    Split, Neg, Concat, two Muls, an Add), recognized into one RotateHalfMulAdd row kernel, and GPT-J's
+    (every_two_case). Elementwise
     cases: permuting a row would change which elements pair up. cos and sin broadcast over the heads."""
     h = 20  # a last dim of 40: each half loop has a vector body and a masked tail
     x = np.repeat(palette_rows(2 * h, rows=4)[:, None, :], 3, axis=1)  # [rows, heads, 2h]
@@ -596,7 +597,41 @@ def rotary_cases():
              slices + tail, inputs(), [("y", F32)], bounds),
         Case("rope_rotate_half_split", "RoPE with rotate_half as a Split (dynamo), one RotateHalfMulAdd",
              split + tail, inputs(), [("y", F32)], [("parts", np.array([h, h], np.int64))]),
+        every_two_case(),
     ]
+
+
+def every_two_case():
+    """GPT-J's partial rotary as both exporters write it: the first r channels of each head rotate in
+    interleaved pairs (two step-2 Slices, Neg, two Unsqueezes, Concat, Reshape, the mul-add), the rest are
+    concatenated back; recognized into one RotateEveryTwoMulAdd row kernel."""
+    r, d = 36, 44  # the pair loop has a vector body and a masked tail, and 8 channels pass through
+    x = np.repeat(palette_rows(d, rows=4)[:, None, :], 3, axis=1)  # [rows, heads, d]
+    x[:, 1] = np.roll(x[:, 1], 13, axis=1)  # each head sees other pairs
+    x[:, 2] = np.roll(x[:, 2], 27, axis=1)
+    cos = np.roll(palette_rows(r, rows=4), 3, axis=1)[:, None, :].copy()
+    sin = np.roll(palette_rows(r, rows=4), 11, axis=1)[:, None, :].copy()
+    nodes = [helper.make_node("Slice", ["x", "zero", "r", "last"], ["head"]),
+             helper.make_node("Slice", ["x", "r", "end", "last"], ["pass"]),
+             helper.make_node("Slice", ["head", "zero", "end", "last", "two"], ["x1"]),
+             helper.make_node("Slice", ["head", "one", "end", "last", "two"], ["x2"]),
+             helper.make_node("Neg", ["x2"], ["neg"]),
+             helper.make_node("Unsqueeze", ["neg", "last"], ["u2"]),
+             helper.make_node("Unsqueeze", ["x1", "last"], ["u1"]),
+             helper.make_node("Concat", ["u2", "u1"], ["stack"], axis=-1),
+             helper.make_node("Reshape", ["stack", "flat"], ["rot"]),
+             helper.make_node("Mul", ["head", "cos"], ["xc"]),
+             helper.make_node("Mul", ["rot", "sin"], ["rs"]),
+             helper.make_node("Add", ["xc", "rs"], ["rope"]),
+             helper.make_node("Concat", ["rope", "pass"], ["y"], axis=-1)]
+    consts = [("zero", np.array([0], np.int64)), ("one", np.array([1], np.int64)),
+              ("two", np.array([2], np.int64)), ("r", np.array([r], np.int64)),
+              ("end", np.array([np.iinfo(np.int64).max], np.int64)), ("last", np.array([-1], np.int64)),
+              ("flat", np.array([0, 0, -1], np.int64))]
+    return Case("rope_every_two_partial",
+                "GPT-J's RoPE: rotate_every_two on the first 36 of 44 channels, the rest passed through; "
+                "one RotateEveryTwoMulAdd", nodes, [("x", x, True), ("cos", cos, True), ("sin", sin, True)],
+                [("y", F32)], consts)
 
 
 def matmul_cases():

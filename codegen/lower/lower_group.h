@@ -28,10 +28,11 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGroup(const passes::Group& group, 
 absl::StatusOr<KernelCall> LowerElementwise(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<KernelCall> LowerSoftmax(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& group, ShapeEnv* env);
-absl::StatusOr<KernelCall> LowerRotary(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<KernelCall> LowerReduction(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<std::vector<LoweredStep>> LowerConcat(const passes::Group& group, ShapeEnv* env);
 absl::StatusOr<KernelCall> LowerSlice(const passes::Group& group, ShapeEnv* env);
+// RotateHalfMulAdd, RotateEveryTwoMulAdd (rotary_kernel.cc).
+absl::StatusOr<KernelCall> LowerRotary(const passes::Group& group, ShapeEnv* env);
 // CumSum (scan_kernel.cc).
 absl::StatusOr<KernelCall> LowerScan(const passes::Group& group, ShapeEnv* env);
 

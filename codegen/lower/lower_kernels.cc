@@ -1,6 +1,6 @@
 // The kernel-producing group lowerings: elementwise DAGs (also transposes and
-// reshape copies, which are index remaps), softmax, layer norm, the rotary
-// embedding (RotateHalfMulAdd), trailing-axis reductions, concat and slice copies.
+// reshape copies, which are index remaps), softmax, layer norm, trailing-axis
+// reductions, concat and slice copies (the rotary embeddings: rotary_kernel.cc).
 #include <limits>
 #include <memory>
 #include <string>
@@ -157,42 +157,6 @@ absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& g, ShapeEnv* env)
       Loop(kInnerVar, 0, loop.n, {Let("c", centered), Accumulate("sum_sq", ReduceOp::kSum, F32Var("c") * F32Var("c"))}),
       Let("inv_std", Unary(UnaryOp::kRsqrt, F32Var("sum_sq") * F32Var("inv_n") + F32(s.epsilon))),
       Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, centered * F32Var("inv_std") * gamma + beta)}),
-  };
-  return b.Take();
-}
-
-absl::StatusOr<KernelCall> LowerRotary(const passes::Group& g, ShapeEnv* env) {
-  const passes::RotaryGroup& r = g.rotary;
-  const Node* node = FindOp(g, "RotateHalfMulAdd");
-  if (node == nullptr || r.x == nullptr || r.a == nullptr || r.b == nullptr || r.half <= 0) {
-    return GroupError(g, "no RotateHalfMulAdd node");
-  }
-  const std::vector<SymExpr>& domain = node->output(0)->type().shape;
-  if (domain.empty() || domain.back() != SymExpr(2 * r.half) || r.x->type().rank() == 0 ||
-      r.x->type().shape.back() != SymExpr(2 * r.half)) {
-    return GroupError(g, absl::StrCat("the last dim of x and of the result must be ", 2 * r.half));
-  }
-  // Nothing is computed inline: x, a and b are buffers.
-  Builder b(env, {}, "rotate_half_mul_add");
-  RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, domain, 1);
-  const SymExpr j = loop.idx.back();
-  auto with_last = [&](SymExpr last) {
-    std::vector<SymExpr> idx = loop.idx;
-    idx.back() = last;
-    return idx;
-  };
-  SS_ASSIGN_OR_RETURN(x, b.em.EmitBroadcast(r.x, domain, loop.idx, node));
-  SS_ASSIGN_OR_RETURN(cos_j, b.em.EmitBroadcast(r.a, domain, loop.idx, node));
-  SS_ASSIGN_OR_RETURN(sin_j, b.em.EmitBroadcast(r.b, domain, loop.idx, node));
-  SS_ASSIGN_OR_RETURN(x_upper, b.em.EmitBroadcast(r.x, domain, with_last(j + r.half), node));
-  SS_ASSIGN_OR_RETURN(x_lower, b.em.EmitBroadcast(r.x, domain, with_last(j - r.half), node));
-  SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(node->output(0)));
-  // Two contiguous half-row loops instead of a (j + h) mod d gather: the
-  // rotated operand is -x[j + h] in the first half and x[j - h] in the second.
-  // The arithmetic is the decomposed graph's, in its order: x*a + (-x')*b.
-  b.call->kernel.body = {
-      Loop(kInnerVar, 0, r.half, {Store(y, loop.linear, x * cos_j + Unary(UnaryOp::kNeg, x_upper) * sin_j)}),
-      Loop(kInnerVar, r.half, loop.n, {Store(y, loop.linear, x * cos_j + x_lower * sin_j)}),
   };
   return b.Take();
 }

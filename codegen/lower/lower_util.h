@@ -1,4 +1,4 @@
-// What the group lowerings (lower_group.cc, lower_kernels.cc,
+// What the group lowerings (lower_group.cc, lower_kernels.cc, rotary_kernel.cc,
 // lower_indexing.cc, scan_kernel.cc) share: the error that names a group and
 // node, the product of a run of dims, and a kernel under construction.
 #ifndef SHAPESHIFT_CODEGEN_LOWER_LOWER_UTIL_H_

@@ -276,11 +276,17 @@ absl::Status rules::Where(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-// RotateHalfMulAdd(X, A, B) = X * A + rotate_half(X) * B, the fused rotary
-// position embedding (passes/rotary_embedding_recognition.h; a shapeshift
-// op, not ONNX's). rotate_half acts on X's last axis, so that dim must be a
-// known even number; the output is the broadcast of all three inputs.
-absl::Status rules::RotateHalfMulAdd(InferenceContext& ctx) {
+// The fused rotary position embeddings (passes/rotary_embedding_recognition.h;
+// shapeshift ops, not ONNX's; semantics in graph/reference/rotary.cc). The
+// rotation acts on X's last axis, so that dim must be a known even number.
+// RotateHalfMulAdd(X, A, B) = X * A + rotate_half(X) * B is the broadcast of
+// all three inputs. RotateEveryTwoMulAdd(X, A, B) {rotary_dim = r} rotates
+// X' = X[..., :r] (r even, 2 <= r <= d, default d) and passes X[..., r:]
+// through: its shape is the broadcast of X', A and B, which for r < d must
+// keep X's leading dims (it is concatenated with X[..., r:]), last dim d.
+namespace {
+
+absl::Status RotaryMulAdd(InferenceContext& ctx, bool partial) {
   for (int i = 0; i < 3; ++i) {
     if (absl::Status s = RequireFloat(ctx, i); !s.ok()) return s;
     if (ctx.input_dtype(i) != ctx.input_dtype(0)) {
@@ -288,19 +294,49 @@ absl::Status rules::RotateHalfMulAdd(InferenceContext& ctx) {
                                     " is ", ctx.input_type(i).ToString()));
     }
   }
-  const std::vector<SymExpr>& x = ctx.input_shape(0);
+  std::vector<SymExpr> x = ctx.input_shape(0);
   std::optional<int64_t> d = x.empty() ? std::nullopt : x.back().AsConst();
   if (!d || *d < 2 || *d % 2 != 0) {
     return ctx.Error(absl::StrCat("the last dim of X must be a known even number, got ",
                                   ctx.input_type(0).ToString()));
   }
+  int64_t r = *d;
+  if (partial) {
+    absl::StatusOr<int64_t> attr = ctx.attrs().GetInt("rotary_dim", *d);
+    if (!attr.ok()) return ctx.Error(attr.status().message());
+    if (*attr < 2 || *attr > *d || *attr % 2 != 0) {
+      return ctx.Error(absl::StrCat("rotary_dim must be even and within [2, ", *d, "], got ", *attr));
+    }
+    r = *attr;
+  }
+  const std::vector<SymExpr> leading(x.begin(), x.end() - 1);
+  x.back() = SymExpr(r);
   auto ab = BroadcastShapes(ctx, ctx.input_shape(1), ctx.input_shape(2));
   if (!ab.ok()) return ab.status();
   auto shape = BroadcastShapes(ctx, x, *ab);
   if (!shape.ok()) return shape.status();
+  if (r < *d) {
+    if (shape->size() != x.size()) {
+      return ctx.Error(absl::StrCat("with rotary_dim ", r, " < ", *d, " A and B must not add dims to X, got ",
+                                    ctx.input_type(1).ToString(), " and ", ctx.input_type(2).ToString()));
+    }
+    for (size_t k = 0; k < leading.size(); ++k) {
+      if (absl::Status s = RequireEqualDims(ctx, (*shape)[k], leading[k],
+                                            absl::StrCat("rotary dim ", k, " of the rotated part and of X"));
+          !s.ok()) {
+        return s;
+      }
+    }
+    shape->back() = SymExpr(*d);
+  }
   ctx.SetOutput(0, TensorType(ctx.input_dtype(0), std::move(*shape)));
   return absl::OkStatus();
 }
+
+}  // namespace
+
+absl::Status rules::RotateHalfMulAdd(InferenceContext& ctx) { return RotaryMulAdd(ctx, /*partial=*/false); }
+absl::Status rules::RotateEveryTwoMulAdd(InferenceContext& ctx) { return RotaryMulAdd(ctx, /*partial=*/true); }
 
 absl::Status rules::Clip(InferenceContext& ctx) {
   for (int i = 1; i < ctx.num_inputs(); ++i) {

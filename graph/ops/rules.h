@@ -21,7 +21,8 @@ absl::Status BoolUnary(InferenceContext& ctx);
 absl::Status FloatPredicate(InferenceContext& ctx);
 absl::Status Broadcasting(InferenceContext& ctx);
 absl::Status Where(InferenceContext& ctx);
-absl::Status RotateHalfMulAdd(InferenceContext& ctx);  // x*a + rotate_half(x)*b
+absl::Status RotateHalfMulAdd(InferenceContext& ctx);      // x*a + rotate_half(x)*b
+absl::Status RotateEveryTwoMulAdd(InferenceContext& ctx);  // GPT-J's interleaved form, rotary_dim
 absl::Status Clip(InferenceContext& ctx);
 absl::Status Cast(InferenceContext& ctx);
 absl::Status Dropout(InferenceContext& ctx);

@@ -252,12 +252,16 @@ void BuildReduction(Grouping& g, Node* node) {
   }
 }
 
-// RotateHalfMulAdd: one row kernel of its own (kOther when the lowering's
-// conditions fail: f32, a constant even last dim).
+// RotateHalfMulAdd or RotateEveryTwoMulAdd: one row kernel of its own (kOther
+// when the lowering's conditions fail: f32, a constant even last dim, an even
+// rotary_dim within it).
 void BuildRotary(Grouping& g, Node* node) {
   Value* x = node->input(0);
+  const bool every_two = node->op_type() == "RotateEveryTwoMulAdd";
   std::optional<int64_t> d = x->type().rank() == 0 ? std::nullopt : x->type().shape.back().AsConst();
-  bool supported = d && *d >= 2 && *d % 2 == 0;
+  std::optional<int64_t> rotated = d;
+  if (d && every_two) rotated = node->attrs().GetInt("rotary_dim", *d).value_or(0);
+  bool supported = d && rotated && *rotated >= 2 && *rotated <= *d && *rotated % 2 == 0 && *d % 2 == 0;
   for (int i = 0; i < 3; ++i) supported = supported && node->input(i)->type().dtype == DType::kF32;
   int gid = g.NewGroup(supported ? GroupKind::kRotary : GroupKind::kOther, node);
   if (!supported) return;
@@ -265,7 +269,8 @@ void BuildRotary(Grouping& g, Node* node) {
   r.x = x;
   r.a = node->input(1);
   r.b = node->input(2);
-  r.half = *d / 2;
+  r.half = *rotated / 2;
+  r.every_two = every_two;
 }
 
 // Slice starts normalized and clamped for the whole domain; false when an
@@ -323,7 +328,7 @@ bool BuildAnchoredGroup(Grouping& g, Node* node) {
     BuildSoftmax(g, node);
   } else if (op == "LayerNormalization" || op == "RMSNormalization") {
     BuildLayerNorm(g, node);
-  } else if (op == "RotateHalfMulAdd") {
+  } else if (op == "RotateHalfMulAdd" || op == "RotateEveryTwoMulAdd") {
     BuildRotary(g, node);
   } else if (op.rfind("Reduce", 0) == 0) {
     BuildReduction(g, node);

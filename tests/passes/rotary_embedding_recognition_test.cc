@@ -39,19 +39,53 @@ class RotaryRecognitionTest : public PassTest {
     if (swapped) return Op("Add", {Op("Mul", {sin, rotated}), Op("Mul", {cos, q})});
     return Op("Add", {Op("Mul", {q, cos}), Op("Mul", {rotated, sin})});
   }
+  // rotate_every_two(q) as GPT-J's exporters write it (stack((-x2, x1), -1)
+  // flattened back), times sin, plus q * cos; `swapped` puts every
+  // commutative operand the other way round. `pair_axis` -2 stacks the
+  // halves instead of interleaving them (a near miss).
+  Value* GptJRope(Value* q, Value* c, Value* s, bool swapped, int64_t pair_axis = -1) {
+    Value* x1 = Op("Slice", {q, Ints({0}), Ints({kEnd}), Ints({3}), Ints({2})});
+    Value* x2 = Op("Slice", {q, Ints({1}), Ints({kEnd}), Ints({-1}), Ints({2})});
+    Value* stacked = Op("Concat", {Op("Unsqueeze", {Op("Neg", {x2}), Ints({pair_axis})}),
+                                   Op("Unsqueeze", {x1, Ints({pair_axis})})},
+                        Axis(pair_axis));
+    Value* rotated = Op("Reshape", {stacked, Ints({0, 0, 0, -1})});
+    if (swapped) return Op("Add", {Op("Mul", {s, rotated}), Op("Mul", {c, q})});
+    return Op("Add", {Op("Mul", {q, c}), Op("Mul", {rotated, s})});
+  }
+  // GPT-J's partial rotary: the first 8 of x's 16 channels rotate (cos8 and
+  // sin8 have 8), the rest pass through.
+  Value* PartialGptJRope(Value* full, Value** head_out = nullptr) {
+    if (cos8 == nullptr) {  // graph inputs after x, cos and sin
+      cos8 = In("cos8", {1, 1, seq, 8});
+      sin8 = In("sin8", {1, 1, seq, 8});
+    }
+    Value* head = SliceLast(full, 0, 8);
+    if (head_out) *head_out = head;
+    return Op("Concat", {GptJRope(head, cos8, sin8, false), SliceLast(full, 8, kEnd)}, Axis(-1));
+  }
   std::vector<Tensor> Inputs() { return {Random({2, 4, 3, 16}, 1), Random({1, 1, 3, 16}, 2), Random({1, 1, 3, 16}, 3)}; }
+  std::vector<Tensor> PartialInputs() {
+    std::vector<Tensor> in = Inputs();
+    in.push_back(Random({1, 1, 3, 8}, 4));
+    in.push_back(Random({1, 1, 3, 8}, 5));
+    return in;
+  }
   // Rewrites, removes the dead nodes and checks the interpreter's outputs are
   // bit-for-bit those of the decomposed graph.
-  void ExpectRewrittenTo(int rope_nodes) {
-    std::vector<Tensor> in = Inputs();
+  void ExpectRewrittenTo(int rope_nodes, const std::string& rope_op = "RotateHalfMulAdd",
+                         std::vector<Tensor> in = {}) {
+    if (in.empty()) in = Inputs();
     absl::StatusOr<std::vector<Tensor>> before = Interpret(g, in);
     ASSERT_TRUE(before.ok()) << before.status();
     absl::StatusOr<bool> changed = RecognizeRotaryEmbedding(g, env);
     ASSERT_TRUE(changed.ok()) << changed.status();
     EXPECT_TRUE(*changed);
     ASSERT_TRUE(EliminateDeadCode(g).ok());
-    EXPECT_EQ(Count("RotateHalfMulAdd"), rope_nodes);
-    for (const char* op : {"Slice", "Neg", "Concat", "Mul", "Add"}) EXPECT_EQ(Count(op), 0) << op;
+    EXPECT_EQ(Count(rope_op), rope_nodes);
+    for (const char* op : {"Slice", "Neg", "Concat", "Mul", "Add", "Unsqueeze", "Reshape"}) {
+      EXPECT_EQ(Count(op), 0) << op;
+    }
     ExpectOutputs(g, in, *before, /*tolerance=*/0);
   }
   void ExpectUnchanged() {
@@ -59,8 +93,10 @@ class RotaryRecognitionTest : public PassTest {
     ASSERT_TRUE(changed.ok()) << changed.status();
     EXPECT_FALSE(*changed);
     EXPECT_EQ(Count("RotateHalfMulAdd"), 0);
+    EXPECT_EQ(Count("RotateEveryTwoMulAdd"), 0);
   }
   Value *x, *cos, *sin;
+  Value *cos8 = nullptr, *sin8 = nullptr;  // PartialGptJRope's 8-channel tables
 };
 
 TEST_F(RotaryRecognitionTest, RewritesTheTorchScriptFormInEitherOperandOrder) {
@@ -144,6 +180,117 @@ TEST_F(RotaryRecognitionTest, LeavesItAloneWhenCosWidensTheResultOrTheSlicesRead
   Value* o2 = SliceLast(other, 8, kEnd);
   Value* rotated_other = Op("Concat", {Op("Neg", {o2}), o1}, Axis(-1));
   g.AddOutput(Op("Add", {Op("Mul", {x, cos}), Op("Mul", {rotated_other, sin})}));
+  ExpectUnchanged();
+}
+
+// GPT-J: interleaved pairs over the whole head, either operand order.
+TEST_F(RotaryRecognitionTest, RewritesGptJsEveryTwoFormInEitherOperandOrder) {
+  for (bool swapped : {false, true}) {
+    SCOPED_TRACE(swapped);
+    Graph fresh(17);
+    std::swap(g, fresh);
+    x = In("x", {batch, 4, seq, 16});
+    cos = In("cos", {1, 1, seq, 16});
+    sin = In("sin", {1, 1, seq, 16});
+    Value* y = GptJRope(x, cos, sin, swapped);
+    const std::string name = y->name();
+    g.AddOutput(y);
+    g.AddOutput(Op("Sigmoid", {x}));  // x has another reader: it is not part of the pattern
+    ExpectRewrittenTo(1, "RotateEveryTwoMulAdd");
+    const Node* rope = g.outputs()[0]->producer();
+    ASSERT_EQ(rope->op_type(), "RotateEveryTwoMulAdd");
+    EXPECT_EQ(g.outputs()[0]->name(), name);
+    EXPECT_EQ(rope->input(0), x);
+    EXPECT_EQ(rope->input(1), cos);
+    EXPECT_EQ(rope->input(2), sin);
+    EXPECT_EQ(rope->attrs().GetInt("rotary_dim").value_or(0), 16);
+  }
+}
+
+// The partial rotary: Concat(rope(Slice(x, 0:8)), Slice(x, 8:)) is one node
+// over the whole head, rotary_dim 8.
+TEST_F(RotaryRecognitionTest, RewritesGptJsPartialRotaryWithItsPassThroughChannels) {
+  Value* y = PartialGptJRope(x);
+  const std::string name = y->name();
+  g.AddOutput(y);
+  ExpectRewrittenTo(1, "RotateEveryTwoMulAdd", PartialInputs());
+  const Node* rope = g.outputs()[0]->producer();
+  ASSERT_EQ(rope->op_type(), "RotateEveryTwoMulAdd");
+  EXPECT_EQ(g.outputs()[0]->name(), name);
+  EXPECT_EQ(rope->input(0), x);
+  EXPECT_EQ(rope->input(1), cos8);
+  EXPECT_EQ(rope->input(2), sin8);
+  EXPECT_EQ(rope->attrs().GetInt("rotary_dim").value_or(0), 8);
+}
+
+TEST_F(RotaryRecognitionTest, FusesGptJsPartialRotaryIntoOneRotaryGroupPerRope) {
+  Value* k = In("k", {batch, 2, seq, 16});
+  g.AddOutput(PartialGptJRope(x));
+  g.AddOutput(PartialGptJRope(k));
+  absl::StatusOr<PipelineResult> result = RunPipeline(g, env);
+  ASSERT_TRUE(result.ok()) << result.status();
+  int rotary = 0;
+  for (const Group& group : result->fusion.groups) {
+    EXPECT_EQ(group.kind, GroupKind::kRotary) << group.ToString();
+    rotary += group.kind == GroupKind::kRotary;
+    EXPECT_EQ(group.nodes.size(), 1u);
+    EXPECT_TRUE(group.rotary.every_two);
+    EXPECT_EQ(group.rotary.half, 4);
+  }
+  EXPECT_EQ(rotary, 2);
+}
+
+// When the rotated head has a reader outside the pattern the head stays, and
+// so do the slice and the Concat: only the rope itself is rewritten.
+TEST_F(RotaryRecognitionTest, KeepsThePassThroughConcatWhenTheHeadIsReadElsewhere) {
+  Value* head = nullptr;
+  g.AddOutput(PartialGptJRope(x, &head));
+  g.AddOutput(Op("Sigmoid", {head}));
+  std::vector<Tensor> in = PartialInputs();
+  absl::StatusOr<std::vector<Tensor>> before = Interpret(g, in);
+  ASSERT_TRUE(before.ok()) << before.status();
+  absl::StatusOr<bool> changed = RecognizeRotaryEmbedding(g, env);
+  ASSERT_TRUE(changed.ok() && *changed);
+  ASSERT_TRUE(EliminateDeadCode(g).ok());
+  EXPECT_EQ(Count("RotateEveryTwoMulAdd"), 1);
+  EXPECT_EQ(Count("Concat"), 1);
+  EXPECT_EQ(Count("Slice"), 2);
+  const Node* cat = g.outputs()[0]->producer();
+  ASSERT_EQ(cat->op_type(), "Concat");
+  const Node* rope = cat->input(0)->producer();
+  ASSERT_EQ(rope->op_type(), "RotateEveryTwoMulAdd");
+  EXPECT_EQ(rope->input(0), head);
+  EXPECT_EQ(rope->attrs().GetInt("rotary_dim").value_or(0), 8);
+  ExpectOutputs(g, in, *before, /*tolerance=*/0);
+}
+
+TEST_F(RotaryRecognitionTest, LeavesEveryTwoAloneWhenThePairsAreNotInterleavedOrAnIntermediateIsReadElsewhere) {
+  // Stacked on axis -2: the flatten gives [-x2, x1] (halves of the strided
+  // slices), no interleaving.
+  g.AddOutput(GptJRope(x, cos, sin, false, /*pair_axis=*/-2));
+  // The pair in the other order: [x1, -x2] per pair.
+  Value* x1 = Op("Slice", {x, Ints({0}), Ints({kEnd}), Ints({3}), Ints({2})});
+  Value* x2 = Op("Slice", {x, Ints({1}), Ints({kEnd}), Ints({3}), Ints({2})});
+  Value* swapped = Op("Concat", {Op("Unsqueeze", {x1, Ints({-1})}), Op("Unsqueeze", {Op("Neg", {x2}), Ints({-1})})},
+                      Axis(-1));
+  g.AddOutput(Op("Add", {Op("Mul", {x, cos}), Op("Mul", {Op("Reshape", {swapped, Ints({0, 0, 0, -1})}), sin})}));
+  // The strided slices' roles exchanged: [-x0, x1] per pair is no rotation.
+  Value* y1 = Op("Slice", {x, Ints({1}), Ints({kEnd}), Ints({3}), Ints({2})});
+  Value* y2 = Op("Slice", {x, Ints({0}), Ints({kEnd}), Ints({3}), Ints({2})});
+  Value* skewed = Op("Concat", {Op("Unsqueeze", {Op("Neg", {y2}), Ints({-1})}), Op("Unsqueeze", {y1, Ints({-1})})},
+                     Axis(-1));
+  g.AddOutput(Op("Add", {Op("Mul", {x, cos}), Op("Mul", {Op("Reshape", {skewed, Ints({0, 0, 0, -1})}), sin})}));
+  ExpectUnchanged();
+}
+
+TEST_F(RotaryRecognitionTest, LeavesEveryTwoAloneWhenTheNegatedHalfIsReadElsewhere) {
+  Value* q = In("q", {batch, 4, seq, 16});
+  Value* x1 = Op("Slice", {q, Ints({0}), Ints({kEnd}), Ints({3}), Ints({2})});
+  Value* x2 = Op("Slice", {q, Ints({1}), Ints({kEnd}), Ints({3}), Ints({2})});
+  Value* neg = Op("Neg", {x2});
+  Value* stacked = Op("Concat", {Op("Unsqueeze", {neg, Ints({-1})}), Op("Unsqueeze", {x1, Ints({-1})})}, Axis(-1));
+  g.AddOutput(Op("Add", {Op("Mul", {q, cos}), Op("Mul", {Op("Reshape", {stacked, Ints({0, 0, 0, -1})}), sin})}));
+  g.AddOutput(neg);
   ExpectUnchanged();
 }
 

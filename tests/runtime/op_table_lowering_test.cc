@@ -130,6 +130,10 @@ std::optional<std::vector<Value*>> BuildSample(const std::string& op, SampleCont
   if (op == "RotateHalfMulAdd") {  // cos per position, sin per batch row: both broadcast to x
     return std::vector<Value*>{c.Target(op, {c.X(), m.In("cos", {c.s, 8}), m.In("sin", {c.b, 1, 8})})};
   }
+  if (op == "RotateEveryTwoMulAdd") {  // the first 4 of 8 channels rotate, as above; the rest pass through
+    return std::vector<Value*>{c.Target(op, {c.X(), m.In("cos", {c.s, 4}), m.In("sin", {c.b, 1, 4})},
+                                        A("rotary_dim", int64_t{4}))};
+  }
   if (op == "ReduceSum") return std::vector<Value*>{c.Target(op, {c.X(), m.Ints({-1})})};  // axes input from opset 13
   if (op.rfind("Reduce", 0) == 0) {
     return std::vector<Value*>{c.Target(op, {c.X()}, A("axes", std::vector<int64_t>{-1}))};

@@ -6,7 +6,7 @@
 //    sm_90 in one module, with ptxas's register/spill report per kernel.
 // The kinds are the groups the lowering produces (codegen/lower/README.md),
 // the shapes RMSNorm and RoPE decompose into (and the one row kernel each is
-// recognized into),
+// recognized into, GPT-J's partial every-two RoPE too),
 // the GEMM epilogue kernels of
 // the CUDA GEMM plan, the embedding gather, ScatterND (with the index
 // check kernel a device program runs before it), and the kernel library.
@@ -411,11 +411,27 @@ bool KernelKindsTest::Build(int index, KindCase* kind) {
                }};
       return true;
     }
+    case 23: {  // GPT-J's partial RoPE as one row kernel: 36 of 44 channels rotate in interleaved pairs
+                // (a vector body and a tail; the partner a gather), 8 are copied; cos per position, sin per batch row
+      GraphValue* x = In("x", {batch, n, 44});
+      GraphValue* cos = In("cos", {n, 36});
+      GraphValue* sin = In("sin", {batch, 1, 36});
+      Node* rope = Op("RotateEveryTwoMulAdd", {x, cos, sin}, Attr("rotary_dim", int64_t{36}));
+      g.AddOutput(rope->output(0));
+      passes::Group group = MakeGroup(GroupKind::kRotary, {rope}, {x, cos, sin});
+      group.outputs = {rope->output(0)};
+      group.rotary = {x, cos, sin, /*half=*/18, /*every_two=*/true};
+      *kind = {"GPT-J RoPE (one row kernel)", Lower(group), [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({2, len, 44}, 36), RandomTensor({len, 36}, 37),
+                                            RandomTensor({2, 1, 36}, 38)};
+               }};
+      return true;
+    }
     default: return false;
   }
 }
 
-constexpr int kLoweredKinds = 23;
+constexpr int kLoweredKinds = 24;
 
 TEST_F(KernelKindsTest, EveryKindMatchesTheInterpreterOnCpuAndUnderCudaEmulation) {
   int kinds = 0;

@@ -84,6 +84,30 @@ TEST_F(LowerTest, RotateHalfMulAddIsExactAtSymbolicBatchAndSequence) {
   }
 }
 
+// GPT-J's interleaved RoPE: bit-for-bit the interpreter, over the whole head
+// and over a rotary_dim with the rest passed through, at dims with a vector
+// tail; cos shared by the batch, sin per batch row.
+TEST_F(LowerTest, RotateEveryTwoMulAddIsExactWithAndWithoutPassThroughChannels) {
+  for (auto [d, rotary_dim] : {std::pair<int64_t, int64_t>{16, 16}, {16, 8}, {130, 130}, {130, 66}}) {
+    Graph fresh(17);
+    std::swap(g, fresh);
+    GraphValue* x = In("x", {batch, 3, seq, d});
+    GraphValue* cos = In("cos", {1, 1, seq, rotary_dim});
+    GraphValue* sin = In("sin", {batch, 1, seq, rotary_dim});
+    Node* rope = Op("RotateEveryTwoMulAdd", {x, cos, sin}, Attr("rotary_dim", rotary_dim));
+    g.AddOutput(rope->output(0));
+    passes::Group group = MakeGroup(GroupKind::kRotary, {rope}, {x, cos, sin});
+    group.outputs = {rope->output(0)};
+    group.rotary = {x, cos, sin, rotary_dim / 2, /*every_two=*/true};
+    for (int64_t s : AwkwardSeqs()) {
+      SCOPED_TRACE(absl::StrCat("d=", d, " rotary_dim=", rotary_dim, " seq=", s));
+      ExpectMatchesInterpreter(group, {RandomTensor({2, 3, s, d}, 1), RandomTensor({1, 1, s, rotary_dim}, 2),
+                                       RandomTensor({2, 1, s, rotary_dim}, 3)},
+                               /*tol=*/0);
+    }
+  }
+}
+
 TEST_F(LowerTest, ReduceMeanWithEpilogueMatchesInterpreter) {
   GraphValue* x = In("x", {batch, seq, 2, 24});
   Node* sq = Op("Mul", {x, x});
