@@ -119,6 +119,11 @@ const Row kRows[] = {
     // output row reads its whole input row, so fusion never treats it as
     // elementwise).
     {"RotateHalfMulAdd", C::kNormalization, 3, 3, 1, 1, rules::RotateHalfMulAdd, 0, L::kCompiled},
+    // Not an ONNX op: the softmax over X's last axis of X + (allowed(i, j) ?
+    // M : fill), allowed a causal (optionally sliding-window) predicate of
+    // the query and key indices, what `causal-mask-recognition` rewrites a
+    // decoder's Softmax(scores + Where(causal [and padding], 0, fill)) into.
+    {"CausalSoftmax", C::kNormalization, 1, 2, 1, 1, rules::CausalSoftmax, 0, L::kCompiled},
     // Reductions (axes: attribute, or input 1 from opset 13/18).
     {"ReduceMean", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},
     {"ReduceSum", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},

@@ -43,7 +43,7 @@ enum class OpClass : uint8_t {
   kView,           // the same elements in a new shape (Reshape, Squeeze, ...): no data moves
   kMatmul,         // MatMul, Gemm
   kNormalization,  // row kernels: Softmax, LogSoftmax, LayerNormalization, RMSNormalization,
-                   // RotateHalfMulAdd (shapeshift's fused RoPE; not an ONNX op)
+                   // RotateHalfMulAdd (fused RoPE), CausalSoftmax (index-masked): not ONNX ops
   kReduction,      // Reduce*, ArgMax, ArgMin
   kLayout,         // data moves without arithmetic: Transpose, Concat, Slice, Split, Tile, Trilu
   kIndexing,       // data-dependent addressing: Gather, GatherElements, GatherND

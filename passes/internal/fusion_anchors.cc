@@ -170,7 +170,12 @@ void BuildSoftmax(Grouping& g, Node* node) {
   if (!supported) return;
   SoftmaxGroup& sm = g.group(gid).softmax;
   Node* reader = node;
-  if (Node* add = ProducerIs(x, "Add"); add && AbsorbableProducer(g, x, reader, gid) == add) {
+  if (node->op_type() == "CausalSoftmax") {
+    sm.causal = true;
+    sm.mask = node->input(1);
+    sm.window = node->attrs().GetInt("window", 0).value_or(0);
+    sm.fill = node->attrs().GetFloat("fill", 0.0f).value_or(0.0f);
+  } else if (Node* add = ProducerIs(x, "Add"); add && AbsorbableProducer(g, x, reader, gid) == add) {
     for (int i = 0; i < 2; ++i) {
       Value* scores = add->input(i);
       Value* mask = add->input(1 - i);
@@ -319,7 +324,7 @@ bool BuildAnchoredGroup(Grouping& g, Node* node) {
   const std::string& op = node->op_type();
   if (op == "MatMul" || op == "Gemm") {
     BuildMatmul(g, node);
-  } else if (op == "Softmax") {
+  } else if (op == "Softmax" || op == "CausalSoftmax") {
     BuildSoftmax(g, node);
   } else if (op == "LayerNormalization" || op == "RMSNormalization") {
     BuildLayerNorm(g, node);
