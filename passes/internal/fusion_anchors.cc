@@ -164,13 +164,14 @@ int64_t NormalizedAxis(const Node& node, int64_t fallback, int64_t rank) {
 void BuildSoftmax(Grouping& g, Node* node) {
   Value* x = node->input(0);
   int64_t rank = x->type().rank();
-  int64_t axis = NormalizedAxis(*node, g.graph().opset() < 13 ? 1 : -1, rank);
+  const bool causal = node->op_type() == "CausalSoftmax";  // always over the last axis, at any opset
+  int64_t axis = causal ? rank - 1 : NormalizedAxis(*node, g.graph().opset() < 13 ? 1 : -1, rank);
   bool supported = x->type().dtype == DType::kF32 && rank >= 1 && axis == rank - 1;
   int gid = g.NewGroup(supported ? GroupKind::kSoftmax : GroupKind::kOther, node);
   if (!supported) return;
   SoftmaxGroup& sm = g.group(gid).softmax;
   Node* reader = node;
-  if (node->op_type() == "CausalSoftmax") {
+  if (causal) {
     sm.causal = true;
     sm.mask = node->input(1);
     sm.window = node->attrs().GetInt("window", 0).value_or(0);

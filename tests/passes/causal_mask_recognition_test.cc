@@ -7,6 +7,7 @@
 
 #include "passes/causal_mask_recognition.h"
 #include "passes/dce.h"
+#include "passes/fusion.h"
 #include "tests/passes/pass_test_util.h"
 
 namespace shapeshift::passes {
@@ -31,11 +32,15 @@ class CausalMaskRecognitionTest : public PassTest {
   Value* I64(int64_t v) { return g.AddConstant("", Tensor::ScalarI64(v)); }
   // Dim `axis` of x as a one-element shape value.
   Value* Dim(int64_t axis) { return Op("Gather", {Op("Shape", {x}), I64(axis)}); }
-  Value* Keys() { return Op("Unsqueeze", {Op("Range", {I64(0), Dim(3), I64(1)}), Ints({0, 1, 2})}); }
+  Value* Unsqueeze(Value* v, std::vector<int64_t> axes) {  // axes an attribute before opset 13
+    if (g.opset() < 13) return Op("Unsqueeze", {v}, Attr("axes", std::move(axes)));
+    return Op("Unsqueeze", {v, Ints(std::move(axes))});
+  }
+  Value* Keys() { return Unsqueeze(Op("Range", {I64(0), Dim(3), I64(1)}), {0, 1, 2}); }
   // Range(0, seq) + offset (past when null) as [1, 1, seq, 1].
   Value* Queries(Value* offset = nullptr) {
     Value* past_len = offset ? offset : Op("Sub", {Dim(3), Dim(2)});
-    return Op("Unsqueeze", {Op("Add", {Op("Range", {I64(0), Dim(2), I64(1)}), past_len}), Ints({0, 1, 3})});
+    return Unsqueeze(Op("Add", {Op("Range", {I64(0), Dim(2), I64(1)}), past_len}), {0, 1, 3});
   }
   Value* Mask(Value* allowed, float fill = kMin, float zero = 0.0f) {
     return Op("Where", {allowed, Scalar(zero), Scalar(fill)});
@@ -156,6 +161,30 @@ TEST_F(CausalMaskRecognitionTest, LeavesASoftmaxOverAnotherAxisOrASharedSumAlone
   g.AddOutput(Op("Softmax", {shared}, Attr("axis", int64_t{-1})));
   g.AddOutput(shared);
   ExpectUnchanged();
+}
+
+// An opset-11 Softmax over the last axis (axis 3: the 2-D coercion then
+// changes nothing) is rewritten, and the CausalSoftmax is one softmax group
+// whatever the opset's default axis.
+TEST_F(CausalMaskRecognitionTest, FusesIntoOneCausalSoftmaxGroupAtOpset11) {
+  Graph old_opset(11);
+  std::swap(g, old_opset);
+  x = In("x", {batch, 4, seq, past + seq});
+  pad = In("pad", {batch, 1, 1, past + seq}, DType::kBool);
+  Value* mask = Mask(Op("And", {Op("LessOrEqual", {Keys(), Queries()}), pad}));
+  g.AddOutput(Op("Softmax", {Op("Add", {Op("Mul", {x, Scalar(0.25f)}), mask})}, Attr("axis", int64_t{3})));
+  ExpectRewritten(1);
+  absl::StatusOr<FusionPlan> plan = PlanFusion(g, env);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int causal_groups = 0;
+  for (const Group& group : plan->groups) {
+    if (group.kind != GroupKind::kSoftmax) continue;
+    ++causal_groups;
+    EXPECT_TRUE(group.softmax.causal);
+    EXPECT_EQ(group.softmax.scale, 0.25f);
+    EXPECT_EQ(group.softmax.x, x);
+  }
+  EXPECT_EQ(causal_groups, 1);
 }
 
 }  // namespace
