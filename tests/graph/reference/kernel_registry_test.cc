@@ -13,7 +13,7 @@ using namespace shapeshift::kernel_testing;
 
 // The op set the IR and the kernels both promise (issue 3; GatherND for the
 // dynamo exporter's mask lookup, issue 7; ScatterND, RMSNormalization and
-// shapeshift's fused RoPE RotateHalfMulAdd, issue 13).
+// shapeshift's fused RoPE RotateHalfMulAdd and index-masked CausalSoftmax, issue 13).
 constexpr const char* kOpSet[] = {
     "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Neg", "Abs", "Exp", "Log", "Tanh",
     "Erf", "Sigmoid", "Relu", "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum",
@@ -26,7 +26,7 @@ constexpr const char* kOpSet[] = {
     "IsInf", "Mod", "GreaterOrEqual", "LessOrEqual", "Xor", "PRelu", "ReduceMin", "ReduceProd",
     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax",
     "ArgMin", "LogSoftmax", "Tile", "Sum", "Mean", "GatherElements", "GatherND", "Dropout", "Gelu",
-    "ScatterND", "RMSNormalization", "RotateHalfMulAdd"};
+    "ScatterND", "RMSNormalization", "RotateHalfMulAdd", "CausalSoftmax"};
 
 TEST(KernelRegistryTest, EveryOpOfTheOpSetHasAKernel) {
   for (const char* op : kOpSet) {
