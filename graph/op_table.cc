@@ -122,6 +122,11 @@ const Row kRows[] = {
     // Not an ONNX op: GPT-J's interleaved RoPE, X' * A + rotate_every_two(X') * B
     // over X' = X[..., :rotary_dim], X's other channels passed through.
     {"RotateEveryTwoMulAdd", C::kNormalization, 3, 3, 1, 1, rules::RotateEveryTwoMulAdd, 0, L::kCompiled},
+    // Not an ONNX op: the softmax over X's last axis of X + (allowed(i, j) ?
+    // M : fill), allowed a causal (optionally sliding-window) predicate of
+    // the query and key indices, what `causal-mask-recognition` rewrites a
+    // decoder's Softmax(scores + Where(causal [and padding], 0, fill)) into.
+    {"CausalSoftmax", C::kNormalization, 1, 2, 1, 1, rules::CausalSoftmax, 0, L::kCompiled},
     // Reductions (axes: attribute, or input 1 from opset 13/18).
     {"ReduceMean", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},
     {"ReduceSum", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},

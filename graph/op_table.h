@@ -43,8 +43,8 @@ enum class OpClass : uint8_t {
   kView,           // the same elements in a new shape (Reshape, Squeeze, ...): no data moves
   kMatmul,         // MatMul, Gemm
   kNormalization,  // row kernels: Softmax, LogSoftmax, LayerNormalization, RMSNormalization,
-                   // RotateHalfMulAdd, RotateEveryTwoMulAdd (shapeshift's fused RoPE;
-                   // not ONNX ops)
+                   // RotateHalfMulAdd, RotateEveryTwoMulAdd (fused RoPE), CausalSoftmax
+                   // (index-masked): not ONNX ops
   kReduction,      // Reduce*, ArgMax, ArgMin
   kLayout,         // data moves without arithmetic: Transpose, Concat, Slice, Split, Tile, Trilu
   kIndexing,       // data-dependent addressing: Gather, GatherElements, GatherND

@@ -58,6 +58,10 @@ std::string KindDetails(const Group& g) {
     case GroupKind::kSoftmax:
       if (g.softmax.scale != 1.0f) parts.push_back(absl::StrCat("scale=", g.softmax.scale));
       if (g.softmax.mask) parts.push_back(absl::StrCat("mask=%", g.softmax.mask->name()));
+      if (g.softmax.causal) {
+        parts.push_back(absl::StrCat("causal fill=", g.softmax.fill));
+        if (g.softmax.window > 0) parts.push_back(absl::StrCat("window=", g.softmax.window));
+      }
       break;
     case GroupKind::kLayerNorm:
       if (g.layer_norm.rms) parts.push_back("rms");

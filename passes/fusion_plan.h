@@ -45,7 +45,7 @@ namespace shapeshift::passes {
 enum class GroupKind {
   kMatmul,       // MatMul/Gemm + epilogue → one oneDNN matmul with post-ops
   kElementwise,  // a DAG of elementwise ops over one iteration domain
-  kSoftmax,      // [scale] [+ mask] → Softmax over the last axis
+  kSoftmax,      // [scale] [+ mask] → Softmax over the last axis; CausalSoftmax (index-masked)
   kLayerNorm,    // [residual +] LayerNormalization or RMSNormalization over the last axis
   kReduction,    // Reduce* over trailing axes [+ elementwise on the result]
   kTranspose,    // a permutation copy
@@ -96,6 +96,12 @@ struct SoftmaxGroup {
   Value* x = nullptr;      // the scores before scale and mask
   float scale = 1.0f;      // softmax(x * scale + mask)
   Value* mask = nullptr;   // additive; broadcasts (numpy rules) to x; or null
+  // CausalSoftmax: softmax(x * scale + (allowed(i, j) ? mask : fill)), i and
+  // j x's last two indices, allowed: j <= i + (T - S) [and j > i + (T - S) -
+  // window when window > 0], S and T x's last two dims; mask is then set.
+  bool causal = false;
+  int64_t window = 0;
+  float fill = 0.0f;
 };
 
 struct LayerNormGroup {

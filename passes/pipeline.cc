@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "passes/causal_mask_recognition.h"
 #include "passes/constant_folding.h"
 #include "passes/cse.h"
 #include "passes/cumsum_as_matmul.h"
@@ -53,6 +54,7 @@ PassManager Recognition(const PassManagerOptions& options) {
   pm.Add("rms-norm-recognition", RecognizeRmsNorm);
   pm.Add("rotary-embedding-recognition", RecognizeRotaryEmbedding);
   pm.Add("softmax-recognition", RecognizeSoftmax);
+  pm.Add("causal-mask-recognition", RecognizeCausalMask);
   pm.Add("gelu-recognition", RecognizeGelu);
   pm.Add("matmul-operand-scale", HoistMatmulOperandScales);
   pm.Add("grouped-query-matmul", GroupQueryMatmuls);
@@ -65,7 +67,7 @@ PassManager Recognition(const PassManagerOptions& options) {
 
 std::vector<std::string> PipelinePassNames() {
   return {"shape-value-folding",    "gather-as-view", "split-to-slices", "uniform-gather", "constant-folding", "simplify",      "cse",    "dce",
-          "cumsum-as-matmul", "layer-norm-recognition", "rms-norm-recognition", "rotary-embedding-recognition", "softmax-recognition", "gelu-recognition", "matmul-operand-scale", "grouped-query-matmul", "matmul-layout", "fusion",
+          "cumsum-as-matmul", "layer-norm-recognition", "rms-norm-recognition", "rotary-embedding-recognition", "softmax-recognition", "causal-mask-recognition", "gelu-recognition", "matmul-operand-scale", "grouped-query-matmul", "matmul-layout", "fusion",
           "memory-plan"};
 }
 

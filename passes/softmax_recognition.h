@@ -7,7 +7,9 @@
 //
 // Why: decomposed it is three passes over the scores tensor (the largest
 // activation in attention, [batch, heads, seq, seq]); recognized it is one
-// fused kernel, and fusion can absorb the scale and mask add in front of it.
+// fused kernel, and fusion can absorb the scale and mask add in front of it
+// (a decoder's causal mask add is then folded into the softmax itself by
+// causal-mask-recognition, causal_mask_recognition.h).
 // Both forms compute the same function (the max subtraction only avoids
 // overflow), so the rewrite is exact; every intermediate must be used only
 // inside the pattern.

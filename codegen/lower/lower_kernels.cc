@@ -43,6 +43,20 @@ std::string KernelName(const passes::Group& g) {
 
 Value F32Var(absl::string_view name) { return Var(name, ScalarType::kF32); }
 
+// `allowed(i, j) ? mask : fill` of a causal softmax (passes::SoftmaxGroup),
+// i and j the last two indices of `idx` over kernel dims `dims`: the mask
+// tensor the graph built from position vectors, as a compare of indices.
+Value CausalSelect(const passes::SoftmaxGroup& s, const std::vector<SymExpr>& dims, const std::vector<SymExpr>& idx,
+                   Value mask) {
+  const size_t rank = dims.size();
+  const SymExpr last_allowed = idx[rank - 2] + dims[rank - 1] - dims[rank - 2];  // i + past
+  const Value j = IndexValue(idx[rank - 1]);
+  const Value fill = F32(s.fill);
+  Value v = Select(Compare(CompareOp::kLe, j, IndexValue(last_allowed)), mask, fill);
+  if (s.window > 0) v = Select(Compare(CompareOp::kGt, j, IndexValue(last_allowed - s.window)), v, fill);
+  return v;
+}
+
 }  // namespace
 
 absl::StatusOr<KernelCall> LowerElementwise(const passes::Group& g, ShapeEnv* env) {
@@ -65,19 +79,23 @@ absl::StatusOr<KernelCall> LowerElementwise(const passes::Group& g, ShapeEnv* en
 }
 
 absl::StatusOr<KernelCall> LowerSoftmax(const passes::Group& g, ShapeEnv* env) {
-  const Node* softmax = FindOp(g, "Softmax");
   const passes::SoftmaxGroup& s = g.softmax;
-  if (softmax == nullptr || s.x == nullptr) return GroupError(g, "no Softmax node");
+  const Node* softmax = FindOp(g, s.causal ? "CausalSoftmax" : "Softmax");
+  if (softmax == nullptr || s.x == nullptr) return GroupError(g, s.causal ? "no CausalSoftmax node" : "no Softmax node");
   const std::vector<SymExpr>& domain = s.x->type().shape;
   if (domain.empty()) return GroupError(g, "softmax of a scalar");
-  Builder b(env, g.nodes, "softmax");
+  if (s.causal && domain.size() < 2) return GroupError(g, "causal softmax of rank < 2");
+  Builder b(env, g.nodes, s.causal ? "causal_softmax" : "softmax");
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, domain, 1);
   SS_ASSIGN_OR_RETURN(logit, b.em.Emit(s.x, loop.idx));
   if (s.scale != 1.0f) logit = logit * F32(s.scale);
+  Value mask = s.causal ? F32(0) : nullptr;
   if (s.mask != nullptr) {
-    SS_ASSIGN_OR_RETURN(mask, b.em.EmitBroadcast(s.mask, domain, loop.idx, softmax));
-    logit = logit + mask;
+    SS_ASSIGN_OR_RETURN(tensor, b.em.EmitBroadcast(s.mask, domain, loop.idx, softmax));
+    mask = tensor;
   }
+  if (s.causal) mask = CausalSelect(s, b.em.dims().Bind(domain), loop.idx, mask);
+  if (mask != nullptr) logit = logit + mask;
   SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(softmax->output(0)));
   b.call->kernel.body = {
       Accumulator("row_max", F32(-std::numeric_limits<double>::infinity())),

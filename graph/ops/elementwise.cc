@@ -338,6 +338,35 @@ absl::Status RotaryMulAdd(InferenceContext& ctx, bool partial) {
 absl::Status rules::RotateHalfMulAdd(InferenceContext& ctx) { return RotaryMulAdd(ctx, /*partial=*/false); }
 absl::Status rules::RotateEveryTwoMulAdd(InferenceContext& ctx) { return RotaryMulAdd(ctx, /*partial=*/true); }
 
+// CausalSoftmax(X[, M]) {window, fill}: the softmax over X's last axis of
+// X + (allowed(i, j) ? M : fill), i and j the last two indices (a shapeshift
+// op, passes/causal_mask_recognition.h). M broadcasts to X, which keeps its
+// type.
+absl::Status rules::CausalSoftmax(InferenceContext& ctx) {
+  if (absl::Status s = RequireFloat(ctx, 0); !s.ok()) return s;
+  if (ctx.input_rank(0) < 2) {
+    return ctx.Error(absl::StrCat("X needs rank >= 2 (queries, keys), got ", ctx.input_type(0).ToString()));
+  }
+  absl::StatusOr<int64_t> window = ctx.attrs().GetInt("window", 0);
+  if (!window.ok()) return ctx.Error(window.status().message());
+  if (*window < 0) return ctx.Error(absl::StrCat("window must be >= 0 (0: none), got ", *window));
+  if (!ctx.attrs().Has("fill")) return ctx.Error("the attribute fill (the masked entries' addend) is required");
+  if (absl::StatusOr<float> fill = ctx.attrs().GetFloat("fill", 0); !fill.ok()) return ctx.Error(fill.status().message());
+  if (ctx.HasInput(1)) {
+    if (ctx.input_dtype(1) != ctx.input_dtype(0)) {
+      return ctx.Error(absl::StrCat("M has dtype ", DTypeName(ctx.input_dtype(1)), ", X has ",
+                                    DTypeName(ctx.input_dtype(0))));
+    }
+    if (ctx.input_rank(1) > ctx.input_rank(0)) {
+      return ctx.Error(absl::StrCat("M ", ctx.input_type(1).ToString(), " does not broadcast to X ",
+                                    ctx.input_type(0).ToString()));
+    }
+    auto shape = BroadcastShapes(ctx, ctx.input_shape(0), ctx.input_shape(1));
+    if (!shape.ok()) return shape.status();
+  }
+  return SameTypeAsInput0(ctx);
+}
+
 absl::Status rules::Clip(InferenceContext& ctx) {
   for (int i = 1; i < ctx.num_inputs(); ++i) {
     if (ctx.HasInput(i) && ctx.input_dtype(i) != ctx.input_dtype(0)) {

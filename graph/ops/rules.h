@@ -27,6 +27,7 @@ absl::Status Clip(InferenceContext& ctx);
 absl::Status Cast(InferenceContext& ctx);
 absl::Status Dropout(InferenceContext& ctx);
 absl::Status SoftmaxLike(InferenceContext& ctx);
+absl::Status CausalSoftmax(InferenceContext& ctx);  // softmax(x + (allowed(i, j) ? m : fill))
 absl::Status Trilu(InferenceContext& ctx);
 absl::Status LayerNormalization(InferenceContext& ctx);  // also RMSNormalization (Y only)
 // reduction.cc

@@ -1,4 +1,4 @@
-// Softmax, LogSoftmax, LayerNormalization and RMSNormalization, computed in double.
+// Softmax, LogSoftmax, CausalSoftmax, LayerNormalization and RMSNormalization, computed in double.
 //
 // Opset difference that changes results, not just syntax: before opset 13
 // Softmax/LogSoftmax flatten the input to 2-D at `axis` (default 1) and
@@ -12,6 +12,25 @@
 
 namespace shapeshift::reference {
 namespace {
+
+// (Log)softmax of each of the outer * inner lines of n elements, element k
+// of line (a, b) at a * n * inner + b + k * inner.
+template <typename T>
+void SoftmaxLines(const T* in, T* o, int64_t outer, int64_t n, int64_t inner, bool log) {
+  for (int64_t a = 0; a < outer; ++a) {
+    for (int64_t b = 0; b < inner; ++b) {
+      const int64_t base = a * n * inner + b;
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < n; ++k) max = std::max(max, static_cast<double>(in[base + k * inner]));
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(in[base + k * inner] - max);
+      for (int64_t k = 0; k < n; ++k) {
+        const double shifted = in[base + k * inner] - max;
+        o[base + k * inner] = static_cast<T>(log ? shifted - std::log(sum) : std::exp(shifted) / sum);
+      }
+    }
+  }
+}
 
 KernelResult SoftmaxFamily(const KernelArgs& args) {
   const bool log = args.op_type == "LogSoftmax";
@@ -32,21 +51,58 @@ KernelResult SoftmaxFamily(const KernelArgs& args) {
   if (!out.ok()) return out.status();
   absl::Status st = VisitFloat(args, (*x)->dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T* in = (*x)->data<T>();
-    T* o = out->mutable_data<T>();
-    for (int64_t a = 0; a < outer; ++a) {
-      for (int64_t b = 0; b < inner; ++b) {
-        const int64_t base = a * n * inner + b;
-        double max = -std::numeric_limits<double>::infinity();
-        for (int64_t k = 0; k < n; ++k) max = std::max(max, static_cast<double>(in[base + k * inner]));
-        double sum = 0;
-        for (int64_t k = 0; k < n; ++k) sum += std::exp(in[base + k * inner] - max);
-        for (int64_t k = 0; k < n; ++k) {
-          const double shifted = in[base + k * inner] - max;
-          o[base + k * inner] = static_cast<T>(log ? shifted - std::log(sum) : std::exp(shifted) / sum);
-        }
-      }
+    SoftmaxLines((*x)->data<T>(), out->mutable_data<T>(), outer, n, inner, log);
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return std::vector<Tensor>{*std::move(out)};
+}
+
+// CausalSoftmax(X[, M]) {window = 0, fill} (shapeshift's op, not ONNX's):
+// with S, T X's last two dims and off = T - S (the keys before the first
+// query: a KV cache's past), key j is allowed for query i when
+// j <= i + off and, for window > 0, j > i + off - window. Each element is
+// V = X + (allowed ? M : fill) (M broadcast; absent: 0), rounded once in
+// the element type as the decomposed Add of a Where is, and the result is
+// Softmax's over the last axis of V: bit for bit the graph
+// `causal-mask-recognition` rewrites, fully masked rows included.
+// Not kViaF32: the decomposed graph on f16 would round V to f16 first.
+KernelResult CausalSoftmax(const KernelArgs& args) {
+  absl::StatusOr<const Tensor*> x = RequiredInput(args, 0);
+  if (!x.ok()) return x.status();
+  const Tensor* m = OptionalInput(args, 1);
+  absl::StatusOr<int64_t> window = args.attrs->GetInt("window", 0);
+  if (!window.ok()) return window.status();
+  if (!args.attrs->Has("fill")) return Invalid("CausalSoftmax needs the attribute fill");
+  absl::StatusOr<float> fill = args.attrs->GetFloat("fill", 0);
+  if (!fill.ok()) return fill.status();
+  const std::vector<int64_t>& shape = (*x)->shape();
+  if (shape.size() < 2) return Invalid("CausalSoftmax needs rank >= 2, got ", ShapeToString(shape));
+  if (m != nullptr) {
+    if (absl::Status same = RequireSameDType(args, {*x, m}); !same.ok()) return same;
+    absl::StatusOr<std::vector<int64_t>> b = BroadcastShapes({shape, m->shape()});
+    if (!b.ok() || *b != shape) {
+      return Invalid("M ", ShapeToString(m->shape()), " does not broadcast to X ", ShapeToString(shape));
     }
+  }
+  absl::StatusOr<Tensor> out = NewOutput((*x)->dtype(), shape);
+  if (!out.ok()) return out.status();
+  const int64_t s = shape[shape.size() - 2];
+  const int64_t t = shape.back();
+  const int64_t off = t - s;
+  absl::Status st = VisitFloat(args, (*x)->dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = (*x)->data<T>();
+    std::vector<T> v(static_cast<size_t>(out->num_elements()));
+    IndexWalker walk = IndexWalker::Broadcast(shape, {m ? m->shape() : std::vector<int64_t>{}});
+    for (int64_t e = 0; e < out->num_elements(); ++e, walk.Next()) {
+      const int64_t i = (e / t) % s;
+      const int64_t j = e % t;
+      const bool allowed = j <= i + off && (*window == 0 || j > i + off - *window);
+      const T add = !allowed ? static_cast<T>(*fill) : m ? m->data<T>()[walk.offset(0)] : T(0);
+      v[e] = static_cast<T>(in[e] + add);
+    }
+    SoftmaxLines(v.data(), out->mutable_data<T>(), out->num_elements() / std::max<int64_t>(t, 1), t, 1, false);
     return absl::OkStatus();
   });
   if (!st.ok()) return st;
@@ -233,6 +289,7 @@ KernelResult RMSNormalization(const KernelArgs& args) {
 void RegisterNormalizationKernels(KernelRegistry& registry) {
   registry.Add("Softmax", SoftmaxFamily, HalfPrecision::kViaF32);
   registry.Add("LogSoftmax", SoftmaxFamily, HalfPrecision::kViaF32);
+  registry.Add("CausalSoftmax", CausalSoftmax);
   registry.Add("LayerNormalization", LayerNormalization);
   registry.Add("RMSNormalization", RMSNormalization);
 }

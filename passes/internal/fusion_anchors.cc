@@ -164,13 +164,19 @@ int64_t NormalizedAxis(const Node& node, int64_t fallback, int64_t rank) {
 void BuildSoftmax(Grouping& g, Node* node) {
   Value* x = node->input(0);
   int64_t rank = x->type().rank();
-  int64_t axis = NormalizedAxis(*node, g.graph().opset() < 13 ? 1 : -1, rank);
+  const bool causal = node->op_type() == "CausalSoftmax";  // always over the last axis, at any opset
+  int64_t axis = causal ? rank - 1 : NormalizedAxis(*node, g.graph().opset() < 13 ? 1 : -1, rank);
   bool supported = x->type().dtype == DType::kF32 && rank >= 1 && axis == rank - 1;
   int gid = g.NewGroup(supported ? GroupKind::kSoftmax : GroupKind::kOther, node);
   if (!supported) return;
   SoftmaxGroup& sm = g.group(gid).softmax;
   Node* reader = node;
-  if (Node* add = ProducerIs(x, "Add"); add && AbsorbableProducer(g, x, reader, gid) == add) {
+  if (causal) {
+    sm.causal = true;
+    sm.mask = node->input(1);
+    sm.window = node->attrs().GetInt("window", 0).value_or(0);
+    sm.fill = node->attrs().GetFloat("fill", 0.0f).value_or(0.0f);
+  } else if (Node* add = ProducerIs(x, "Add"); add && AbsorbableProducer(g, x, reader, gid) == add) {
     for (int i = 0; i < 2; ++i) {
       Value* scores = add->input(i);
       Value* mask = add->input(1 - i);
@@ -324,7 +330,7 @@ bool BuildAnchoredGroup(Grouping& g, Node* node) {
   const std::string& op = node->op_type();
   if (op == "MatMul" || op == "Gemm") {
     BuildMatmul(g, node);
-  } else if (op == "Softmax") {
+  } else if (op == "Softmax" || op == "CausalSoftmax") {
     BuildSoftmax(g, node);
   } else if (op == "LayerNormalization" || op == "RMSNormalization") {
     BuildLayerNorm(g, node);

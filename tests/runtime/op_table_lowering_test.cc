@@ -121,6 +121,14 @@ std::optional<std::vector<Value*>> BuildSample(const std::string& op, SampleCont
     return std::vector<Value*>{c.Target(op, {m.In("x", {c.s, 8}), m.Weights({8, 16}), m.Weights({16})})};
   }
   if (op == "Softmax" || op == "LogSoftmax") return std::vector<Value*>{c.Target(op, {c.X()}, A("axis", int64_t{-1}))};
+  if (op == "CausalSoftmax") {  // S = seq queries over 8 keys: rows past 8 + window fully masked
+    return std::vector<Value*>{c.Target(op, {c.X(), m.In("m", {c.b, 1, 8})},
+                                        [&] {
+                                          Attributes a = A("window", int64_t{3});
+                                          a.Set("fill", -3.4028234663852886e38f);
+                                          return a;
+                                        }())};
+  }
   if (op == "LayerNormalization") {
     return std::vector<Value*>{c.Target(op, {c.X(), m.Weights({8}, 1.0f), m.Weights({8}, 0.1f)}, A("epsilon", 1e-5f))};
   }

@@ -1,5 +1,8 @@
 // Row groups: softmax with scale and mask, layer norm with residual, the
 // fused RoPE, and trailing-axis reductions with an epilogue, at awkward row lengths.
+#include <limits>
+
+#include "absl/strings/str_cat.h"
 #include "tests/codegen/lower/lower_test_util.h"
 
 namespace shapeshift::codegen::lower::testing {
@@ -19,6 +22,54 @@ TEST_F(LowerTest, ScaledMaskedSoftmaxMatchesInterpreter) {
   for (int64_t s : {1, 2, 7, 13, 127, 129}) {
     SCOPED_TRACE(s);
     ExpectMatchesInterpreter(group, {RandomTensor({2, 2, s, s}, s), RandomTensor({2, 1, 1, s}, 99)});
+  }
+}
+
+// CausalSoftmax over past + seq keys: the row kernel compares j with
+// i + past instead of loading a mask. Padding entries of -inf mask whole
+// rows (NaN, as the interpreter gives); the scale is absorbed in front.
+TEST_F(LowerTest, CausalSoftmaxWithPastAndPaddingMatchesInterpreter) {
+  In("past_len", {past});  // binds past (unread)
+  GraphValue* scores = In("scores", {batch, 2, seq, past + seq});
+  GraphValue* pad = In("pad", {batch, 1, 1, past + seq});
+  Node* mul = Op("Mul", {scores, Scalar(0.125f)});
+  Attributes attrs = Attr("fill", -std::numeric_limits<float>::infinity());
+  Node* softmax = Op("CausalSoftmax", {mul->output(0), pad}, attrs);
+  g.AddOutput(softmax->output(0));
+  passes::Group group = MakeGroup(GroupKind::kSoftmax, {mul, softmax}, {scores, pad});
+  group.softmax.x = scores;
+  group.softmax.scale = 0.125f;
+  group.softmax.mask = pad;
+  group.softmax.causal = true;
+  group.softmax.fill = -std::numeric_limits<float>::infinity();
+  for (int64_t s : {1, 2, 7, 17, 129}) {
+    for (int64_t p : {int64_t{0}, int64_t{3}, int64_t{16}}) {
+      SCOPED_TRACE(absl::StrCat("seq ", s, " past ", p));
+      Tensor mask = Tensor::Zeros(DType::kF32, {2, 1, 1, p + s}).value();
+      // Batch row 1 pads key 0: without past, query 0's row is fully masked.
+      mask.mutable_data<float>()[p + s] = -std::numeric_limits<float>::infinity();
+      ExpectMatchesInterpreter(group, {RandomTensor({p}, 1), RandomTensor({2, 2, s, p + s}, s + p), mask});
+    }
+  }
+}
+
+TEST_F(LowerTest, SlidingWindowCausalSoftmaxWithoutAMaskMatchesInterpreter) {
+  In("past_len", {past});  // binds past (unread)
+  GraphValue* x = In("x", {batch, seq, past + seq});
+  Attributes attrs = Attr("fill", std::numeric_limits<float>::lowest());
+  attrs.Set("window", int64_t{4});
+  Node* softmax = Op("CausalSoftmax", {x}, attrs);
+  g.AddOutput(softmax->output(0));
+  passes::Group group = MakeGroup(GroupKind::kSoftmax, {softmax}, {x});
+  group.softmax.x = x;
+  group.softmax.causal = true;
+  group.softmax.window = 4;
+  group.softmax.fill = std::numeric_limits<float>::lowest();
+  for (int64_t s : {1, 3, 4, 5, 33, 511}) {
+    for (int64_t p : {int64_t{0}, int64_t{2}, int64_t{16}}) {
+      SCOPED_TRACE(absl::StrCat("seq ", s, " past ", p));
+      ExpectMatchesInterpreter(group, {RandomTensor({p}, 1), RandomTensor({2, s, p + s}, static_cast<uint32_t>(s * 7 + p))});
+    }
   }
 }
 

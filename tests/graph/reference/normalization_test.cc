@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,6 +26,29 @@ TEST(NormalizationKernelTest, SoftmaxOpset13IsPerAxisButOpset11CoercesTo2D) {
   EXPECT_THAT(Values<float>((*v11)[0]),
               ElementsAre(FloatNear(1.f / 6, 1e-6), FloatNear(1.f / 6, 1e-6),
                           FloatNear(1.f / 6, 1e-6), FloatNear(0.5, 1e-6)));
+}
+
+// S = 2 queries over T = 3 keys (one past key): query i sees keys j <= i + 1;
+// with window 1 only key i + 1. Masked entries add fill, allowed ones M.
+TEST(NormalizationKernelTest, CausalSoftmaxMasksKeysPastEachQueryAndOutsideTheWindow) {
+  Tensor x = F32({1, 2, 3}, {0, 0, 0, 0, 0, 0});
+  Attributes causal;
+  causal.Set("fill", -std::numeric_limits<float>::infinity());
+  auto out = RunOp("CausalSoftmax", {x}, causal, 17);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(0.5f, 0.5f, 0.0f, FloatNear(1.f / 3, 1e-7),
+                                                    FloatNear(1.f / 3, 1e-7), FloatNear(1.f / 3, 1e-7)));
+  Attributes window = causal;
+  window.Set("window", int64_t{1});
+  auto windowed = RunOp("CausalSoftmax", {x}, window, 17);
+  ASSERT_TRUE(windowed.ok()) << windowed.status();
+  EXPECT_THAT(Values<float>((*windowed)[0]), ElementsAre(0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 1.0f));
+  // M = -inf on key 1 masks it for every query: query 0 then sees only key 0.
+  auto padded = RunOp("CausalSoftmax", {x, F32({1, 1, 3}, {0, -std::numeric_limits<float>::infinity(), 0})}, causal, 17);
+  ASSERT_TRUE(padded.ok()) << padded.status();
+  EXPECT_THAT(Values<float>((*padded)[0]), ElementsAre(1.0f, 0.0f, 0.0f, 0.5f, 0.0f, 0.5f));
+  Attributes no_fill;
+  EXPECT_FALSE(RunOp("CausalSoftmax", {x}, no_fill, 17).ok());
 }
 
 TEST(NormalizationKernelTest, LogSoftmaxIsStableForLargeInputs) {

@@ -1,0 +1,254 @@
+#include "passes/causal_mask_recognition.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "graph/shape_inference.h"
+#include "passes/graph_rewrite.h"
+#include "passes/op_classes.h"
+
+namespace shapeshift::passes {
+namespace {
+
+constexpr char kPass[] = "causal-mask-recognition";
+constexpr int kMaxDepth = 16;  // views, shifts and Ands walked through
+
+// A tensor whose element is `offset + k`, k its index along one axis (`axis`
+// counted from the end, so right-aligned broadcasting keeps it), every other
+// dim the constant 1: a position vector such as Range(past, past + seq)
+// unsqueezed to [1, 1, seq, 1].
+struct Ramp {
+  int64_t axis = 0;  // 1: the last axis, 2: the one before it, ...
+  SymExpr offset;
+  SymExpr length;
+};
+
+// The known value of a one-element integer value (a constant or a folded
+// shape value such as GPT-2's past length).
+std::optional<SymExpr> KnownScalar(const Value* v) {
+  if (v == nullptr || !v->elements() || v->elements()->size() != 1) return std::nullopt;
+  return (*v->elements())[0];
+}
+
+// The axis (from the end) of the only dim of `shape` that is not the
+// constant 1; nullopt when there is none or several.
+std::optional<int64_t> SoleNonUnitAxis(const std::vector<SymExpr>& shape) {
+  std::optional<int64_t> axis;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d].AsConst() == 1) continue;
+    if (axis) return std::nullopt;
+    axis = static_cast<int64_t>(shape.size() - d);
+  }
+  return axis;
+}
+
+std::optional<Ramp> RampOf(ShapeEnv& env, const Value* v, int depth) {
+  const Node* p = v == nullptr ? nullptr : v->producer();
+  if (p == nullptr || depth > kMaxDepth || !IsInteger(v->type().dtype)) return std::nullopt;
+  const std::vector<SymExpr>& shape = v->type().shape;
+  const std::string& op = p->op_type();
+  if (op == "Range") {
+    std::optional<SymExpr> start = KnownScalar(p->input(0));
+    std::optional<SymExpr> delta = KnownScalar(p->input(2));
+    if (!start || !delta || delta->AsConst() != 1 || shape.size() != 1) return std::nullopt;
+    return Ramp{1, *start, shape[0]};
+  }
+  std::optional<int64_t> axis = SoleNonUnitAxis(shape);
+  if (!axis) return std::nullopt;
+  if (IsViewOp(*p)) {
+    std::optional<Ramp> inner = RampOf(env, p->input(0), depth + 1);
+    if (!inner || !DimsEqual(env, shape[shape.size() - *axis], inner->length,
+                             Provenance{kPass, p->name(), "a view keeps the position vector's length"})) {
+      return std::nullopt;
+    }
+    return Ramp{*axis, inner->offset, inner->length};
+  }
+  if (op == "Add" || op == "Sub") {
+    for (int i = 0; i < (op == "Add" ? 2 : 1); ++i) {
+      std::optional<Ramp> r = RampOf(env, p->input(i), depth + 1);
+      std::optional<SymExpr> c = KnownScalar(p->input(1 - i));
+      if (!r || !c || r->axis != *axis) continue;
+      r->offset = op == "Add" ? r->offset + *c : r->offset - *c;
+      return r;
+    }
+  }
+  return std::nullopt;
+}
+
+// What a comparison of a key and a query position vector allows, as a bound
+// on the key index j against the query index i.
+struct Bound {
+  bool upper = true;  // upper: j <= i + c; lower: j > i + c
+  SymExpr c;
+  SymExpr keys, queries;  // the ramps' lengths
+};
+
+std::optional<Bound> BoundOf(ShapeEnv& env, const Value* v) {
+  const Node* p = v->producer();
+  if (p == nullptr || p->num_inputs() != 2) return std::nullopt;
+  std::string op = p->op_type();
+  if (op != "LessOrEqual" && op != "Less" && op != "GreaterOrEqual" && op != "Greater") return std::nullopt;
+  std::optional<Ramp> a = RampOf(env, p->input(0), 0);
+  std::optional<Ramp> b = RampOf(env, p->input(1), 0);
+  if (!a || !b) return std::nullopt;
+  if (a->axis == 2 && b->axis == 1) {  // Q op K: mirror into K op' Q
+    std::swap(a, b);
+    op = op == "LessOrEqual" ? "GreaterOrEqual" : op == "GreaterOrEqual" ? "LessOrEqual" : op == "Less" ? "Greater" : "Less";
+  }
+  if (a->axis != 1 || b->axis != 2) return std::nullopt;
+  // K = a.offset + j against Q = b.offset + i: K <= Q  ⇔  j <= i + c.
+  const SymExpr c = b->offset - a->offset;
+  Bound bound{op == "LessOrEqual" || op == "Less", c, a->length, b->length};
+  if (op == "Less" || op == "GreaterOrEqual") bound.c = c - 1;
+  return bound;
+}
+
+// The operands of a tree of And (through Expand, which only broadcasts).
+void AndLeaves(Value* v, int depth, std::vector<Value*>& leaves) {
+  Node* p = v->producer();
+  if (p != nullptr && depth < kMaxDepth && (p->op_type() == "And" || p->op_type() == "Expand")) {
+    AndLeaves(p->input(0), depth + 1, leaves);
+    if (p->op_type() == "And") AndLeaves(p->input(1), depth + 1, leaves);
+    return;
+  }
+  leaves.push_back(v);
+}
+
+struct CausalMatch {
+  Value* x = nullptr;       // the scores
+  Node* where = nullptr;    // Where(allowed, zero, fill)
+  std::vector<Value*> padding;  // the And operands that are not index bounds
+  float fill = 0;
+  int64_t window = 0;
+  std::vector<Node*> nodes;  // Add, Softmax
+};
+
+bool IsLastAxisSoftmax(const Graph& graph, const Node& node) {
+  const int64_t rank = node.input(0)->type().rank();
+  int64_t axis = node.attrs().GetInt("axis", graph.opset() < 13 ? 1 : -1).value_or(0);
+  if (axis < 0) axis += rank;
+  return rank >= 2 && axis == rank - 1;
+}
+
+// Splits Where's condition into the causal bound, an optional window bound
+// and the rest; false unless the bounds are exactly a causal (window) mask
+// of scores x.
+bool MatchCondition(ShapeEnv& env, const Node& add, Value* cond, CausalMatch& m) {
+  const std::vector<SymExpr>& shape = m.x->type().shape;
+  const SymExpr queries = shape[shape.size() - 2];
+  const SymExpr keys = shape.back();
+  std::vector<Value*> leaves;
+  AndLeaves(cond, 0, leaves);
+  std::optional<Bound> upper, lower;
+  for (Value* leaf : leaves) {
+    if (ConstantScalar(leaf) == 1.0) continue;  // the exporters' `new_ones` start
+    std::optional<Bound> b = BoundOf(env, leaf);
+    std::optional<Bound>& slot = !b ? upper : b->upper ? upper : lower;
+    if (!b || slot) {
+      m.padding.push_back(leaf);  // a second bound of a kind stays a tensor too
+      continue;
+    }
+    slot = b;
+  }
+  if (!upper) return false;
+  auto why = [&](const char* reason) { return Provenance{kPass, add.name(), reason}; };
+  for (const Bound* b : {&*upper, lower ? &*lower : nullptr}) {
+    if (b == nullptr) continue;
+    if (!DimsEqual(env, b->keys, keys, why("the key positions span the scores' last axis")) ||
+        !DimsEqual(env, b->queries, queries, why("the query positions span the scores' rows"))) {
+      return false;
+    }
+  }
+  if (!DimsEqual(env, upper->c, keys - queries, why("the causal bound is the past length (keys - queries)"))) {
+    return false;
+  }
+  if (lower) {
+    std::optional<int64_t> window = (upper->c - lower->c).AsConst();
+    if (!window || *window <= 0) return false;
+    m.window = *window;
+  }
+  return true;
+}
+
+std::optional<CausalMatch> MatchAt(const Graph& graph, ShapeEnv& env, Node* softmax) {
+  if (softmax->op_type() != "Softmax" || !IsLastAxisSoftmax(graph, *softmax)) return std::nullopt;
+  Node* add = ProducerIs(softmax->input(0), "Add");
+  if (add == nullptr || SingleUser(add->output(0)) != softmax || IsGraphOutput(graph, add->output(0))) {
+    return std::nullopt;
+  }
+  for (int i = 0; i < 2; ++i) {
+    CausalMatch m;
+    m.x = add->input(i);
+    m.where = ProducerIs(add->input(1 - i), "Where");
+    if (m.where == nullptr || m.x->type().dtype != DType::kF32 || m.x->type().rank() < 2) continue;
+    const Value* zero = m.where->input(1);
+    std::optional<double> fill = ConstantScalar(m.where->input(2));
+    if (ConstantScalar(zero) != 0.0 || zero->type().dtype != DType::kF32 || !fill ||
+        m.where->input(2)->type().dtype != DType::kF32 || m.where->input(0)->type().dtype != DType::kBool) {
+      continue;
+    }
+    m.fill = static_cast<float>(*fill);
+    if (!ShapesEqual(env, m.x->type().shape, add->output(0)->type().shape,
+                     Provenance{kPass, add->name(), "the scores keep their shape"}) ||
+        !MatchCondition(env, *add, m.where->input(0), m)) {
+      continue;
+    }
+    m.nodes = {add, softmax};
+    return m;
+  }
+  return std::nullopt;
+}
+
+// Where(padding..., zero, fill): the mask without its causal part, built
+// once per mask (every layer reads the same one).
+absl::StatusOr<Value*> PaddingMask(Graph& graph, ShapeEnv& env, const CausalMatch& m) {
+  Value* zero = m.where->input(1);
+  if (m.padding.empty()) return zero;
+  auto add_node = [&](const std::string& op, std::vector<Value*> inputs) -> absl::StatusOr<Value*> {
+    Node* n = graph.AddNode(op, std::move(inputs), 1, Attributes());
+    if (absl::Status s = InferNode(*n, env, graph.opset()); !s.ok()) {
+      return absl::InternalError(absl::StrCat(kPass, ": the padding mask of '", m.where->name(), "': ", s.message()));
+    }
+    return n->output(0);
+  };
+  Value* cond = m.padding[0];
+  for (size_t k = 1; k < m.padding.size(); ++k) {
+    absl::StatusOr<Value*> both = add_node("And", {cond, m.padding[k]});
+    if (!both.ok()) return both.status();
+    cond = *both;
+  }
+  return add_node("Where", {cond, zero, m.where->input(2)});
+}
+
+}  // namespace
+
+absl::StatusOr<bool> RecognizeCausalMask(Graph& graph, ShapeEnv& env) {
+  bool changed = false;
+  absl::flat_hash_set<const Node*> removed;              // by earlier rewrites in this sweep
+  absl::flat_hash_map<const Node*, Value*> padding_of;   // Where → its padding mask
+  for (Node* node : graph.nodes()) {
+    if (removed.contains(node)) continue;
+    std::optional<CausalMatch> m = MatchAt(graph, env, node);
+    if (!m) continue;
+    Value*& padding = padding_of[m->where];
+    if (padding == nullptr) {
+      absl::StatusOr<Value*> built = PaddingMask(graph, env, *m);
+      if (!built.ok()) return built.status();
+      padding = *built;
+    }
+    Attributes attrs;
+    attrs.Set("fill", m->fill);
+    if (m->window > 0) attrs.Set("window", m->window);
+    absl::StatusOr<Node*> fused = ReplaceWithNewNode(graph, env, node->output(0), m->nodes, "CausalSoftmax",
+                                                     {m->x, padding}, attrs, kPass);
+    if (!fused.ok()) return fused.status();
+    removed.insert(m->nodes.begin(), m->nodes.end());
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace shapeshift::passes

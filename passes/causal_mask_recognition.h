@@ -1,0 +1,41 @@
+// Causal-mask recognition: folds a decoder's index-computed attention mask
+// into the softmax, so no [seq, past + seq] mask tensor is built or read.
+//
+//   kv = Range(a, a + T)  viewed as [.., 1, T]     (key positions)
+//   q  = Range(b, b + S) (+ c)  viewed as [.., S, 1]  (query positions)
+//   allowed = LessOrEqual(kv, q) [∧ Greater(kv, q - W)] [∧ padding ∧ true]
+//   y = Softmax(x + Where(allowed, 0, fill))       (x: [.., S, T] scores)
+// →
+//   y = CausalSoftmax(x, Where(padding, 0, fill)) {window = W, fill}
+//
+// CausalSoftmax (graph/op_table.h; shapeshift's op, not ONNX's) adds
+// `allowed(i, j) ? M : fill` to x and takes the softmax over the last axis,
+// where allowed(i, j) is j <= i + (T - S) [and j > i + (T - S) - W]. Every
+// export of GPT-2, Llama, Qwen2, OPT and GPT-Neo by either torch exporter
+// spells the causal part this way (transformers' `kv_idx <= q_idx` with the
+// query positions shifted by the past length); the padding part (the
+// `attention_mask` input, [batch, 1, 1, T]) stays a tensor operand.
+//
+// Exact: Where(c ∧ p, 0, fill) = c ? Where(p, 0, fill) : fill element for
+// element, so the new op adds the same f32 value to each score the graph's
+// Add did. Each comparison's form is matched structurally (a Range of step
+// 1 seen through views, shifted by known scalars); the conditions the match
+// needs (the comparison's bound is T - S, the ranges span S and T) are
+// ShapeEnv questions with provenance, so a wrong offset or a non-causal
+// comparison is never rewritten. Only the Add and Softmax are removed; the
+// mask, shared by every layer, dies in `dce` once no layer reads it.
+#ifndef SHAPESHIFT_PASSES_CAUSAL_MASK_RECOGNITION_H_
+#define SHAPESHIFT_PASSES_CAUSAL_MASK_RECOGNITION_H_
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "shapes/shape_env.h"
+
+namespace shapeshift::passes {
+
+// True when some softmax was rewritten.
+absl::StatusOr<bool> RecognizeCausalMask(Graph& graph, ShapeEnv& env);
+
+}  // namespace shapeshift::passes
+
+#endif  // SHAPESHIFT_PASSES_CAUSAL_MASK_RECOGNITION_H_

@@ -1,0 +1,191 @@
+// causal-mask-recognition: the decoder masks both torch exporters build
+// from position vectors become CausalSoftmax, bit for bit the decomposed
+// graph (fully masked rows included); near misses stay as they are.
+#include <cstdint>
+#include <functional>
+#include <limits>
+
+#include "passes/causal_mask_recognition.h"
+#include "passes/dce.h"
+#include "passes/fusion.h"
+#include "tests/passes/pass_test_util.h"
+
+namespace shapeshift::passes {
+namespace {
+
+using testing::ExpectOutputs;
+using testing::PassTest;
+
+constexpr float kMin = std::numeric_limits<float>::lowest();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Scores [batch, 4, seq, past + seq] and a padding mask [batch, 1, 1, past +
+// seq], with the position vectors transformers builds: keys Range(0, past +
+// seq), queries Range(0, seq) + past.
+class CausalMaskRecognitionTest : public PassTest {
+ protected:
+  CausalMaskRecognitionTest() {
+    past = env.DeclareSymbol({"past", 0, 64}).value();
+    x = In("x", {batch, 4, seq, past + seq});
+    pad = In("pad", {batch, 1, 1, past + seq}, DType::kBool);
+  }
+  Value* I64(int64_t v) { return g.AddConstant("", Tensor::ScalarI64(v)); }
+  // Dim `axis` of x as a one-element shape value.
+  Value* Dim(int64_t axis) { return Op("Gather", {Op("Shape", {x}), I64(axis)}); }
+  Value* Unsqueeze(Value* v, std::vector<int64_t> axes) {  // axes an attribute before opset 13
+    if (g.opset() < 13) return Op("Unsqueeze", {v}, Attr("axes", std::move(axes)));
+    return Op("Unsqueeze", {v, Ints(std::move(axes))});
+  }
+  Value* Keys() { return Unsqueeze(Op("Range", {I64(0), Dim(3), I64(1)}), {0, 1, 2}); }
+  // Range(0, seq) + offset (past when null) as [1, 1, seq, 1].
+  Value* Queries(Value* offset = nullptr) {
+    Value* past_len = offset ? offset : Op("Sub", {Dim(3), Dim(2)});
+    return Unsqueeze(Op("Add", {Op("Range", {I64(0), Dim(2), I64(1)}), past_len}), {0, 1, 3});
+  }
+  Value* Mask(Value* allowed, float fill = kMin, float zero = 0.0f) {
+    return Op("Where", {allowed, Scalar(zero), Scalar(fill)});
+  }
+  Value* SoftmaxOf(Value* scores, Value* mask, bool mask_first = false) {
+    Value* sum = mask_first ? Op("Add", {mask, scores}) : Op("Add", {scores, mask});
+    return Op("Softmax", {sum}, Attr("axis", int64_t{-1}));
+  }
+  Value* True() { return g.AddConstant("", Tensor::FromVector<uint8_t>(DType::kBool, {}, {1})); }
+
+  // seq 5 over past 3 and past 0; batch row 1's first two keys padded
+  // (without past, its first queries see nothing: fully masked rows).
+  std::vector<std::vector<Tensor>> InputSets() {
+    std::vector<std::vector<Tensor>> sets;
+    for (int64_t p : {int64_t{3}, int64_t{0}}) {
+      Tensor mask = Tensor::Zeros(DType::kBool, {2, 1, 1, p + 5}).value();
+      for (int64_t k = 0; k < 2 * (p + 5); ++k) mask.mutable_data<uint8_t>()[k] = k < p + 5 || k >= p + 5 + 2;
+      sets.push_back({Random({2, 4, 5, p + 5}, static_cast<uint32_t>(p + 1)), mask});
+    }
+    return sets;
+  }
+  // Rewrites every softmax, removes what died, and checks the interpreter
+  // gives bit for bit the decomposed graph's outputs.
+  void ExpectRewritten(int softmaxes, int64_t window = 0) {
+    std::vector<std::vector<Tensor>> sets = InputSets();
+    std::vector<std::vector<Tensor>> before;
+    for (const std::vector<Tensor>& in : sets) {
+      absl::StatusOr<std::vector<Tensor>> out = Interpret(g, in);
+      ASSERT_TRUE(out.ok()) << out.status();
+      before.push_back(*out);
+    }
+    absl::StatusOr<bool> changed = RecognizeCausalMask(g, env);
+    ASSERT_TRUE(changed.ok()) << changed.status();
+    EXPECT_TRUE(*changed);
+    ASSERT_TRUE(EliminateDeadCode(g).ok());
+    EXPECT_EQ(Count("CausalSoftmax"), softmaxes);
+    EXPECT_EQ(Count("Softmax"), 0);
+    for (const char* op : {"LessOrEqual", "Less", "Greater", "GreaterOrEqual", "Range"}) EXPECT_EQ(Count(op), 0) << op;
+    for (const Node* n : g.nodes()) {
+      if (n->op_type() != "CausalSoftmax") continue;
+      EXPECT_EQ(n->attrs().GetInt("window", 0).value(), window);
+      // The mask operand has no query axis: no [seq, past + seq] tensor is left.
+      const std::vector<SymExpr>& m = n->input(1)->type().shape;
+      EXPECT_TRUE(m.size() < 2 || m[m.size() - 2].AsConst() == 1) << n->input(1)->type().ToString();
+    }
+    for (size_t k = 0; k < sets.size(); ++k) ExpectOutputs(g, sets[k], before[k], /*tolerance=*/0);
+  }
+  void ExpectUnchanged() {
+    absl::StatusOr<bool> changed = RecognizeCausalMask(g, env);
+    ASSERT_TRUE(changed.ok()) << changed.status();
+    EXPECT_FALSE(*changed);
+    EXPECT_EQ(Count("CausalSoftmax"), 0);
+  }
+  SymExpr past;
+  Value *x, *pad;
+};
+
+// The dynamo form: And(And(new_ones, kv <= q), padding), finfo.min, two
+// layers reading one mask; and TorchScript's: q >= kv, -inf, the mask added
+// first.
+TEST_F(CausalMaskRecognitionTest, RewritesBothExportersCausalAndPaddingForms) {
+  Value* causal = Op("LessOrEqual", {Keys(), Queries()});
+  Value* mask = Mask(Op("And", {Op("And", {True(), causal}), pad}));
+  g.AddOutput(SoftmaxOf(x, mask));
+  g.AddOutput(SoftmaxOf(Op("Mul", {x, Scalar(0.5f)}), mask));
+  ExpectRewritten(2);
+}
+
+TEST_F(CausalMaskRecognitionTest, RewritesTheMirroredComparisonWithInfiniteFill) {
+  Value* causal = Op("GreaterOrEqual", {Queries(), Keys()});
+  g.AddOutput(SoftmaxOf(x, Mask(Op("And", {pad, causal}), -kInf), /*mask_first=*/true));
+  ExpectRewritten(1);
+}
+
+TEST_F(CausalMaskRecognitionTest, RewritesACausalMaskWithoutPadding) {
+  g.AddOutput(SoftmaxOf(x, Mask(Op("LessOrEqual", {Keys(), Queries()}), -kInf)));
+  ExpectRewritten(1);
+}
+
+// Mistral's sliding window: kv > q - window next to the causal bound.
+TEST_F(CausalMaskRecognitionTest, RewritesASlidingWindow) {
+  Value* causal = Op("LessOrEqual", {Keys(), Queries()});
+  Value* window = Op("Greater", {Keys(), Op("Sub", {Queries(), I64(3)})});
+  g.AddOutput(SoftmaxOf(x, Mask(Op("And", {Op("And", {causal, window}), pad}))));
+  ExpectRewritten(1, /*window=*/3);
+}
+
+TEST_F(CausalMaskRecognitionTest, LeavesAStrictComparisonAlone) {  // kv < q: the diagonal masked
+  g.AddOutput(SoftmaxOf(x, Mask(Op("And", {Op("Less", {Keys(), Queries()}), pad}))));
+  ExpectUnchanged();
+}
+
+TEST_F(CausalMaskRecognitionTest, LeavesQueriesWithoutThePastOffsetAlone) {
+  g.AddOutput(SoftmaxOf(x, Mask(Op("LessOrEqual", {Keys(), Queries(I64(0))}))));
+  ExpectUnchanged();
+}
+
+TEST_F(CausalMaskRecognitionTest, LeavesAnOffByOneOffsetAlone) {
+  g.AddOutput(SoftmaxOf(x, Mask(Op("LessOrEqual", {Keys(), Queries(Op("Add", {Op("Sub", {Dim(3), Dim(2)}), I64(1)}))}))));
+  ExpectUnchanged();
+}
+
+TEST_F(CausalMaskRecognitionTest, LeavesANonCausalComparisonAlone) {
+  g.AddOutput(SoftmaxOf(x, Mask(Op("Greater", {Keys(), Queries()}))));  // the future only
+  ExpectUnchanged();
+}
+
+TEST_F(CausalMaskRecognitionTest, LeavesAMaskThatDoesNotAddZeroWhereAllowedAlone) {
+  g.AddOutput(SoftmaxOf(x, Mask(Op("LessOrEqual", {Keys(), Queries()}), kMin, /*zero=*/1.0f)));
+  ExpectUnchanged();
+}
+
+TEST_F(CausalMaskRecognitionTest, LeavesASoftmaxOverAnotherAxisOrASharedSumAlone) {
+  Value* mask = Mask(Op("LessOrEqual", {Keys(), Queries()}));
+  Value* sum = Op("Add", {x, mask});
+  g.AddOutput(Op("Softmax", {sum}, Attr("axis", int64_t{2})));
+  Value* shared = Op("Add", {x, mask});
+  g.AddOutput(Op("Softmax", {shared}, Attr("axis", int64_t{-1})));
+  g.AddOutput(shared);
+  ExpectUnchanged();
+}
+
+// An opset-11 Softmax over the last axis (axis 3: the 2-D coercion then
+// changes nothing) is rewritten, and the CausalSoftmax is one softmax group
+// whatever the opset's default axis.
+TEST_F(CausalMaskRecognitionTest, FusesIntoOneCausalSoftmaxGroupAtOpset11) {
+  Graph old_opset(11);
+  std::swap(g, old_opset);
+  x = In("x", {batch, 4, seq, past + seq});
+  pad = In("pad", {batch, 1, 1, past + seq}, DType::kBool);
+  Value* mask = Mask(Op("And", {Op("LessOrEqual", {Keys(), Queries()}), pad}));
+  g.AddOutput(Op("Softmax", {Op("Add", {Op("Mul", {x, Scalar(0.25f)}), mask})}, Attr("axis", int64_t{3})));
+  ExpectRewritten(1);
+  absl::StatusOr<FusionPlan> plan = PlanFusion(g, env);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int causal_groups = 0;
+  for (const Group& group : plan->groups) {
+    if (group.kind != GroupKind::kSoftmax) continue;
+    ++causal_groups;
+    EXPECT_TRUE(group.softmax.causal);
+    EXPECT_EQ(group.softmax.scale, 0.25f);
+    EXPECT_EQ(group.softmax.x, x);
+  }
+  EXPECT_EQ(causal_groups, 1);
+}
+
+}  // namespace
+}  // namespace shapeshift::passes
