@@ -39,6 +39,11 @@ class ExecutionContext {
   // (short requests of a constant-weight GEMM, runtime/tuning/): how a test
   // sees which engine a row count took.
   int64_t skinny_gemm_calls() const { return skinny_gemm_calls_; }
+  // Bytes the last CPU request wrote into its outputs and bound KV caches
+  // (kv_binding.h): whole present tensors under plain ONNX semantics, only
+  // the new positions when bound — how a test sees that a bound decode step
+  // does not copy its cache.
+  int64_t output_bytes_written() const { return output_bytes_written_; }
 
   // For device programs (runtime-internal): the state they keep here.
   DeviceContextState* device_state() const { return device_state_.get(); }
@@ -53,6 +58,7 @@ class ExecutionContext {
   size_t arena_capacity_ = 0;
   int64_t arena_allocations_ = 0;
   int64_t skinny_gemm_calls_ = 0;
+  int64_t output_bytes_written_ = 0;
   std::vector<int64_t> slots_;       // evaluated sizes (SymTape slots)
   std::vector<void*> buffers_;       // resolved buffer pointers
   std::vector<void*> call_buffers_;  // one kernel call's buffer array

@@ -32,6 +32,7 @@
 #include "runtime/device/cuda_graphs.h"
 #include "runtime/device/device_stats.h"
 #include "runtime/execution_context.h"
+#include "runtime/kv_binding.h"
 #include "runtime/tensor_view.h"
 #include "shapes/shape_env.h"
 
@@ -87,7 +88,11 @@ class Program {
   // Runs one request. Inputs in graph-input order; an error (never a crash)
   // for a wrong count, dtype, rank, inconsistent or out-of-range dims, or bad
   // embedding ids. Outputs are freshly allocated owning tensors.
-  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs, ExecutionContext& context) const;
+  // `caches` bind KV pairs to caller buffers (runtime/kv_binding.h): an
+  // error names the output for an unknown or unbindable pair, a past input
+  // that is not a view of its buffer, or too little capacity.
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs, ExecutionContext& context,
+                                          absl::Span<const BoundCache> caches = {}) const;
   // Run for a caller that has already bound `inputs` by the InputBinder rule
   // over inputs of the same dtypes and ranks, and checked every declared
   // range and every guard of this program: the Dispatcher, whose cache
@@ -96,9 +101,13 @@ class Program {
   // repeats, `past + seq`) are still checked against the size tape.
   absl::StatusOr<std::vector<Tensor>> RunBound(absl::Span<const TensorView> inputs,
                                                absl::Span<const int64_t> symbol_values,
-                                               ExecutionContext& context) const;
+                                               ExecutionContext& context,
+                                               absl::Span<const BoundCache> caches = {}) const;
   // The symbols a request binds, in slot order (InputBinder::symbols()).
   std::vector<std::string> bound_symbols() const;
+  // The model's past/present KV pairs and whether each can be bound to a
+  // caller's buffer (kv_binding.h); empty for a model without caches.
+  const std::vector<KvPairInfo>& kv_pairs() const { return kv_pairs_; }
 
   const ProgramStats& stats() const { return stats_; }
   // One line per constant-weight GEMM class (CPU programs): what serves its
@@ -121,10 +130,12 @@ class Program {
  private:
   explicit Program(std::unique_ptr<Impl> impl);
   // Everything after binding and guards: sizes, storage, steps.
-  absl::StatusOr<std::vector<Tensor>> Execute(absl::Span<const TensorView> inputs, ExecutionContext& context) const;
+  absl::StatusOr<std::vector<Tensor>> Execute(absl::Span<const TensorView> inputs, ExecutionContext& context,
+                                              absl::Span<const BoundCache> caches) const;
   std::unique_ptr<Impl> impl_;
   ProgramStats stats_;
   std::vector<ShortRequestGemm> short_request_gemms_;
+  std::vector<KvPairInfo> kv_pairs_;
   std::string plan_text_;
   SymExpr arena_bytes_;
 };

@@ -68,6 +68,9 @@ class ProgramBuilder {
         if (absl::Status s = CheckCudaColumn(group); !s.ok()) return s;
       }
       SS_ASSIGN_OR_RETURN(steps, lower::LowerGroup(group, &env_));
+      SS_ASSIGN_OR_RETURN(pair, FindKvPair(group));
+      current_pair_ = pair;
+      current_group_ = group.id;
       for (lower::LoweredStep& step : steps) {
         if (absl::Status s = std::visit([&](auto& call) { return AddStep(call); }, step); !s.ok()) {
           return absl::Status(s.code(), absl::StrCat("group #", group.id, ": ", s.message()));
@@ -75,6 +78,7 @@ class ProgramBuilder {
       }
     }
     if (absl::Status s = PlanOutputs(); !s.ok()) return s;
+    CheckKvPairReaders();
     if (absl::Status s = PlanGuards(); !s.ok()) return s;
     SS_ASSIGN_OR_RETURN(arena_slot, Slot(pipeline_.memory.arena_bytes));
     impl_.arena_slot = arena_slot;
@@ -189,6 +193,81 @@ class ProgramBuilder {
     return index;
   }
 
+  // A KV pair (program_impl.h): a Concat whose first input is a graph input
+  // and whose output is a graph output written in place. Returns its index
+  // in Impl::kv_pairs, or -1 for any other group. Whether a caller can bind
+  // it (why_not) is settled once every step is known (CheckKvPairReaders).
+  absl::StatusOr<int> FindKvPair(const passes::Group& g) {
+    if (g.kind != passes::GroupKind::kConcat || g.nodes.size() != 1 || g.outputs.size() != 1) return -1;
+    const GraphValue* past = g.nodes[0]->input(0);
+    const GraphValue* present = g.outputs[0];
+    const auto& ins = graph_.inputs();
+    const auto& outs = graph_.outputs();
+    auto in = std::find(ins.begin(), ins.end(), past);
+    auto out = std::find(outs.begin(), outs.end(), present);
+    if (past == nullptr || in == ins.end() || out == outs.end()) return -1;
+    KvPair pair;
+    pair.input = static_cast<int>(in - ins.begin());
+    pair.output = static_cast<int>(out - outs.begin());
+    pair.axis = g.concat.axis;
+    const std::vector<SymExpr>& shape = present->type().shape;
+    const int64_t rank = static_cast<int64_t>(shape.size());
+    SymExpr position = 1;
+    for (int64_t k = pair.axis + 1; k < rank; ++k) position = position * shape[k];
+    SS_ASSIGN_OR_RETURN(position_slot, Slot(position));
+    pair.position_slot = position_slot;
+    SS_ASSIGN_OR_RETURN(input_buffer, Buffer(past));
+    SS_ASSIGN_OR_RETURN(output_buffer, Buffer(present));
+    pair.input_buffer = input_buffer;
+    pair.output_buffer = output_buffer;
+    const BufferSource& src = impl_.buffers[output_buffer];
+    if (impl_.device != nullptr) {
+      pair.why_not = "a CUDA program does not bind caches";
+    } else if (present->type().dtype != DType::kF32) {
+      pair.why_not = absl::StrCat("'", present->name(), "' is ", DTypeName(present->type().dtype), ", not f32");
+    } else if (rank < 3 || pair.axis != rank - 2) {
+      pair.why_not = absl::StrCat("node '", g.nodes[0]->name(), "' concatenates on axis ", pair.axis, " of a rank-",
+                                  rank, " tensor; a bound cache's positions are the second-to-last axis");
+    } else if (src.kind != BufferSource::Kind::kOutput || src.index != pair.output) {
+      pair.why_not = absl::StrCat("'", present->name(), "' is not written in place by its Concat");
+    }
+    impl_.kv_pairs.push_back(std::move(pair));
+    present_pair_[present] = static_cast<int>(impl_.kv_pairs.size()) - 1;
+    return static_cast<int>(impl_.kv_pairs.size()) - 1;
+  }
+
+  // A bound cache is a strided buffer: only its Concat's slab copies and the
+  // GEMMs that read the present as a strided B (AddStep(MatmulCall)) know
+  // that. Any other step touching a pair's past or present makes the pair
+  // unbindable, named in why_not.
+  void CheckKvPairReaders() {
+    for (size_t i = 0; i < impl_.steps.size(); ++i) {
+      std::vector<int> touched;
+      int own_pair = -1;
+      if (const auto* k = std::get_if<KernelStep>(&impl_.steps[i])) {
+        touched = k->buffers;
+        own_pair = k->kv_pair;
+      } else if (const auto* m = std::get_if<MatmulStep>(&impl_.steps[i])) {
+        touched = {m->a, m->bias, m->residual, m->c};
+        if (m->b_kv_pair < 0) touched.push_back(m->b);
+      } else if (const auto* g = std::get_if<GatherStep>(&impl_.steps[i])) {
+        touched = {g->table, g->indices, g->output};
+      } else if (const auto* c = std::get_if<IndexCheckStep>(&impl_.steps[i])) {
+        touched = {c->indices};
+      }
+      for (size_t p = 0; p < impl_.kv_pairs.size(); ++p) {
+        KvPair& pair = impl_.kv_pairs[p];
+        if (!pair.why_not.empty() || own_pair == static_cast<int>(p)) continue;
+        for (int b : touched) {
+          if (b >= 0 && (b == pair.input_buffer || b == pair.output_buffer)) {
+            pair.why_not = absl::StrCat(step_origin_[i], " reads or writes it as a dense tensor");
+            break;
+          }
+        }
+      }
+    }
+  }
+
   absl::Status AddStep(const lower::KernelCall& call) {
     if (impl_.device != nullptr) {
       ++stats_.kernel_calls;
@@ -212,9 +291,15 @@ class ProgramBuilder {
     }
     SS_ASSIGN_OR_RETURN(work_slot, Slot(work));
     step.work_slot = work_slot;
+    if (current_pair_ >= 0 && call.concat_slab.has_value()) {
+      step.kv_pair = current_pair_;
+      step.kv_past = call.concat_slab->input == 0;
+      step.kv_extent_dim = call.concat_slab->extent_dim;
+    }
     impl_.max_call_buffers = std::max(impl_.max_call_buffers, step.buffers.size());
     impl_.max_call_dims = std::max(impl_.max_call_dims, step.dim_slots.size());
     impl_.steps.push_back(std::move(step));
+    step_origin_.push_back(absl::StrCat("group #", current_group_, " (kernel '", call.kernel.name, "')"));
     ++stats_.kernel_calls;
     return absl::OkStatus();
   }
@@ -224,11 +309,20 @@ class ProgramBuilder {
       ++stats_.gemm_calls;
       return impl_.device->Add(call, resolver_);
     }
+    // A KV pair's present as a batched B: read with a per-call batch stride
+    // (dense, or a bound buffer's capacity), in plain and bound requests
+    // alike, so the two run the same primitive.
+    cpu::MatmulConfig config = call.config;
+    int b_kv_pair = -1;
+    if (auto it = present_pair_.find(call.b); it != present_pair_.end() && config.batch != 0) {
+      config.b_batch_stride = true;
+      b_kv_pair = it->second;
+    }
     // Layers with the same configuration share one primitive.
-    std::string key = cpu::DescribeConfig(call.config);
+    std::string key = cpu::DescribeConfig(config);
     const cpu::OnednnMatmul*& matmul = matmul_by_config_[key];
     if (matmul == nullptr) {
-      SS_ASSIGN_OR_RETURN(created, cpu::OnednnMatmul::Create(call.config));
+      SS_ASSIGN_OR_RETURN(created, cpu::OnednnMatmul::Create(config));
       if (absl::Status s = WarmUp(*created); !s.ok()) return s;
       matmul = created.get();
       impl_.matmuls.push_back(std::move(created));
@@ -246,8 +340,15 @@ class ProgramBuilder {
     SS_ASSIGN_OR_RETURN(c, Buffer(call.c));
     step.batch = batch, step.m = m, step.k = k, step.n = n;
     step.a = a, step.b = b, step.bias = bias, step.residual = residual, step.c = c;
-    if (absl::Status s = AddSmallRowsPath(call.config, step); !s.ok()) return s;
+    if (b_kv_pair >= 0) {
+      const std::vector<SymExpr>& shape = call.b->type().shape;
+      SS_ASSIGN_OR_RETURN(stride, Slot(shape[shape.size() - 2] * shape.back()));
+      step.b_stride_slot = stride;
+      step.b_kv_pair = b_kv_pair;
+    }
+    if (absl::Status s = AddSmallRowsPath(config, step); !s.ok()) return s;
     impl_.steps.push_back(step);
+    step_origin_.push_back(absl::StrCat("group #", current_group_, " (", key, ")"));
     ++stats_.gemm_calls;
     return absl::OkStatus();
   }
@@ -354,6 +455,7 @@ class ProgramBuilder {
     auto dim = [](int64_t d) { return d == cpu::kRuntimeDim ? kWarmUpDim : d; };
     cpu::MatmulShape shape{cfg.batch == 0 || cfg.batch == cpu::kRuntimeDim ? 1 : cfg.batch, dim(cfg.m), dim(cfg.k),
                            dim(cfg.n)};
+    shape.b_batch_stride = shape.k * shape.n;
     std::vector<float> a(shape.batch * shape.m * shape.k), b(shape.batch * shape.k * shape.n);
     std::vector<float> bias(shape.n), c(shape.batch * shape.m * shape.n);
     cpu::MatmulOperands ops;
@@ -386,6 +488,7 @@ class ProgramBuilder {
     step.indices_i32 = call.indices->type().dtype == DType::kI32;
     step.node_name = call.node_name;
     impl_.steps.push_back(std::move(step));
+    step_origin_.push_back(absl::StrCat("group #", current_group_, " (node '", call.node_name, "')"));
     return absl::OkStatus();
   }
 
@@ -408,6 +511,7 @@ class ProgramBuilder {
     step.node_name = call.node_name;
     step.op_type = call.op_type;
     impl_.steps.push_back(std::move(step));
+    step_origin_.push_back(absl::StrCat("group #", current_group_, " (node '", call.node_name, "')"));
     return absl::OkStatus();
   }
 
@@ -467,6 +571,10 @@ class ProgramBuilder {
   int threads_ = 1;
   std::vector<ShortRequestGemm> short_request_gemms_;
   StepResolver resolver_;  // Slot and Buffer, for the device program
+  int current_pair_ = -1;   // the KV pair of the group being added, or -1
+  int current_group_ = -1;
+  absl::flat_hash_map<const GraphValue*, int> present_pair_;  // a KV pair's present -> its index
+  std::vector<std::string> step_origin_;  // per CPU step: its group and kernel, for why_not
   int64_t kernel_calls_ = 0;  // device kernel and gather steps
 };
 
@@ -490,6 +598,10 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Compile(Graph& graph, ShapeEnv
   stats.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   program->stats_ = stats;
   program->short_request_gemms_ = builder.TakeShortRequestGemms();
+  for (const KvPair& pair : program->impl_->kv_pairs) {
+    program->kv_pairs_.push_back(KvPairInfo{graph.inputs()[pair.input]->name(), graph.outputs()[pair.output]->name(),
+                                            pair.input, pair.output, pair.axis, pair.why_not});
+  }
   program->plan_text_ = pipeline.fusion.ToString() + pipeline.memory.ToString();
   program->arena_bytes_ = pipeline.memory.arena_bytes;
   return program;

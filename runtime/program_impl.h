@@ -40,6 +40,13 @@ struct KernelStep {
   std::vector<int> buffers;    // indices into Impl::buffers
   std::vector<int> dim_slots;  // tape slots, one per kernel dim
   int work_slot = -1;          // tape slot: elements the call writes
+  // A slab copy of a KV pair's Concat (Impl::kv_pairs): with that pair bound
+  // to a caller's buffer, the copy of the past (kv_past) is skipped and the
+  // copy of the new positions runs with the buffer's capacity as kernel dim
+  // `kv_extent_dim` (the output's extent on the concat axis).
+  int kv_pair = -1;
+  bool kv_past = false;
+  int kv_extent_dim = -1;
 };
 
 // Below this many output elements a kernel runs on the calling thread: an
@@ -58,6 +65,11 @@ struct MatmulStep {
   codegen::cpu::PackedWeights packed_b;
   int batch = -1, m = -1, k = -1, n = -1;  // tape slots
   int a = -1, b = -1, bias = -1, residual = -1, c = -1;  // buffers; -1 absent
+  // B is a KV pair's present (config.b_batch_stride): its batch stride is
+  // tape slot b_stride_slot (dense), or the bound buffer's capacity times the
+  // pair's position elements when pair b_kv_pair is bound.
+  int b_stride_slot = -1;
+  int b_kv_pair = -1;
 };
 
 struct GatherStep {
@@ -92,6 +104,17 @@ struct InputDimCheck {
   std::string expected;  // the dim's expression, for messages
 };
 
+// A Concat of a graph input (the past) and new positions into a graph
+// output (the present) on a positions axis that is the second-to-last: the
+// pair a caller may bind to one buffer with capacity (runtime/kv_cache.h).
+struct KvPair {
+  int input = -1, output = -1;  // graph-input / graph-output index
+  int input_buffer = -1, output_buffer = -1;  // indices into Impl::buffers
+  int64_t axis = 0;
+  int position_slot = -1;  // tape slot: elements of one position (the output's dims after axis)
+  std::string why_not;     // non-empty: this program cannot bind the pair, and why
+};
+
 struct OutputSpec {
   std::string name;
   DType dtype = DType::kF32;
@@ -122,6 +145,7 @@ struct Program::Impl {
   // tensors handed out can return their blocks while the Program lives.
   std::shared_ptr<OutputPool> output_pool = std::make_shared<OutputPool>();
   int arena_slot = -1;
+  std::vector<KvPair> kv_pairs;
   // Device::kCuda: the steps run here instead (steps above stay empty).
   std::unique_ptr<DeviceProgram> device;
   size_t max_call_buffers = 0;

@@ -33,10 +33,17 @@ void GatherRows(int64_t begin, int64_t end, void* const* buffers, const int64_t*
   }
 }
 
+// Per KV pair of a request: the bound buffer's capacity, or -1 (plain).
+using PairCapacities = std::vector<int64_t>;
+
 absl::Status RunStep(const KernelStep& step, void* const* buffers, const int64_t* slots,
-                     std::vector<void*>& call_buffers, std::vector<int64_t>& call_dims) {
+                     const PairCapacities& capacity, std::vector<void*>& call_buffers,
+                     std::vector<int64_t>& call_dims) {
+  const bool bound = step.kv_pair >= 0 && capacity[step.kv_pair] >= 0;
+  if (bound && step.kv_past) return absl::OkStatus();  // the past is already in the buffer
   for (size_t i = 0; i < step.buffers.size(); ++i) call_buffers[i] = buffers[step.buffers[i]];
   for (size_t i = 0; i < step.dim_slots.size(); ++i) call_dims[i] = slots[step.dim_slots[i]];
+  if (bound) call_dims[step.kv_extent_dim] = capacity[step.kv_pair];
   if (slots[step.work_slot] < kSerialKernelElements) {
     step.kernel->fn(0, step.kernel->extent(call_dims.data()), call_buffers.data(), call_dims.data());
   } else {
@@ -45,8 +52,14 @@ absl::Status RunStep(const KernelStep& step, void* const* buffers, const int64_t
   return absl::OkStatus();
 }
 
-absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t* slots, int64_t& skinny_calls) {
+absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t* slots,
+                     const std::vector<KvPair>& pairs, const PairCapacities& capacity, int64_t& skinny_calls) {
   cpu::MatmulShape shape{slots[step.batch], slots[step.m], slots[step.k], slots[step.n]};
+  if (step.b_kv_pair >= 0) {
+    const int64_t bound = capacity[step.b_kv_pair];
+    shape.b_batch_stride =
+        bound >= 0 ? bound * slots[pairs[step.b_kv_pair].position_slot] : slots[step.b_stride_slot];
+  }
   if (shape.batch == 0 || shape.m == 0 || shape.n == 0) return absl::OkStatus();  // empty result
   cpu::MatmulOperands ops;
   ops.a = static_cast<const float*>(buffers[step.a]);
@@ -107,9 +120,77 @@ absl::Status RunStep(const IndexCheckStep& step, void* const* buffers, const int
   return absl::OkStatus();
 }
 
+// The request's bindings, checked against the evaluated sizes: per pair
+// the capacity (-1 unbound), per output whether it is bound. An error names
+// the output and what is wrong; nothing has run yet.
+absl::Status ResolveCaches(const Program::Impl& p, absl::Span<const TensorView> inputs,
+                           absl::Span<const BoundCache> caches, const int64_t* slots, PairCapacities& capacity,
+                           std::vector<const BoundCache*>& bound_output) {
+  capacity.assign(p.kv_pairs.size(), -1);
+  bound_output.assign(p.outputs.size(), nullptr);
+  if (!caches.empty() && p.device != nullptr) {
+    return absl::UnimplementedError("KV cache binding: a CUDA program does not bind caches");
+  }
+  for (const BoundCache& cache : caches) {
+    auto out = std::find_if(p.outputs.begin(), p.outputs.end(),
+                            [&](const OutputSpec& o) { return o.name == cache.output; });
+    if (out == p.outputs.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("KV cache binding: the model has no output '", cache.output, "'"));
+    }
+    const int output = static_cast<int>(out - p.outputs.begin());
+    auto pair = std::find_if(p.kv_pairs.begin(), p.kv_pairs.end(), [&](const KvPair& k) { return k.output == output; });
+    if (pair == p.kv_pairs.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("KV cache binding: output '", cache.output,
+                                                     "' is not a KV cache (no Concat of a graph input makes it)"));
+    }
+    if (!pair->why_not.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("KV cache binding: output '", cache.output, "' cannot be bound: ", pair->why_not));
+    }
+    if (bound_output[output] != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("KV cache binding: output '", cache.output, "' is bound twice"));
+    }
+    // The present's dims with the capacity on the positions axis.
+    int64_t elements = 1, positions = 0;
+    for (size_t k = 0; k < out->shape_slots.size(); ++k) {
+      const int64_t d = slots[out->shape_slots[k]];
+      if (static_cast<int64_t>(k) == pair->axis) positions = d;
+      elements *= static_cast<int64_t>(k) == pair->axis ? cache.capacity : d;
+    }
+    if (cache.capacity < positions) {
+      return absl::OutOfRangeError(absl::StrCat("KV cache binding: output '", cache.output, "' needs ", positions,
+                                                " positions but its buffer has capacity ", cache.capacity));
+    }
+    if (static_cast<int64_t>(cache.buffer.size()) < elements) {
+      return absl::InvalidArgumentError(absl::StrCat("KV cache binding: output '", cache.output, "' needs a buffer of ",
+                                                     elements, " floats for capacity ", cache.capacity, ", got ",
+                                                     cache.buffer.size()));
+    }
+    const TensorView& past = inputs[pair->input];
+    if (past.shape[pair->axis] > 0 && past.data != cache.buffer.data()) {
+      return absl::InvalidArgumentError(absl::StrCat("KV cache binding: input '", p.binder.inputs()[pair->input].name,
+                                                     "' must be a view of the buffer bound to '", cache.output,
+                                                     "' (its first ", past.shape[pair->axis], " positions)"));
+    }
+    for (const BoundCache* other : bound_output) {
+      if (other == nullptr) continue;
+      const float* a = cache.buffer.data();
+      const float* b = other->buffer.data();
+      if (a < b + other->buffer.size() && b < a + cache.buffer.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("KV cache binding: the buffers of '", cache.output, "' and '",
+                                                       other->output, "' overlap"));
+      }
+    }
+    bound_output[output] = &cache;
+    capacity[pair - p.kv_pairs.begin()] = cache.capacity;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> inputs, ExecutionContext& ctx) const {
+absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> inputs, ExecutionContext& ctx,
+                                                 absl::Span<const BoundCache> caches) const {
   const Impl& p = *impl_;
   const size_t bound = p.binder.symbols().size();
   ctx.slots_.resize(p.tape->num_slots());
@@ -124,12 +205,13 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const TensorView> in
           verdict.failed_atom < p.guard_texts.size() ? p.guard_texts[verdict.failed_atom] : "(bad slot count)"));
     }
   }
-  return Execute(inputs, ctx);
+  return Execute(inputs, ctx, caches);
 }
 
 absl::StatusOr<std::vector<Tensor>> Program::RunBound(absl::Span<const TensorView> inputs,
                                                       absl::Span<const int64_t> symbol_values,
-                                                      ExecutionContext& ctx) const {
+                                                      ExecutionContext& ctx,
+                                                      absl::Span<const BoundCache> caches) const {
   const Impl& p = *impl_;
   if (inputs.size() != p.binder.inputs().size() || symbol_values.size() != p.binder.symbols().size()) {
     return absl::InternalError(absl::StrCat("RunBound: ", inputs.size(), " inputs and ", symbol_values.size(),
@@ -138,12 +220,13 @@ absl::StatusOr<std::vector<Tensor>> Program::RunBound(absl::Span<const TensorVie
   }
   ctx.slots_.resize(p.tape->num_slots());
   std::copy(symbol_values.begin(), symbol_values.end(), ctx.slots_.begin());
-  return Execute(inputs, ctx);
+  return Execute(inputs, ctx, caches);
 }
 
 std::vector<std::string> Program::bound_symbols() const { return impl_->binder.symbol_names(); }
 
-absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView> inputs, ExecutionContext& ctx) const {
+absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView> inputs, ExecutionContext& ctx,
+                                                     absl::Span<const BoundCache> caches) const {
   const Impl& p = *impl_;
   int64_t* slots = ctx.slots_.data();
   if (p.device == nullptr) {
@@ -171,6 +254,9 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
       return absl::InvalidArgumentError(absl::StrCat("input '", p.binder.inputs()[i].name, "' has no data"));
     }
   }
+  PairCapacities capacity;
+  std::vector<const BoundCache*> bound_output;
+  if (absl::Status s = ResolveCaches(p, inputs, caches, slots, capacity, bound_output); !s.ok()) return s;
   // On a device the steps, storage and copies are the device program's.
   if (p.device != nullptr) return p.device->Run(p, inputs, ctx.slots_, ctx);
   // 4. Storage: arena, outputs, then every buffer's address.
@@ -185,8 +271,14 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
   outputs.reserve(p.outputs.size());
   std::vector<int64_t> shape;
   size_t output_bytes = 0;
-  for (const OutputSpec& spec : p.outputs) {
+  int64_t written = 0;  // bytes this request writes into its outputs and bound caches
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const OutputSpec& spec = p.outputs[i];
     shape.clear();
+    if (bound_output[i] != nullptr) {  // in the caller's buffer: an empty placeholder
+      outputs.push_back(Tensor::FromVector(spec.dtype, {0}, std::vector<float>{}));
+      continue;
+    }
     for (int slot : spec.shape_slots) shape.push_back(slots[slot]);
     absl::StatusOr<Tensor> t =
         Tensor::Uninitialized(spec.dtype, shape, [&](size_t bytes) { return p.output_pool->Get(bytes); });
@@ -194,6 +286,17 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
     output_bytes += t->byte_size();
     outputs.push_back(*std::move(t));
   }
+  written += static_cast<int64_t>(output_bytes);
+  // A bound present gets only its new positions.
+  for (const KvPair& pair : p.kv_pairs) {
+    if (capacity[&pair - p.kv_pairs.data()] < 0) continue;
+    int64_t rows = 1;
+    const OutputSpec& spec = p.outputs[pair.output];
+    for (int64_t k = 0; k < pair.axis; ++k) rows *= slots[spec.shape_slots[k]];
+    const int64_t fresh = slots[spec.shape_slots[pair.axis]] - inputs[pair.input].shape[pair.axis];
+    written += rows * fresh * slots[pair.position_slot] * static_cast<int64_t>(sizeof(float));
+  }
+  ctx.output_bytes_written_ = written;
   p.output_pool->NoteRequestBytes(output_bytes);
   ctx.buffers_.resize(p.buffers.size());
   for (size_t b = 0; b < p.buffers.size(); ++b) {
@@ -202,7 +305,10 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
       case BufferSource::Kind::kInput: ctx.buffers_[b] = const_cast<void*>(inputs[src.index].data); break;
       case BufferSource::Kind::kConstant: ctx.buffers_[b] = const_cast<void*>(src.constant); break;
       case BufferSource::Kind::kArena: ctx.buffers_[b] = arena + slots[src.offset_slot]; break;
-      case BufferSource::Kind::kOutput: ctx.buffers_[b] = outputs[src.index].mutable_raw(); break;
+      case BufferSource::Kind::kOutput:
+        ctx.buffers_[b] = bound_output[src.index] != nullptr ? bound_output[src.index]->buffer.data()
+                                                             : outputs[src.index].mutable_raw();
+        break;
     }
   }
   // 5. The steps, in plan order.
@@ -212,9 +318,9 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
   for (const Step& step : p.steps) {
     absl::Status s;
     if (const auto* k = std::get_if<KernelStep>(&step)) {
-      s = RunStep(*k, buffers, slots, ctx.call_buffers_, ctx.call_dims_);
+      s = RunStep(*k, buffers, slots, capacity, ctx.call_buffers_, ctx.call_dims_);
     } else if (const auto* m = std::get_if<MatmulStep>(&step)) {
-      s = RunStep(*m, buffers, slots, ctx.skinny_gemm_calls_);
+      s = RunStep(*m, buffers, slots, p.kv_pairs, capacity, ctx.skinny_gemm_calls_);
     } else if (const auto* c = std::get_if<IndexCheckStep>(&step)) {
       s = RunStep(*c, buffers, slots);
     } else {
@@ -224,7 +330,7 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
   }
   // 6. Outputs that live elsewhere (an input, a constant, another output).
   for (size_t i = 0; i < p.outputs.size(); ++i) {
-    if (p.outputs[i].in_place) continue;
+    if (p.outputs[i].in_place || bound_output[i] != nullptr) continue;
     if (outputs[i].byte_size() > 0) {
       std::memcpy(outputs[i].mutable_raw(), buffers[p.outputs[i].buffer], outputs[i].byte_size());
     }

@@ -120,9 +120,12 @@ void Session::ReleaseContext(std::unique_ptr<ExecutionContext> context) {
   idle_contexts_.push_back(std::move(context));
 }
 
-absl::StatusOr<std::vector<Tensor>> Session::Run(absl::Span<const TensorView> inputs) {
+absl::StatusOr<std::vector<Tensor>> Session::Run(absl::Span<const TensorView> inputs) { return Run(inputs, {}); }
+
+absl::StatusOr<std::vector<Tensor>> Session::Run(absl::Span<const TensorView> inputs,
+                                                 absl::Span<const BoundCache> caches) {
   std::unique_ptr<ExecutionContext> ctx = AcquireContext();
-  absl::StatusOr<std::vector<Tensor>> out = dispatcher_->Run(inputs, *ctx);
+  absl::StatusOr<std::vector<Tensor>> out = dispatcher_->Run(inputs, *ctx, caches);
   ReleaseContext(std::move(ctx));
   if (out.ok()) requests_.fetch_add(1, std::memory_order_relaxed);
   return out;

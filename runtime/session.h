@@ -111,6 +111,9 @@ class Session {
   // Inputs in graph-input order (see graph().inputs()).
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs);
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs);
+  // With KV pairs bound to caller buffers (kv_binding.h; KvCache owns and
+  // grows such buffers): the bound presents are appended in place.
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs, absl::Span<const BoundCache> caches);
 
   // The reference interpreter on the model as imported (no pass has run on
   // it): the oracle tests compare Run against.

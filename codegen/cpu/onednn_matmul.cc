@@ -74,11 +74,19 @@ int64_t Dim(int64_t d) { return d == kRuntimeDim ? DNNL_RUNTIME_DIM_VAL : d; }
 struct Layout {
   memory::dims a, b, c, bias;
   Tag a_tag, b_tag, c_tag;
+  memory::dims b_strides;  // when B's batch stride is given: B's strides, else empty (b_tag)
 };
 
 // Descriptor dims for (batch, m, k, n); any may be DNNL_RUNTIME_DIM_VAL.
-Layout MakeLayout(bool batched, bool transpose_b, int64_t batch, int64_t m, int64_t k, int64_t n) {
+// `b_batch_stride` > 0 or DNNL_RUNTIME_DIM_VAL describes B by strides (its
+// batch stride that, its rows dense); 0 by b_tag.
+Layout MakeLayout(bool batched, bool transpose_b, int64_t batch, int64_t m, int64_t k, int64_t n,
+                  int64_t b_batch_stride = 0) {
   Layout l;
+  if (batched && b_batch_stride != 0) {
+    // [batch, K, N] stored as is, or as [batch, N, K] with transpose_b.
+    l.b_strides = transpose_b ? memory::dims{b_batch_stride, 1, k} : memory::dims{b_batch_stride, n, 1};
+  }
   if (batched) {
     l.a = {batch, m, k};
     l.b = {batch, k, n};
@@ -98,6 +106,9 @@ Layout MakeLayout(bool batched, bool transpose_b, int64_t batch, int64_t m, int6
 }
 
 memory::desc F32(const memory::dims& dims, Tag tag) { return memory::desc(dims, memory::data_type::f32, tag); }
+memory::desc BDesc(const Layout& l) {
+  return l.b_strides.empty() ? F32(l.b, l.b_tag) : memory::desc(l.b, memory::data_type::f32, l.b_strides);
+}
 
 }  // namespace
 
@@ -139,7 +150,8 @@ absl::StatusOr<void*> ThreadScratchpad(size_t bytes) {
 namespace {
 
 bool SameShape(const MatmulShape& x, const MatmulShape& y, bool batched) {
-  return x.m == y.m && x.k == y.k && x.n == y.n && (!batched || x.batch == y.batch);
+  return x.m == y.m && x.k == y.k && x.n == y.n &&
+         (!batched || (x.batch == y.batch && x.b_batch_stride == y.b_batch_stride));
 }
 
 // oneDNN takes non-const handles; inputs are only read.
@@ -158,11 +170,12 @@ std::unordered_map<int, memory> MakeArguments(const MatmulConfig& cfg, const mem
                                               const MatmulShape& shape, const MatmulOperands& ops,
                                               const memory::desc& scratchpad_desc, void* scratchpad) {
   const bool batched = cfg.batch != 0;
-  Layout l = MakeLayout(batched, cfg.transpose_b, shape.batch, shape.m, shape.k, shape.n);
+  Layout l = MakeLayout(batched, cfg.transpose_b, shape.batch, shape.m, shape.k, shape.n,
+                        cfg.b_batch_stride ? shape.b_batch_stride : 0);
   dnnl::engine& engine = CpuEngine();
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(F32(l.a, l.a_tag), engine, Handle(ops.a))},
-      {DNNL_ARG_WEIGHTS, memory(cfg.pack_b ? packed_b : F32(l.b, l.b_tag), engine, Handle(ops.b))},
+      {DNNL_ARG_WEIGHTS, memory(cfg.pack_b ? packed_b : BDesc(l), engine, Handle(ops.b))},
       {DNNL_ARG_DST, memory(F32(l.c, l.c_tag), engine, ops.c)},
   };
   if (cfg.bias) args.emplace(BiasArgument(cfg), memory(F32(l.bias, l.a_tag), engine, Handle(ops.bias)));
@@ -220,6 +233,7 @@ std::string DescribeConfig(const MatmulConfig& c) {
   if (c.activation == MatmulActivation::kGeluTanh) parts.push_back("gelu_tanh");
   if (c.residual) parts.push_back("residual");
   if (c.pack_b) parts.push_back("packed_b");
+  if (c.b_batch_stride) parts.push_back("b_batch_stride");
   return absl::StrCat("matmul[", absl::StrJoin(parts, ", "), "]");
 }
 
@@ -246,7 +260,11 @@ absl::StatusOr<std::unique_ptr<OnednnMatmul>> OnednnMatmul::Create(const MatmulC
     return absl::InvalidArgumentError(
         absl::StrCat(DescribeConfig(config), ": packed B needs static k and n and 2-D operands"));
   }
-  Layout l = MakeLayout(batched, config.transpose_b, Dim(config.batch), Dim(config.m), Dim(config.k), Dim(config.n));
+  if (config.b_batch_stride && !batched) {
+    return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(config), ": a B batch stride needs batched operands"));
+  }
+  Layout l = MakeLayout(batched, config.transpose_b, Dim(config.batch), Dim(config.m), Dim(config.k), Dim(config.n),
+                        config.b_batch_stride ? DNNL_RUNTIME_DIM_VAL : 0);
   try {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -262,7 +280,7 @@ absl::StatusOr<std::unique_ptr<OnednnMatmul>> OnednnMatmul::Create(const MatmulC
     if (config.residual) post_ops.append_sum(1.0f);
     attr.set_post_ops(post_ops);
     memory::desc a = F32(l.a, l.a_tag), c = F32(l.c, l.c_tag);
-    memory::desc b = F32(l.b, config.pack_b ? Tag::any : l.b_tag);
+    memory::desc b = config.pack_b ? F32(l.b, Tag::any) : BDesc(l);
     dnnl::matmul::desc desc = config.bias && !BiasIsPostOp(config) ? dnnl::matmul::desc(a, b, F32(l.bias, l.a_tag), c)
                                                                    : dnnl::matmul::desc(a, b, c);
     dnnl::matmul::primitive_desc pd(desc, attr, CpuEngine());
@@ -291,6 +309,10 @@ absl::Status OnednnMatmul::Execute(const MatmulShape& shape, const MatmulOperand
     return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(cfg), ": missing operand pointer"));
   }
   const int64_t batch = batched ? shape.batch : 1;
+  if (cfg.b_batch_stride && shape.b_batch_stride < shape.k * shape.n) {
+    return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(cfg), ": B batch stride ", shape.b_batch_stride,
+                                                   " is below k*n = ", shape.k * shape.n));
+  }
   try {
     if (cfg.residual && ops.residual != ops.c) CopyResidual(ops.residual, ops.c, batch * shape.m * shape.n);
     SingleThreadScope serial(batch * shape.m * shape.k * shape.n < kSerialGemmMacs);

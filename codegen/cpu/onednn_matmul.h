@@ -65,6 +65,12 @@ struct MatmulConfig {
   // layout oneDNN's kernel prefers, and Execute() reads that. Needs static
   // k and n and 2-D operands.
   bool pack_b = false;
+  // Batched only: B[b] starts at b * MatmulShape::b_batch_stride elements
+  // instead of b * K * N, given per call — a KV cache that lives in a
+  // buffer with room for more positions than this call reads (runtime/
+  // kv_cache.h); the rows inside one batch stay dense. A call with the
+  // dense stride computes exactly what the unstrided configuration does.
+  bool b_batch_stride = false;
 };
 
 // B in a GEMM's preferred (blocked) layout; made by OnednnMatmul::PackB()
@@ -87,6 +93,7 @@ struct MatmulShape {
   int64_t m = 0;
   int64_t k = 0;
   int64_t n = 0;
+  int64_t b_batch_stride = 0;  // elements; read iff config.b_batch_stride (>= K * N)
 };
 
 struct MatmulOperands {

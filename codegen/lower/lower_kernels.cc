@@ -232,7 +232,9 @@ absl::StatusOr<std::vector<LoweredStep>> LowerConcat(const passes::Group& g, Sha
   SymExpr offset = 0;
   // One copy kernel per input, each writing its slab of the output; the
   // kernels of equally shaped inputs (K and V caches) are the same kernel.
+  int input = -1;
   for (const GraphValue* in : concat->inputs()) {
+    ++input;
     if (in == nullptr) continue;
     Builder b(env, {}, "concat_copy");
     RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, in->type().shape, 1);
@@ -240,9 +242,13 @@ absl::StatusOr<std::vector<LoweredStep>> LowerConcat(const passes::Group& g, Sha
     // The slab offset and the output's axis length are opaque dims, so the
     // copies of all equally shaped inputs are one kernel.
     std::vector<SymExpr> out_idx = loop.idx;
+    KernelCall::ConcatSlab slab{input, -1, -1, axis};
     out_idx[axis] = out_idx[axis] + b.em.dims().BindOpaque(offset);
+    slab.offset_dim = static_cast<int>(b.em.dims().dim_values().size()) - 1;
     std::vector<SymExpr> out_shape = in->type().shape;
     SymExpr out_axis = b.em.dims().BindOpaque(out->type().shape[axis]);
+    slab.extent_dim = static_cast<int>(b.em.dims().dim_values().size()) - 1;
+    b.call->concat_slab = slab;
     SymExpr out_linear = 0;
     SymExpr stride = 1;
     for (int k = static_cast<int>(out_shape.size()) - 1; k >= 0; --k) {

@@ -11,6 +11,7 @@
 #define SHAPESHIFT_CODEGEN_LOWER_LOWERED_STEP_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -31,6 +32,18 @@ struct KernelCall {
   Kernel kernel;
   std::vector<SymExpr> dim_values;
   std::vector<const GraphValue*> buffers;
+  // A Concat's copy of one input into its slab of the output (LowerConcat):
+  // which input (0 = the first), and which kernel dims hold the output's
+  // extent on the concat axis and the slab's offset there. A caller-owned
+  // KV cache (runtime/kv_cache.h) runs the copy of the new positions with
+  // the buffer's capacity as the extent, and the copy of the past not at all.
+  struct ConcatSlab {
+    int input = -1;
+    int extent_dim = -1;
+    int offset_dim = -1;
+    int64_t axis = 0;
+  };
+  std::optional<ConcatSlab> concat_slab;
 };
 
 // One oneDNN matmul; sizes in model symbols (batch is 1 for 2-D configs).

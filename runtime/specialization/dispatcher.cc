@@ -280,7 +280,8 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::Serve(absl::Span<c
   }
 }
 
-absl::StatusOr<std::vector<Tensor>> Dispatcher::Run(absl::Span<const TensorView> inputs, ExecutionContext& context) {
+absl::StatusOr<std::vector<Tensor>> Dispatcher::Run(absl::Span<const TensorView> inputs, ExecutionContext& context,
+                                                    absl::Span<const BoundCache> caches) {
   const int64_t start = NowNs();
   SlotValues storage(binder_.symbols().size());
   absl::Span<int64_t> values(storage.data(), storage.size());
@@ -293,7 +294,7 @@ absl::StatusOr<std::vector<Tensor>> Dispatcher::Run(absl::Span<const TensorView>
   SlotValues program_storage(program_slots.size());
   for (size_t i = 0; i < program_slots.size(); ++i) program_storage[i] = values[program_slots[i]];
   absl::StatusOr<std::vector<Tensor>> out = (*entry)->artifact->program->RunBound(
-      inputs, absl::MakeConstSpan(program_storage.data(), program_storage.size()), context);
+      inputs, absl::MakeConstSpan(program_storage.data(), program_storage.size()), context, caches);
   if (!out.ok()) return out;
   const int64_t latency_ns = NowNs() - start;
   int64_t unset = -1;

@@ -60,6 +60,7 @@
 #include "runtime/compile_options.h"
 #include "runtime/execution_context.h"
 #include "runtime/input_binder.h"
+#include "runtime/kv_binding.h"
 #include "runtime/persist/artifact_cache.h"
 #include "runtime/persist/artifact_object_store.h"
 #include "runtime/persist/entry_store.h"
@@ -153,7 +154,10 @@ class Dispatcher {
   absl::StatusOr<std::shared_ptr<const CacheEntry>> Acquire(absl::Span<const TensorView> inputs);
   // Acquire, then run the entry's Program; under `auto` the request's
   // latency feeds the cost model (which may queue a tier-up).
-  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs, ExecutionContext& context);
+  // `caches`: KV pairs bound to caller buffers (runtime/kv_binding.h), for
+  // whichever entry serves the request.
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const TensorView> inputs, ExecutionContext& context,
+                                          absl::Span<const BoundCache> caches = {});
   // Blocks until no tier-up is queued or compiling (tests and trace
   // replays that want a deterministic cache; requests never need it).
   void WaitForTierUps();
