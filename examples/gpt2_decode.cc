@@ -11,22 +11,29 @@
 //
 // The loop: step 0 is the prefill — the prompt's P tokens with empty caches
 // (past = 0). Each step takes the argmax of the last position's logits as
-// the next token (greedy), and the next step feeds that one token (seq = 1)
-// with the step's present_key_i / present_value_i outputs as its
-// past_key_i / past_value_i inputs (inputs and outputs interleave the same
-// way, so outputs[1..] are the next inputs[1..]).
+// the next token (greedy), and the next step feeds that one token (seq = 1).
+// The caches stay in place (runtime/kv_cache.h): one buffer per
+// present_key_i / present_value_i with room for more positions, bound to
+// the step (Session::Run with KvCache::bindings()), its first `past`
+// positions passed as past_key_i / past_value_i; a step appends its new
+// positions there and copies nothing else. Buffers grow by power-of-two
+// buckets (capacity 16, 32, ...), each growth printed. `--plain` runs plain
+// ONNX semantics instead: each step's fresh present_* outputs become the
+// next step's past_* inputs (inputs and outputs interleave the same way,
+// so outputs[1..] are the next inputs[1..]) — a copy of every cache per step.
 //
-//   build/examples/gpt2_decode [--steps N] [--prompt ID,ID,...] [--json [--logits]]
+//   build/examples/gpt2_decode [--steps N] [--prompt ID,ID,...] [--plain] [--json [--logits]]
 //
 // Prints per-step latency and the compile count; `--json` prints one object
-// (tokens, and per step: seq, past, next_token, latency_us, compiles, and
-// with `--logits` the last position's logits) for tests that check the
-// decode against a no-cache run. Exit codes: 0 ok; 1 the model compiled more
-// than once or a step failed; 2 bad usage.
+// (mode, tokens, growths, and per step: seq, past, capacity, next_token,
+// latency_us, compiles, and with `--logits` the last position's logits) for
+// tests that check the decode against a no-cache run. Exit codes: 0 ok; 1
+// the model compiled more than once or a step failed; 2 bad usage.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,12 +41,15 @@
 #include "absl/strings/str_split.h"
 #include "examples/models/gpt2.h"
 #include "nlohmann/json.hpp"
+#include "runtime/kv_cache.h"
 #include "runtime/session.h"
 
 namespace {
 
 using shapeshift::DType;
 using shapeshift::Tensor;
+using shapeshift::runtime::KvCache;
+using shapeshift::runtime::TensorView;
 using shapeshift::runtime::ModelSource;
 using shapeshift::runtime::Session;
 using shapeshift::runtime::SessionOptions;
@@ -49,11 +59,12 @@ struct Flags {
   std::vector<int64_t> prompt = {464, 2068, 7586};
   bool json = false;
   bool logits = false;
+  bool plain = false;
 };
 
 int Usage(const std::string& why) {
   std::fprintf(stderr,
-               "gpt2_decode: %s\nusage: gpt2_decode [--steps N] [--prompt ID,ID,...] [--json [--logits]]\n",
+               "gpt2_decode: %s\nusage: gpt2_decode [--steps N] [--prompt ID,ID,...] [--plain] [--json [--logits]]\n",
                why.c_str());
   return 2;
 }
@@ -67,6 +78,8 @@ std::string ParseFlags(int argc, char** argv, int64_t vocab, Flags& flags) {
       flags.json = true;
     } else if (arg == "--logits") {
       flags.logits = true;
+    } else if (arg == "--plain") {
+      flags.plain = true;
     } else if (arg == "--steps" && has_value) {
       if (!absl::SimpleAtoi(argv[++i], &flags.steps) || flags.steps < 1) return "--steps: expected an integer >= 1";
     } else if (arg == "--prompt" && has_value) {
@@ -86,12 +99,16 @@ std::string ParseFlags(int argc, char** argv, int64_t vocab, Flags& flags) {
   return "";
 }
 
-// Empty caches for the prefill: past_key_i / past_value_i f32[1, heads, 0, head_dim].
+// A past cache at length 0: f32[1, heads, 0, head_dim].
+std::vector<int64_t> EmptyCacheShape(const shapeshift::examples::Gpt2Config& config) {
+  return {1, config.heads, 0, config.hidden / config.heads};
+}
+
+// Empty caches for the prefill: past_key_i / past_value_i.
 std::vector<Tensor> EmptyCaches(const shapeshift::examples::Gpt2Config& config) {
   std::vector<Tensor> caches;
-  const int64_t head_dim = config.hidden / config.heads;
   for (int64_t i = 0; i < 2 * config.layers; ++i) {
-    caches.push_back(Tensor::FromVector(DType::kF32, {1, config.heads, 0, head_dim}, std::vector<float>{}));
+    caches.push_back(Tensor::FromVector(DType::kF32, EmptyCacheShape(config), std::vector<float>{}));
   }
   return caches;
 }
@@ -130,22 +147,55 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  nlohmann::json report = {{"model", "builtin:gpt2-kv"}, {"prompt", flags.prompt}, {"steps", nlohmann::json::array()}};
+  nlohmann::json report = {{"model", "builtin:gpt2-kv"},
+                            {"mode", flags.plain ? "plain" : "bound"},
+                            {"prompt", flags.prompt},
+                            {"growths", nlohmann::json::array()},
+                            {"steps", nlohmann::json::array()}};
   if (!flags.json) {
-    std::printf("gpt2-kv (%lld layers, hidden %lld, vocab %lld) compiled in %.1f ms before the first token\n",
+    std::printf("gpt2-kv (%lld layers, hidden %lld, vocab %lld) compiled in %.1f ms before the first token; caches %s\n",
                 static_cast<long long>(config.layers), static_cast<long long>(config.hidden),
-                static_cast<long long>(config.vocab), compile_ms);
+                static_cast<long long>(config.vocab), compile_ms,
+                flags.plain ? "copied into fresh present tensors every step (--plain)" : "bound in place");
+  }
+  // The bound form: the session's KV pairs, each in a buffer of 16 positions
+  // to start with, never more than the model's past + seq range.
+  std::optional<KvCache> bound;
+  if (!flags.plain) {
+    const shapeshift::runtime::Program* program = (*session)->program();
+    if (program == nullptr) {
+      std::fprintf(stderr, "the session compiled no polymorphic program to bind caches to\n");
+      return 1;
+    }
+    auto cache = KvCache::Create(program->kv_pairs(), EmptyCacheShape(config), 16, config.past.max + config.seq.max);
+    if (!cache.ok()) {
+      std::fprintf(stderr, "binding the caches: %s\n", cache.status().ToString().c_str());
+      return 1;
+    }
+    bound = *std::move(cache);
   }
   std::vector<int64_t> tokens = flags.prompt;
   std::vector<int64_t> step_ids = flags.prompt;  // what this step feeds
-  std::vector<Tensor> caches = EmptyCaches(config);
+  std::vector<Tensor> caches = flags.plain ? EmptyCaches(config) : std::vector<Tensor>{};
+  const size_t num_inputs = (*session)->graph().inputs().size();
   int64_t past = 0, compiles = 0;
+  size_t growths_reported = 0;
   for (int64_t step = 0; step < flags.steps; ++step) {
     const int64_t seq = static_cast<int64_t>(step_ids.size());
-    std::vector<Tensor> inputs = {Tensor::FromVector(DType::kI64, {1, seq}, step_ids)};
-    for (Tensor& cache : caches) inputs.push_back(std::move(cache));
+    std::vector<int64_t> ids_shape = {1, seq};
     auto step_start = std::chrono::steady_clock::now();
-    auto outputs = (*session)->Run(inputs);
+    absl::StatusOr<std::vector<Tensor>> outputs;
+    if (bound.has_value()) {
+      std::vector<TensorView> inputs(num_inputs);
+      inputs[0] = TensorView{DType::kI64, ids_shape, step_ids.data()};
+      absl::Status prepared = bound->Prepare(seq, inputs);
+      outputs = prepared.ok() ? (*session)->Run(inputs, bound->bindings()) : prepared;
+      if (outputs.ok()) bound->Advance(seq);
+    } else {
+      std::vector<Tensor> inputs = {Tensor::FromVector(DType::kI64, {1, seq}, step_ids)};
+      for (Tensor& cache : caches) inputs.push_back(std::move(cache));
+      outputs = (*session)->Run(inputs);
+    }
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - step_start).count();
     if (!outputs.ok()) {
       std::fprintf(stderr, "step %lld (seq %lld, past %lld): %s\n", static_cast<long long>(step),
@@ -154,8 +204,20 @@ int main(int argc, char** argv) {
     }
     auto [next, logits] = LastPosition((*outputs)[0]);
     compiles = (*session)->stats().dispatcher.compiles;
-    nlohmann::json record = {{"step", step},        {"seq", seq},   {"past", past},
+    const int64_t capacity = bound.has_value() ? bound->capacity() : past + seq;
+    nlohmann::json record = {{"step", step},         {"seq", seq},      {"past", past},          {"capacity", capacity},
                              {"next_token", next}, {"latency_us", us}, {"compiles", compiles}};
+    if (bound.has_value()) {
+      for (; growths_reported < bound->growths().size(); ++growths_reported) {
+        const KvCache::Growth& g = bound->growths()[growths_reported];
+        report["growths"].push_back({{"step", step}, {"from", g.from}, {"to", g.to}, {"length", g.length}, {"needed", g.needed}});
+        if (!flags.json) {
+          std::printf("         caches grew %lld -> %lld positions (holding %lld, the step needs %lld): one copy, no compile\n",
+                      static_cast<long long>(g.from), static_cast<long long>(g.to), static_cast<long long>(g.length),
+                      static_cast<long long>(g.needed));
+        }
+      }
+    }
     if (flags.logits) record["logits"] = logits;
     report["steps"].push_back(std::move(record));
     if (!flags.json) {
@@ -163,7 +225,9 @@ int main(int argc, char** argv) {
                   static_cast<long long>(step), step == 0 ? "prefill," : "1 token,", static_cast<long long>(past),
                   static_cast<long long>(next), us, static_cast<long long>(compiles));
     }
-    caches.assign(std::make_move_iterator(outputs->begin() + 1), std::make_move_iterator(outputs->end()));
+    if (!bound.has_value()) {
+      caches.assign(std::make_move_iterator(outputs->begin() + 1), std::make_move_iterator(outputs->end()));
+    }
     past += seq;
     tokens.push_back(next);
     step_ids = {next};

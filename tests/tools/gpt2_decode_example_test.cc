@@ -74,6 +74,37 @@ TEST(Gpt2DecodeExampleTest, OneCompileAndLogitsMatchANoCacheRunOnTheSamePrefix) 
   }
 }
 
+// The bound form (the default) and plain ONNX semantics (--plain) decode
+// the same tokens with the same logits; the bound caches grow 16 -> 32 -> 64
+// as the decode passes each capacity.
+TEST(Gpt2DecodeExampleTest, BoundCachesDecodeAsPlainOnnxSemanticsDo) {
+  int bound_exit = -1, plain_exit = -1;
+  nlohmann::json bound = RunExample("--steps 40 --prompt 11,4000,8191 --json --logits", &bound_exit);
+  nlohmann::json plain = RunExample("--steps 40 --prompt 11,4000,8191 --plain --json --logits", &plain_exit);
+  ASSERT_EQ(bound_exit, 0) << bound.dump().substr(0, 2000);
+  ASSERT_EQ(plain_exit, 0) << plain.dump().substr(0, 2000);
+  EXPECT_EQ(bound["mode"], "bound");
+  EXPECT_EQ(plain["mode"], "plain");
+  EXPECT_EQ(bound["tokens"], plain["tokens"]);
+  ASSERT_EQ(bound["steps"].size(), plain["steps"].size());
+  for (size_t i = 0; i < bound["steps"].size(); ++i) {
+    const std::vector<double> b = bound["steps"][i]["logits"].get<std::vector<double>>();
+    const std::vector<double> p = plain["steps"][i]["logits"].get<std::vector<double>>();
+    ASSERT_EQ(b.size(), p.size());
+    double worst = 0;
+    for (size_t v = 0; v < b.size(); ++v) worst = std::max(worst, std::abs(b[v] - p[v]));
+    EXPECT_LE(worst, kAtol) << "step " << i;
+    EXPECT_EQ(plain["steps"][i]["capacity"], plain["steps"][i]["past"].get<int64_t>() + plain["steps"][i]["seq"].get<int64_t>());
+  }
+  // 3 + 39 = 42 positions: 16 -> 32 at 16 held, 32 -> 64 at 32.
+  ASSERT_EQ(bound["growths"].size(), 2u) << bound["growths"].dump();
+  EXPECT_EQ(bound["growths"][0]["from"], 16);
+  EXPECT_EQ(bound["growths"][0]["to"], 32);
+  EXPECT_EQ(bound["growths"][1]["to"], 64);
+  EXPECT_EQ(bound["steps"].back()["capacity"], 64);
+  EXPECT_EQ(bound["compiles"], 1);
+}
+
 TEST(Gpt2DecodeExampleTest, BadArgumentsExitTwo) {
   for (const char* args : {"--steps 0", "--prompt 1,x", "--prompt 9000", "--logits", "--bogus", "--steps 600"}) {
     testing::CliResult r = testing::RunCommand(std::string(SHAPESHIFT_GPT2_DECODE) + " " + args + " 2>&1");
