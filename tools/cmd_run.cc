@@ -408,6 +408,33 @@ nlohmann::ordered_json ShortRequestGemmsJson(const runtime::Program& program) {
   return out;
 }
 
+// The model's past/present pairs and whether a caller can keep each in its
+// own buffer, appended in place (runtime/kv_binding.h).
+nlohmann::ordered_json KvCachesJson(const runtime::Program& program) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const runtime::KvPairInfo& pair : program.kv_pairs()) {
+    out.push_back({{"input", pair.input},
+                   {"output", pair.output},
+                   {"axis", pair.axis},
+                   {"bindable", pair.bindable()},
+                   {"why_not", pair.why_not}});
+  }
+  return out;
+}
+
+void PrintKvCaches(const nlohmann::ordered_json& pairs) {
+  if (pairs.empty()) return;
+  int64_t bindable = 0;
+  for (const auto& p : pairs) bindable += p["bindable"].get<bool>() ? 1 : 0;
+  std::printf("kv caches: %zu past/present pair(s), %lld bindable in place\n", pairs.size(),
+              static_cast<long long>(bindable));
+  for (const auto& p : pairs) {
+    if (p["bindable"].get<bool>()) continue;
+    std::printf("  %s -> %s: not bindable: %s\n", Escaped(p["input"].get<std::string>()).c_str(),
+                Escaped(p["output"].get<std::string>()).c_str(), Escaped(p["why_not"].get<std::string>()).c_str());
+  }
+}
+
 void PrintShortRequests(const nlohmann::ordered_json& gemms) {
   if (gemms.empty()) return;
   std::printf("short requests: %zu constant-weight GEMM class(es)\n", gemms.size());
@@ -432,6 +459,7 @@ void PrintShapeText(const nlohmann::ordered_json& r) {
               r["compile_ms"].get<double>(), r["compiles"].get<long long>(), r["cache_loads"].get<long long>(),
               r["kernels"].get<long long>(), r["gemms"].get<long long>());
   PrintShortRequests(r["short_request_gemms"]);
+  PrintKvCaches(r["kv_caches"]);
   for (const auto& out : r["outputs"]) {
     std::printf("output %s: %s%s sum=%.6g abs_sum=%.6g\n", Escaped(out["name"].get<std::string>()).c_str(),
                 out["dtype"].get<std::string>().c_str(), out["shape"].dump().c_str(), out["sum"].get<double>(),
@@ -531,6 +559,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   r["tuned_gemms"] = program != nullptr ? program->tuned_gemms : 0;
   r["short_request_gemms"] = entry != nullptr ? ShortRequestGemmsJson(*entry->artifact->program)
                                               : nlohmann::ordered_json::array();
+  r["kv_caches"] = entry != nullptr ? KvCachesJson(*entry->artifact->program) : nlohmann::ordered_json::array();
   r["outputs"] = nlohmann::ordered_json::array();
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = prepared->output_names.at(i);
