@@ -43,6 +43,7 @@ Value* ForwardedOperand(ShapeEnv& env, const Node& node) {
   if (op == "Reshape") return same_type_as(a, "reshape to the same shape");
   if (op == "Expand") return same_type_as(a, "expand to the same shape");
   if (op == "Cast") return same_type_as(a, "cast to the same type");
+  if (op == "Concat" && node.num_inputs() == 1) return same_type_as(a, "concat of one input");
   return nullptr;
 }
 

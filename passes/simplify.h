@@ -4,6 +4,7 @@
 //   Identity(x), Dropout(x) (inference)        → x
 //   x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0     → x   (when the result has x's shape)
 //   Reshape(x) to x's own shape, Expand(x) to x's own shape, Cast(x) to x's type → x
+//   Concat(x) (one input)                       → x
 //   Reshape(Reshape(x))                         → Reshape(x)
 //   Transpose(Transpose(x))                     → Transpose(x) with the composed
 //                                                 permutation, or x if it is the identity

@@ -56,6 +56,15 @@ TEST_F(SimplifyTest, RemovesNoOpReshapeExpandAndCast) {
   EXPECT_EQ(g.num_nodes(), 1);
 }
 
+TEST_F(SimplifyTest, RemovesConcatOfOneInput) {
+  Value* x = In("x", {batch, seq, 8});
+  Value* y = Op("Neg", {Op("Concat", {x}, Attr("axis", int64_t{1}))});
+  g.AddOutput(y);
+  RunAndCheck({Random({2, 3, 8}, 6)});
+  EXPECT_EQ(Count("Concat"), 0);
+  EXPECT_EQ(y->producer()->input(0), x);
+}
+
 TEST_F(SimplifyTest, MergesConsecutiveReshapes) {
   Value* x = In("x", {batch, 4, 6});
   Value* r1 = Op("Reshape", {x, Ints({0, 24})});

@@ -11,10 +11,12 @@
 #include <vector>
 
 #include "examples/models/gpt2.h"
+#include "graph/onnx/importer.h"
 #include "gtest/gtest.h"
 #include "runtime/kv_cache.h"
 #include "runtime/program.h"
 #include "runtime/session.h"
+#include "tests/real_exports.h"
 
 namespace shapeshift::runtime {
 namespace {
@@ -337,6 +339,32 @@ TEST(KvCacheCreateTest, RefusesBadArguments) {
   absl::Status over = capped->Prepare(1, inputs);
   EXPECT_EQ(over.code(), absl::StatusCode::kOutOfRange) << over;
 }
+
+// The exported decoders with past (tests/data/models): each present is
+// Concat(past, new positions) and bindable in place. (TorchScript's GPT-2
+// writes layer 0's key through a one-input Concat, which simplify removes.
+// gpt2-past-dynamo is not here: its keys are materialized by a Transpose
+// before Q·Kᵀ, and `run` names that kernel as what prevents the binding.)
+class ExportedKvPairsTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ExportedKvPairsTest, EveryPresentIsABindablePair) {
+  const std::string path = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/" + GetParam() + "/model.onnx";
+  absl::StatusOr<ImportedModel> model = ImportOnnxFile(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<std::unique_ptr<Program>> program = Program::Compile(*model->graph, *model->env, CompileOptions{});
+  ASSERT_TRUE(program.ok()) << program.status();
+  const std::vector<KvPairInfo>& pairs = (*program)->kv_pairs();
+  ASSERT_EQ(pairs.size(), 4u);  // key and value of 2 layers
+  for (const KvPairInfo& pair : pairs) {
+    EXPECT_TRUE(pair.bindable()) << pair.output << ": " << pair.why_not;
+    EXPECT_EQ(pair.axis, 2);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Exports, ExportedKvPairsTest,
+                         ::testing::Values("gpt2-past-torchscript", "llama-past-torchscript", "llama-past-dynamo",
+                                           "qwen2-past-torchscript", "qwen2-past-dynamo"),
+                         shapeshift::testing::RealExportTestName);
 
 }  // namespace
 }  // namespace shapeshift::runtime
