@@ -114,10 +114,11 @@ const Row kRows[] = {
     {"LayerNormalization", C::kNormalization, 2, 3, 1, 3, rules::LayerNormalization, 0, L::kCompiled},
     // Opset 23; also what `rms-norm-recognition` rewrites Llama's decomposed form into.
     {"RMSNormalization", C::kNormalization, 2, 2, 1, 1, rules::LayerNormalization, 0, L::kCompiled},
-    // Not an ONNX op: X * A + rotate_half(X) * B over X's last axis, what
-    // `rotary-embedding-recognition` rewrites Llama's RoPE into (a row op: each
-    // output row reads its whole input row, so fusion never treats it as
-    // elementwise).
+    // Not an ONNX op: X' * A + rotate_half(X') * B over X' = X[..., :rotary_dim]
+    // (default: all of X's last axis), X's other channels passed through; what
+    // `rotary-embedding-recognition` rewrites Llama's and GPT-NeoX's RoPE into
+    // (a row op: each output row reads its whole input row, so fusion never
+    // treats it as elementwise).
     {"RotateHalfMulAdd", C::kNormalization, 3, 3, 1, 1, rules::RotateHalfMulAdd, 0, L::kCompiled},
     // Not an ONNX op: GPT-J's interleaved RoPE, X' * A + rotate_every_two(X') * B
     // over X' = X[..., :rotary_dim], X's other channels passed through.

@@ -151,9 +151,9 @@ struct SliceGroup {
 // RotateHalfMulAdd or RotateEveryTwoMulAdd (rotary_embedding_recognition.h):
 // out = x*a + rotate(x)*b over the first 2*half channels of x's last axis; a
 // and b broadcast (numpy rules) to the output (to its first 2*half channels).
-// rotate_half: out[..., j] reads x[..., j] and x[..., (j + half) mod 2*half],
-// 2*half is x's last dim. every_two (GPT-J): out[..., j] reads x[..., j] and
-// x[..., j xor 1]; x's channels from 2*half (rotary_dim) on pass through.
+// rotate_half: out[..., j] reads x[..., j] and x[..., (j + half) mod 2*half].
+// every_two (GPT-J): out[..., j] reads x[..., j] and x[..., j xor 1]. In both,
+// x's channels from 2*half (rotary_dim) on pass through.
 struct RotaryGroup {
   Value* x = nullptr;
   Value* a = nullptr;  // cos

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -17,7 +18,7 @@ struct RopeMatch {
   Value* x = nullptr;
   Value* a = nullptr;  // multiplies x (cos)
   Value* b = nullptr;  // multiplies rotate(x) (sin)
-  int64_t rotary_dim = 0;    // RotateEveryTwoMulAdd: the channels of x that rotate
+  int64_t rotary_dim = 0;    // the channels of x that rotate
   Value* result = nullptr;   // the value the new node replaces
   std::vector<Node*> nodes;  // topological order
 };
@@ -150,7 +151,7 @@ Value* MatchRotateEveryTwo(const Graph& graph, ShapeEnv& env, Node* reshape, std
   return x;
 }
 
-// GPT-J's partial rotary: the rope `m` of x' = Slice(X, 0:r) is concatenated
+// Partial rotary (GPT-J, GPT-NeoX, Phi): the rope `m` of x' = Slice(X, 0:r) is concatenated
 // with the pass-through Slice(X, r:d) over the last axis, x' read only inside
 // the pattern and the pass-through only by the Concat. Then the new node
 // rotates X's first r channels and replaces the Concat.
@@ -202,8 +203,8 @@ std::optional<RopeMatch> MatchAt(const Graph& graph, ShapeEnv& env, Node* add) {
         m.x = MatchRotateEveryTwo(graph, env, rotated->producer(), m.nodes);
         if (m.x == nullptr) continue;
         m.op = "RotateEveryTwoMulAdd";
-        m.rotary_dim = *m.x->type().shape.back().AsConst();
       }
+      m.rotary_dim = *m.x->type().shape.back().AsConst();
       m.b = mul_r->input(1 - k);
       m.a = OtherOperand(*mul_x, m.x);
       if (m.a == nullptr || m.a->type().dtype != DType::kF32 || m.b->type().dtype != DType::kF32) continue;
@@ -215,7 +216,7 @@ std::optional<RopeMatch> MatchAt(const Graph& graph, ShapeEnv& env, Node* add) {
       }
       m.nodes.insert(m.nodes.end(), {mul_x, mul_r, add});
       m.result = add->output(0);
-      if (m.rotary_dim != 0) AbsorbPassThrough(graph, m);
+      AbsorbPassThrough(graph, m);
       return m;
     }
   }
@@ -232,7 +233,10 @@ absl::StatusOr<bool> RecognizeRotaryEmbedding(Graph& graph, ShapeEnv& env) {
     std::optional<RopeMatch> m = MatchAt(graph, env, node);
     if (!m) continue;
     Attributes attrs;
-    if (m->rotary_dim != 0) attrs.Set("rotary_dim", m->rotary_dim);
+    // (RotateHalfMulAdd over all of x keeps its short form, without the attribute.)
+    if (m->op != std::string_view("RotateHalfMulAdd") || m->rotary_dim != *m->x->type().shape.back().AsConst()) {
+      attrs.Set("rotary_dim", m->rotary_dim);
+    }
     absl::StatusOr<Node*> rope =
         ReplaceWithNewNode(graph, env, m->result, m->nodes, m->op, {m->x, m->a, m->b}, std::move(attrs), kPass);
     if (!rope.ok()) return rope.status();

@@ -19,12 +19,13 @@
 //   r  = Reshape(s, x's shape)            (stack((-x2, x1), -1).flatten(-2))
 //   y  = Mul(x, a) + Mul(r, b)
 //
-// into y = RotateEveryTwoMulAdd(x, a, b) {rotary_dim = d}; and when x is
-// itself the head Slice(X, 0:r) of a wider X whose tail Slice(X, r:D) is
-// concatenated after y (GPT-J's partial rotary: rotary_dim 64 of a 256-wide
-// head), the Concat too:
+// into y = RotateEveryTwoMulAdd(x, a, b) {rotary_dim = d}; and for either
+// rotation, when x is itself the head Slice(X, 0:r) of a wider X whose tail
+// Slice(X, r:D) is concatenated after y (partial rotary: GPT-J rotates 64 of
+// a 256-wide head, every two; GPT-NeoX/Pythia a quarter and Phi half of it,
+// rotate_half), the Concat too:
 //
-//   Concat(y, Slice(X, r:D), last axis) = RotateEveryTwoMulAdd(X, a, b) {rotary_dim = r}
+//   Concat(y, Slice(X, r:D), last axis) = Op(X, a, b) {rotary_dim = r}
 //
 // Shapeshift ops, not ONNX's: ONNX's opset-23 RotaryEmbedding takes
 // half-width caches and applies cache[j mod h] (or cache[j / 2] interleaved)

@@ -31,7 +31,8 @@ FAMILY_KIND = {
     "bert": "encoder", "distilbert": "encoder", "roberta": "encoder", "gpt2": "decoder",
     # the zoo (issue 13): today's NLP architectures, tiny only except llama
     "llama": "decoder", "qwen2": "decoder", "gptj": "decoder", "opt": "decoder",
-    "gpt-neo": "decoder", "deberta-v2": "encoder", "t5-encoder": "encoder",
+    "gpt-neo": "decoder", "gpt-neox": "decoder", "phi": "decoder",
+    "deberta-v2": "encoder", "t5-encoder": "encoder",
     "electra": "encoder", "albert": "encoder", "bart": "seq2seq",
 }
 # Families whose encoders take token_type_ids (segment ids) as a third input.
@@ -81,6 +82,8 @@ ZOO = {
         ModelSpec("gptj", "gptj"),
         ModelSpec("opt", "opt"),
         ModelSpec("gpt-neo", "gpt-neo"),
+        ModelSpec("gpt-neox", "gpt-neox"),
+        ModelSpec("phi", "phi"),
         ModelSpec("deberta-v2", "deberta-v2"),
         ModelSpec("t5-encoder", "t5-encoder"),
         ModelSpec("bart", "bart"),
@@ -133,6 +136,8 @@ TINY_ONLY_SIZES = {
     "gptj": Sizes(1000, 64, 2, 4, 256, 512, 0),
     "opt": Sizes(1000, 64, 2, 4, 256, 512, 1),
     "gpt-neo": Sizes(1000, 64, 2, 4, 256, 512, 0),
+    "gpt-neox": Sizes(1000, 64, 2, 4, 256, 512, 0),
+    "phi": Sizes(1000, 64, 2, 4, 256, 512, 0),
     "deberta-v2": Sizes(1000, 64, 2, 4, 256, 512, 0),
     "t5-encoder": Sizes(1000, 64, 2, 4, 256, 512, 0),
     "bart": Sizes(1000, 64, 2, 4, 256, 256, 1),  # 2 position tables: 256 rows keep it < 2 MB

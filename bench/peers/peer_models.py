@@ -85,6 +85,25 @@ def make_zoo_config(family: str, s: pi.Sizes) -> transformers.PretrainedConfig:
             num_layers=s.layers, attention_types=[[["global", "local"], s.layers // 2]],
             num_heads=s.heads, intermediate_size=s.intermediate, window_size=16,
             bos_token_id=s.vocab - 1, eos_token_id=s.vocab - 1)
+    if family == "gpt-neox":
+        # Pythia's choices: rotary on a quarter of each head (rotate_half over 4 of
+        # 16 channels, the rest passed through), parallel attention and MLP
+        # residuals, untied embeddings.
+        return transformers.GPTNeoXConfig(
+            vocab_size=s.vocab, hidden_size=s.hidden, num_hidden_layers=s.layers,
+            num_attention_heads=s.heads, intermediate_size=s.intermediate,
+            max_position_embeddings=s.max_positions, rotary_pct=0.25,
+            use_parallel_residual=True, tie_word_embeddings=False,
+            bos_token_id=0, eos_token_id=0)
+    if family == "phi":
+        # Phi-2's choices: rotary on half of each head (rotate_half), gelu_new,
+        # parallel attention and MLP sharing one LayerNorm.
+        return transformers.PhiConfig(
+            vocab_size=s.vocab, hidden_size=s.hidden, intermediate_size=s.intermediate,
+            num_hidden_layers=s.layers, num_attention_heads=s.heads,
+            max_position_embeddings=s.max_positions, partial_rotary_factor=0.5,
+            hidden_act="gelu_new", tie_word_embeddings=False,
+            bos_token_id=s.vocab - 1, eos_token_id=s.vocab - 1)
     if family == "deberta-v2":
         # DeBERTa-v3-base's attention: relative positions only (no absolute
         # position embeddings), log buckets, c2p and p2c terms, shared keys.
@@ -139,6 +158,8 @@ def build_hf_model(spec: pi.ModelSpec, tiny: bool) -> torch.nn.Module:
         "gptj": transformers.GPTJForCausalLM,
         "opt": transformers.OPTForCausalLM,
         "gpt-neo": transformers.GPTNeoForCausalLM,
+        "gpt-neox": transformers.GPTNeoXForCausalLM,
+        "phi": transformers.PhiForCausalLM,
         "deberta-v2": transformers.DebertaV2Model,
         "t5-encoder": transformers.T5EncoderModel,
         "bart": transformers.BartModel,

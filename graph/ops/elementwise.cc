@@ -279,14 +279,14 @@ absl::Status rules::Where(InferenceContext& ctx) {
 // The fused rotary position embeddings (passes/rotary_embedding_recognition.h;
 // shapeshift ops, not ONNX's; semantics in graph/reference/rotary.cc). The
 // rotation acts on X's last axis, so that dim must be a known even number.
-// RotateHalfMulAdd(X, A, B) = X * A + rotate_half(X) * B is the broadcast of
-// all three inputs. RotateEveryTwoMulAdd(X, A, B) {rotary_dim = r} rotates
-// X' = X[..., :r] (r even, 2 <= r <= d, default d) and passes X[..., r:]
-// through: its shape is the broadcast of X', A and B, which for r < d must
-// keep X's leading dims (it is concatenated with X[..., r:]), last dim d.
+// Both, RotateHalfMulAdd(X, A, B) {rotary_dim = r} = X' * A + rotate_half(X') * B
+// and RotateEveryTwoMulAdd, rotate X' = X[..., :r] (r even, 2 <= r <= d,
+// default d) and pass X[..., r:] through: the shape is the broadcast of X', A
+// and B, which for r < d must keep X's leading dims (it is concatenated with
+// X[..., r:]), last dim d.
 namespace {
 
-absl::Status RotaryMulAdd(InferenceContext& ctx, bool partial) {
+absl::Status RotaryMulAdd(InferenceContext& ctx) {
   for (int i = 0; i < 3; ++i) {
     if (absl::Status s = RequireFloat(ctx, i); !s.ok()) return s;
     if (ctx.input_dtype(i) != ctx.input_dtype(0)) {
@@ -300,15 +300,12 @@ absl::Status RotaryMulAdd(InferenceContext& ctx, bool partial) {
     return ctx.Error(absl::StrCat("the last dim of X must be a known even number, got ",
                                   ctx.input_type(0).ToString()));
   }
-  int64_t r = *d;
-  if (partial) {
-    absl::StatusOr<int64_t> attr = ctx.attrs().GetInt("rotary_dim", *d);
-    if (!attr.ok()) return ctx.Error(attr.status().message());
-    if (*attr < 2 || *attr > *d || *attr % 2 != 0) {
-      return ctx.Error(absl::StrCat("rotary_dim must be even and within [2, ", *d, "], got ", *attr));
-    }
-    r = *attr;
+  absl::StatusOr<int64_t> attr = ctx.attrs().GetInt("rotary_dim", *d);
+  if (!attr.ok()) return ctx.Error(attr.status().message());
+  if (*attr < 2 || *attr > *d || *attr % 2 != 0) {
+    return ctx.Error(absl::StrCat("rotary_dim must be even and within [2, ", *d, "], got ", *attr));
   }
+  const int64_t r = *attr;
   const std::vector<SymExpr> leading(x.begin(), x.end() - 1);
   x.back() = SymExpr(r);
   auto ab = BroadcastShapes(ctx, ctx.input_shape(1), ctx.input_shape(2));
@@ -335,8 +332,8 @@ absl::Status RotaryMulAdd(InferenceContext& ctx, bool partial) {
 
 }  // namespace
 
-absl::Status rules::RotateHalfMulAdd(InferenceContext& ctx) { return RotaryMulAdd(ctx, /*partial=*/false); }
-absl::Status rules::RotateEveryTwoMulAdd(InferenceContext& ctx) { return RotaryMulAdd(ctx, /*partial=*/true); }
+absl::Status rules::RotateHalfMulAdd(InferenceContext& ctx) { return RotaryMulAdd(ctx); }
+absl::Status rules::RotateEveryTwoMulAdd(InferenceContext& ctx) { return RotaryMulAdd(ctx); }
 
 // CausalSoftmax(X[, M]) {window, fill}: the softmax over X's last axis of
 // X + (allowed(i, j) ? M : fill), i and j the last two indices (a shapeshift

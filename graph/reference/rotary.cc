@@ -1,19 +1,22 @@
 // The fused rotary position embeddings (passes/rotary_embedding_recognition.h;
 // shapeshift ops, not ONNX's), over X's last axis (of size d):
 //
-//   RotateHalfMulAdd(X, A, B) = X * A + rotate_half(X) * B, where
-//   rotate_half(X) = Concat(-X[..., h:], X[..., :h]) (d = 2h): Llama, Qwen2,
-//   Mistral, spelled as two Slices, Neg, Concat, two Muls and an Add;
+//   Op(X, A, B) {rotary_dim = r, default d} =
+//   Concat(X' * A + rotate(X') * B, X[..., r:]), where X' = X[..., :r], and
 //
-//   RotateEveryTwoMulAdd(X, A, B) {rotary_dim = r, default d} =
-//   Concat(X' * A + rotate_every_two(X') * B, X[..., r:]), where X' = X[..., :r]
-//   and rotate_every_two(X')[..., 2i] = -X'[..., 2i+1], [..., 2i+1] = X'[..., 2i]:
-//   GPT-J, spelled as two step-2 Slices, Neg, two Unsqueezes, Concat,
-//   Reshape, two Muls and an Add (and, for r < d, the Slice of X' and the
-//   Concat with the pass-through channels).
+//   RotateHalfMulAdd: rotate_half(X') = Concat(-X'[..., h:], X'[..., :h])
+//   (r = 2h): Llama, Qwen2, Mistral (r = d), GPT-NeoX, Phi (r < d), spelled
+//   as two Slices, Neg, Concat, two Muls and an Add;
 //
-// A and B broadcast with X (X' for RotateEveryTwoMulAdd; with r < d the
-// broadcast must keep X's leading dims, as the Concat requires). Computed in
+//   RotateEveryTwoMulAdd: rotate_every_two(X')[..., 2i] = -X'[..., 2i+1],
+//   [..., 2i+1] = X'[..., 2i]: GPT-J, spelled as two step-2 Slices, Neg, two
+//   Unsqueezes, Concat, Reshape, two Muls and an Add;
+//
+//   for r < d, also the Slice of X' and the Concat with the pass-through
+//   channels.
+//
+// A and B broadcast with X' (with r < d the broadcast must keep X's leading
+// dims, as the Concat requires). Computed in
 // the element type, each product and the sum rounded once, in that order:
 // exactly what the decomposed Mul, Mul, Add compute (a product or sum of two
 // f32 values rounded from double is the same f32 value), so the rewrite never
@@ -55,14 +58,11 @@ KernelResult RotaryMulAdd(const KernelArgs& args, Rotation rotation) {
     return Invalid("the last dim of X must be even, got ", ShapeToString(x_shape));
   }
   const int64_t d = x_shape.back();
-  int64_t r = d;
-  if (rotation == Rotation::kEveryTwo) {
-    absl::StatusOr<int64_t> attr = args.attrs->GetInt("rotary_dim", d);
-    if (!attr.ok()) return attr.status();
-    r = *attr;
-    if (r < 2 || r > d || r % 2 != 0) {
-      return Invalid("rotary_dim must be even and within [2, ", d, "], got ", r);
-    }
+  absl::StatusOr<int64_t> attr = args.attrs->GetInt("rotary_dim", d);
+  if (!attr.ok()) return attr.status();
+  const int64_t r = *attr;
+  if (r < 2 || r > d || r % 2 != 0) {
+    return Invalid("rotary_dim must be even and within [2, ", d, "], got ", r);
   }
   // The rotated part: X' = X[..., :r] broadcast with A and B.
   std::vector<int64_t> rotated_shape = x_shape;

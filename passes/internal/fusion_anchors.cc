@@ -266,7 +266,7 @@ void BuildRotary(Grouping& g, Node* node) {
   const bool every_two = node->op_type() == "RotateEveryTwoMulAdd";
   std::optional<int64_t> d = x->type().rank() == 0 ? std::nullopt : x->type().shape.back().AsConst();
   std::optional<int64_t> rotated = d;
-  if (d && every_two) rotated = node->attrs().GetInt("rotary_dim", *d).value_or(0);
+  if (d) rotated = node->attrs().GetInt("rotary_dim", *d).value_or(0);
   bool supported = d && rotated && *rotated >= 2 && *rotated <= *d && *rotated % 2 == 0 && *d % 2 == 0;
   for (int i = 0; i < 3; ++i) supported = supported && node->input(i)->type().dtype == DType::kF32;
   int gid = g.NewGroup(supported ? GroupKind::kRotary : GroupKind::kOther, node);

@@ -114,7 +114,33 @@ INSTANTIATE_TEST_SUITE_P(Decoders, DecoderExportsPipelineTest,
                                            "qwen2-dynamo", "qwen2-past-torchscript", "qwen2-past-dynamo", "opt-torchscript",
                                            "opt-dynamo",
                                            "gpt-neo-torchscript", "gpt-neo-dynamo", "gptj-torchscript",
-                                           "gptj-dynamo"),
+                                           "gptj-dynamo", "gpt-neox-torchscript", "gpt-neox-dynamo",
+                                           "phi-torchscript", "phi-dynamo"),
+                         shapeshift::testing::RealExportTestName);
+
+// The RoPE decoders of both exporters: each rotary embedding of q and k is
+// one rotary group (rotary-embedding-recognition), whole-head (Llama, Qwen2)
+// or partial with its pass-through channels absorbed (GPT-J every two,
+// GPT-NeoX and Phi rotate_half): no Neg, no Concat of a rotated head is left.
+using RopeExportsPipelineTest = RealExportsPipelineTest;
+
+TEST_P(RopeExportsPipelineTest, EachRotaryEmbeddingIsOneRotaryGroup) {
+  int rotary = 0;
+  for (const Group& group : result_.fusion.groups) {
+    if (group.kind != GroupKind::kRotary) continue;
+    ++rotary;
+    EXPECT_EQ(group.nodes.size(), 1u) << group.ToString();
+  }
+  EXPECT_EQ(rotary, 4);  // q and k in each of the 2 layers
+  for (const Node* n : model_.graph->nodes()) EXPECT_NE(n->op_type(), "Neg") << n->name();
+}
+
+INSTANTIATE_TEST_SUITE_P(RopeDecoders, RopeExportsPipelineTest,
+                         ::testing::Values("llama-torchscript", "llama-dynamo", "llama-past-torchscript",
+                                           "llama-past-dynamo", "qwen2-torchscript", "qwen2-dynamo",
+                                           "qwen2-past-torchscript", "qwen2-past-dynamo", "gptj-torchscript",
+                                           "gptj-dynamo", "gpt-neox-torchscript", "gpt-neox-dynamo",
+                                           "phi-torchscript", "phi-dynamo"),
                          shapeshift::testing::RealExportTestName);
 
 }  // namespace

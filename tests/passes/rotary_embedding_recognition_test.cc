@@ -53,17 +53,25 @@ class RotaryRecognitionTest : public PassTest {
     if (swapped) return Op("Add", {Op("Mul", {s, rotated}), Op("Mul", {c, q})});
     return Op("Add", {Op("Mul", {q, c}), Op("Mul", {rotated, s})});
   }
-  // GPT-J's partial rotary: the first 8 of x's 16 channels rotate (cos8 and
-  // sin8 have 8), the rest pass through.
-  Value* PartialGptJRope(Value* full, Value** head_out = nullptr) {
+  // q * c + rotate_half(q) * s over q's 2h channels, as TorchScriptRope.
+  Value* HalfRope(Value* q, Value* c, Value* s, int64_t h) {
+    Value* rotated = Op("Concat", {Op("Neg", {SliceLast(q, h, kEnd)}), SliceLast(q, 0, h)}, Axis(-1));
+    return Op("Add", {Op("Mul", {q, c}), Op("Mul", {rotated, s})});
+  }
+  // Partial rotary: the first 8 of x's 16 channels rotate (cos8 and sin8
+  // have 8), the rest pass through; every two as GPT-J, or rotate_half as
+  // GPT-NeoX and Phi.
+  Value* PartialRope(Value* full, bool every_two = true, Value** head_out = nullptr) {
     if (cos8 == nullptr) {  // graph inputs after x, cos and sin
       cos8 = In("cos8", {1, 1, seq, 8});
       sin8 = In("sin8", {1, 1, seq, 8});
     }
     Value* head = SliceLast(full, 0, 8);
     if (head_out) *head_out = head;
-    return Op("Concat", {GptJRope(head, cos8, sin8, false), SliceLast(full, 8, kEnd)}, Axis(-1));
+    Value* rope = every_two ? GptJRope(head, cos8, sin8, false) : HalfRope(head, cos8, sin8, 4);
+    return Op("Concat", {rope, SliceLast(full, 8, kEnd)}, Axis(-1));
   }
+  static const char* RopeOp(bool every_two) { return every_two ? "RotateEveryTwoMulAdd" : "RotateHalfMulAdd"; }
   std::vector<Tensor> Inputs() { return {Random({2, 4, 3, 16}, 1), Random({1, 1, 3, 16}, 2), Random({1, 1, 3, 16}, 3)}; }
   std::vector<Tensor> PartialInputs() {
     std::vector<Tensor> in = Inputs();
@@ -96,7 +104,7 @@ class RotaryRecognitionTest : public PassTest {
     EXPECT_EQ(Count("RotateEveryTwoMulAdd"), 0);
   }
   Value *x, *cos, *sin;
-  Value *cos8 = nullptr, *sin8 = nullptr;  // PartialGptJRope's 8-channel tables
+  Value *cos8 = nullptr, *sin8 = nullptr;  // PartialRope's 8-channel tables
 };
 
 TEST_F(RotaryRecognitionTest, RewritesTheTorchScriptFormInEitherOperandOrder) {
@@ -118,6 +126,7 @@ TEST_F(RotaryRecognitionTest, RewritesTheTorchScriptFormInEitherOperandOrder) {
     EXPECT_EQ(rope->input(0), x);
     EXPECT_EQ(rope->input(1), cos);
     EXPECT_EQ(rope->input(2), sin);
+    EXPECT_FALSE(rope->attrs().Has("rotary_dim"));  // all of x rotates: the short form
   }
 }
 
@@ -208,43 +217,59 @@ TEST_F(RotaryRecognitionTest, RewritesGptJsEveryTwoFormInEitherOperandOrder) {
 }
 
 // The partial rotary: Concat(rope(Slice(x, 0:8)), Slice(x, 8:)) is one node
-// over the whole head, rotary_dim 8.
-TEST_F(RotaryRecognitionTest, RewritesGptJsPartialRotaryWithItsPassThroughChannels) {
-  Value* y = PartialGptJRope(x);
-  const std::string name = y->name();
-  g.AddOutput(y);
-  ExpectRewrittenTo(1, "RotateEveryTwoMulAdd", PartialInputs());
-  const Node* rope = g.outputs()[0]->producer();
-  ASSERT_EQ(rope->op_type(), "RotateEveryTwoMulAdd");
-  EXPECT_EQ(g.outputs()[0]->name(), name);
-  EXPECT_EQ(rope->input(0), x);
-  EXPECT_EQ(rope->input(1), cos8);
-  EXPECT_EQ(rope->input(2), sin8);
-  EXPECT_EQ(rope->attrs().GetInt("rotary_dim").value_or(0), 8);
+// over the whole head, rotary_dim 8, for either rotation.
+TEST_F(RotaryRecognitionTest, RewritesPartialRotaryWithItsPassThroughChannels) {
+  for (bool every_two : {true, false}) {
+    SCOPED_TRACE(every_two);
+    Graph fresh(17);
+    std::swap(g, fresh);
+    x = In("x", {batch, 4, seq, 16});
+    cos = In("cos", {1, 1, seq, 16});
+    sin = In("sin", {1, 1, seq, 16});
+    cos8 = sin8 = nullptr;
+    Value* y = PartialRope(x, every_two);
+    const std::string name = y->name();
+    g.AddOutput(y);
+    ExpectRewrittenTo(1, RopeOp(every_two), PartialInputs());
+    const Node* rope = g.outputs()[0]->producer();
+    ASSERT_EQ(rope->op_type(), RopeOp(every_two));
+    EXPECT_EQ(g.outputs()[0]->name(), name);
+    EXPECT_EQ(rope->input(0), x);
+    EXPECT_EQ(rope->input(1), cos8);
+    EXPECT_EQ(rope->input(2), sin8);
+    EXPECT_EQ(rope->attrs().GetInt("rotary_dim").value_or(0), 8);
+  }
 }
 
-TEST_F(RotaryRecognitionTest, FusesGptJsPartialRotaryIntoOneRotaryGroupPerRope) {
-  Value* k = In("k", {batch, 2, seq, 16});
-  g.AddOutput(PartialGptJRope(x));
-  g.AddOutput(PartialGptJRope(k));
-  absl::StatusOr<PipelineResult> result = RunPipeline(g, env);
-  ASSERT_TRUE(result.ok()) << result.status();
-  int rotary = 0;
-  for (const Group& group : result->fusion.groups) {
-    EXPECT_EQ(group.kind, GroupKind::kRotary) << group.ToString();
-    rotary += group.kind == GroupKind::kRotary;
-    EXPECT_EQ(group.nodes.size(), 1u);
-    EXPECT_TRUE(group.rotary.every_two);
-    EXPECT_EQ(group.rotary.half, 4);
+TEST_F(RotaryRecognitionTest, FusesPartialRotaryIntoOneRotaryGroupPerRope) {
+  for (bool every_two : {true, false}) {
+    SCOPED_TRACE(every_two);
+    Graph fresh(17);
+    std::swap(g, fresh);
+    x = In("x", {batch, 4, seq, 16});
+    cos8 = sin8 = nullptr;
+    Value* k = In("k", {batch, 2, seq, 16});
+    g.AddOutput(PartialRope(x, every_two));
+    g.AddOutput(PartialRope(k, every_two));
+    absl::StatusOr<PipelineResult> result = RunPipeline(g, env);
+    ASSERT_TRUE(result.ok()) << result.status();
+    int rotary = 0;
+    for (const Group& group : result->fusion.groups) {
+      EXPECT_EQ(group.kind, GroupKind::kRotary) << group.ToString();
+      rotary += group.kind == GroupKind::kRotary;
+      EXPECT_EQ(group.nodes.size(), 1u);
+      EXPECT_EQ(group.rotary.every_two, every_two);
+      EXPECT_EQ(group.rotary.half, 4);
+    }
+    EXPECT_EQ(rotary, 2);
   }
-  EXPECT_EQ(rotary, 2);
 }
 
 // When the rotated head has a reader outside the pattern the head stays, and
 // so do the slice and the Concat: only the rope itself is rewritten.
 TEST_F(RotaryRecognitionTest, KeepsThePassThroughConcatWhenTheHeadIsReadElsewhere) {
   Value* head = nullptr;
-  g.AddOutput(PartialGptJRope(x, &head));
+  g.AddOutput(PartialRope(x, /*every_two=*/true, &head));
   g.AddOutput(Op("Sigmoid", {head}));
   std::vector<Tensor> in = PartialInputs();
   absl::StatusOr<std::vector<Tensor>> before = Interpret(g, in);

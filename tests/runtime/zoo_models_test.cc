@@ -54,6 +54,8 @@ constexpr const char* kZooExports[] = {
     // (graph/value_bounds.h), which decides their Reshapes' divisibility.
     "gpt-neo-torchscript",    "gpt-neo-dynamo",
     "deberta-v2-torchscript", "deberta-v2-dynamo",
+    // Partial rotate_half (a quarter and half of each head rotates).
+    "gpt-neox-torchscript",   "gpt-neox-dynamo",   "phi-torchscript",        "phi-dynamo",
 };
 
 // Exports that fail today, with the error each gives (the Session's status,

@@ -113,23 +113,26 @@ TEST_F(LowerTest, LayerNormOverSymbolicRowLength) {
 
 // The fused RoPE: bit-for-bit the interpreter (whose RotateHalfMulAdd rounds as
 // the decomposed graph does), at head dims whose halves have a vector tail,
-// with cos shared by the batch and sin per batch row.
+// over the whole head and over a rotary_dim with the rest passed through
+// (GPT-NeoX, Phi), with cos shared by the batch and sin per batch row.
 TEST_F(LowerTest, RotateHalfMulAddIsExactAtSymbolicBatchAndSequence) {
-  for (int64_t d : {16, 130}) {
+  for (auto [d, rotary_dim] : {std::pair<int64_t, int64_t>{16, 16}, {16, 8}, {130, 130}, {130, 66}, {64, 16}}) {
     Graph fresh(17);
     std::swap(g, fresh);
     GraphValue* x = In("x", {batch, 3, seq, d});
-    GraphValue* cos = In("cos", {1, 1, seq, d});
-    GraphValue* sin = In("sin", {batch, 1, seq, d});
-    Node* rope = Op("RotateHalfMulAdd", {x, cos, sin});
+    GraphValue* cos = In("cos", {1, 1, seq, rotary_dim});
+    GraphValue* sin = In("sin", {batch, 1, seq, rotary_dim});
+    Attributes attrs;
+    if (rotary_dim != d) attrs.Set("rotary_dim", rotary_dim);
+    Node* rope = Op("RotateHalfMulAdd", {x, cos, sin}, attrs);
     g.AddOutput(rope->output(0));
     passes::Group group = MakeGroup(GroupKind::kRotary, {rope}, {x, cos, sin});
     group.outputs = {rope->output(0)};
-    group.rotary = {x, cos, sin, d / 2};
+    group.rotary = {x, cos, sin, rotary_dim / 2};
     for (int64_t s : AwkwardSeqs()) {
-      SCOPED_TRACE(absl::StrCat("d=", d, " seq=", s));
-      ExpectMatchesInterpreter(group, {RandomTensor({2, 3, s, d}, 1), RandomTensor({1, 1, s, d}, 2),
-                                       RandomTensor({2, 1, s, d}, 3)},
+      SCOPED_TRACE(absl::StrCat("d=", d, " rotary_dim=", rotary_dim, " seq=", s));
+      ExpectMatchesInterpreter(group, {RandomTensor({2, 3, s, d}, 1), RandomTensor({1, 1, s, rotary_dim}, 2),
+                                       RandomTensor({2, 1, s, rotary_dim}, 3)},
                                /*tol=*/0);
     }
   }

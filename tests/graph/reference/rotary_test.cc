@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/graph/reference/kernel_test_util.h"
@@ -100,17 +101,31 @@ TEST(RotaryKernelTest, RotateEveryTwoMulAddPassesTheChannelsPastRotaryDimThrough
   EXPECT_THAT(wide.status().message(), HasSubstr("leading dims"));
 }
 
-TEST(RotaryKernelTest, RotateEveryTwoMulAddRefusesAnOddOrOutOfRangeRotaryDim) {
+// GPT-NeoX / Phi: rotary_dim 4 of 6 channels, rotate_half over the first
+// four ([-x2, -x3, x0, x1]), the last two pass through unchanged.
+TEST(RotaryKernelTest, RotateHalfMulAddPassesTheChannelsPastRotaryDimThrough) {
+  Attributes attrs;
+  attrs.Set("rotary_dim", int64_t{4});
+  Tensor x = F32({2, 6}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  auto out = RunOp("RotateHalfMulAdd", {x, F32({4}, {1, 0.5f, 2, -1}), F32({2, 1}, {10, -1})}, attrs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{2, 6}));
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(-29, -39, 16, 16, 5, 6, 16, 14, 11, -18, 11, 12));
+}
+
+TEST(RotaryKernelTest, RotaryMulAddRefusesAnOddOrOutOfRangeRotaryDim) {
   Tensor x = F32({6}, {1, 2, 3, 4, 5, 6});
   Tensor one = F32({1}, {1});
-  for (int64_t r : {0, 3, 8}) {
-    SCOPED_TRACE(r);
-    Attributes attrs;
-    attrs.Set("rotary_dim", r);
-    auto out = RunOp("RotateEveryTwoMulAdd", {x, one, one}, attrs);
-    ASSERT_FALSE(out.ok());
-    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(out.status().message(), HasSubstr("rotary_dim"));
+  for (const char* op : {"RotateEveryTwoMulAdd", "RotateHalfMulAdd"}) {
+    for (int64_t r : {0, 3, 8}) {
+      SCOPED_TRACE(absl::StrCat(op, " rotary_dim=", r));
+      Attributes attrs;
+      attrs.Set("rotary_dim", r);
+      auto out = RunOp(op, {x, one, one}, attrs);
+      ASSERT_FALSE(out.ok());
+      EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(out.status().message(), HasSubstr("rotary_dim"));
+    }
   }
   auto odd = RunOp("RotateEveryTwoMulAdd", {F32({3}, {1, 2, 3}), one, one});
   ASSERT_FALSE(odd.ok());
