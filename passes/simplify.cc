@@ -3,7 +3,9 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "graph/shape_inference.h"
 #include "passes/graph_rewrite.h"
 
@@ -94,6 +96,69 @@ bool ComposeTransposes(Graph& graph, Node* outer) {
   return true;
 }
 
+// Reshape(Transpose(Reshape(x))) where the first Reshape merges x's leading
+// k dims into one, the Transpose keeps that merged dim first and the last
+// Reshape splits it back into x's k dims → Transpose(x) with the permutation
+// widened over the k dims. (The dynamo exporter's onnxscript optimizer writes
+// attention's Kᵀ so: [B, H, T, D] → [B*H, T, D], perm [0, 2, 1], → [B, H, D, T].)
+// The permutation is returned, or nullopt when the chain is not of that form.
+std::optional<std::vector<int64_t>> MergedLeadingTranspose(ShapeEnv& env, const Node& outer) {
+  Node* t = outer.op_type() == "Reshape" ? ProducerIs(outer.input(0), "Transpose") : nullptr;
+  Node* inner = t == nullptr ? nullptr : ProducerIs(t->input(0), "Reshape");
+  if (inner == nullptr || inner->input(0) == nullptr) return std::nullopt;
+  std::optional<std::vector<int64_t>> p = Permutation(*t);
+  const std::vector<SymExpr>& x = inner->input(0)->type().shape;
+  const std::vector<SymExpr>& merged = inner->output(0)->type().shape;
+  const int64_t m = static_cast<int64_t>(merged.size());
+  const int64_t k = static_cast<int64_t>(x.size()) - m + 1;  // the leading dims merged
+  if (!p || p->empty() || (*p)[0] != 0 || k < 2 || inner->input(0)->type().dtype != outer.output(0)->type().dtype) {
+    return std::nullopt;
+  }
+  const Provenance why{kPass, outer.name(), "reshapes around a transpose merge and split the same leading dims"};
+  std::vector<SymExpr> split(x.begin(), x.begin() + k);
+  const std::vector<SymExpr>& transposed = t->output(0)->type().shape;
+  split.insert(split.end(), transposed.begin() + 1, transposed.end());
+  if (!ShapesEqual(env, std::vector<SymExpr>(merged.begin() + 1, merged.end()),
+                   std::vector<SymExpr>(x.begin() + k, x.end()), why) ||
+      !ShapesEqual(env, outer.output(0)->type().shape, split, why)) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> perm(k);
+  std::iota(perm.begin(), perm.end(), 0);
+  for (int64_t i = 1; i < m; ++i) perm.push_back(k - 1 + (*p)[i]);
+  return perm;
+}
+
+// Rewrites every MergedLeadingTranspose chain into one Transpose.
+absl::StatusOr<bool> UnmergeTransposes(Graph& graph, ShapeEnv& env) {
+  bool changed = false;
+  absl::flat_hash_set<const Node*> removed;  // by earlier rewrites in this sweep
+  for (Node* outer : graph.nodes()) {
+    if (removed.contains(outer) || outer->num_outputs() < 1) continue;
+    if (!outer->output(0)->HasUses() && !IsGraphOutput(graph, outer->output(0))) continue;
+    std::optional<std::vector<int64_t>> perm = MergedLeadingTranspose(env, *outer);
+    if (!perm) continue;
+    Node* t = outer->input(0)->producer();
+    Node* inner = t->input(0)->producer();
+    Value* x = inner->input(0);
+    // The transpose and the first reshape go too when the chain is their only reader.
+    std::vector<Node*> dead;
+    if (SingleUser(t->output(0)) == outer && !IsGraphOutput(graph, t->output(0))) {
+      if (SingleUser(inner->output(0)) == t && !IsGraphOutput(graph, inner->output(0))) dead.push_back(inner);
+      dead.push_back(t);
+    }
+    dead.push_back(outer);
+    Attributes attrs;
+    attrs.Set("perm", *perm);
+    absl::StatusOr<Node*> node = ReplaceWithNewNode(graph, env, outer->output(0), dead, "Transpose", {x},
+                                                    std::move(attrs), kPass);
+    if (!node.ok()) return node.status();
+    removed.insert(dead.begin(), dead.end());
+    changed = true;
+  }
+  return changed;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> SimplifyAlgebra(Graph& graph, ShapeEnv& env) {
@@ -121,7 +186,9 @@ absl::StatusOr<bool> SimplifyAlgebra(Graph& graph, ShapeEnv& env) {
       changed = true;
     }
   }
-  return changed;
+  absl::StatusOr<bool> unmerged = UnmergeTransposes(graph, env);
+  if (!unmerged.ok()) return unmerged.status();
+  return *unmerged || changed;
 }
 
 }  // namespace shapeshift::passes

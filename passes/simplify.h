@@ -8,6 +8,9 @@
 //   Reshape(Reshape(x))                         → Reshape(x)
 //   Transpose(Transpose(x))                     → Transpose(x) with the composed
 //                                                 permutation, or x if it is the identity
+//   Reshape(Transpose(Reshape(x))), the reshapes merging and splitting back
+//   leading dims the transpose keeps first      → Transpose(x) (dynamo's Kᵀ:
+//                                                 [B,H,T,D] → [B*H,T,D] → [B*H,D,T] → [B,H,D,T])
 //
 // Why: exporters emit these freely (Identity for shared weights, Dropout in
 // eval mode, reshape round trips around attention), and each one left in

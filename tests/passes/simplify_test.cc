@@ -65,6 +65,35 @@ TEST_F(SimplifyTest, RemovesConcatOfOneInput) {
   EXPECT_EQ(y->producer()->input(0), x);
 }
 
+// Dynamo's Kᵀ: [batch, 4, 6, 16] → [batch*4, 6, 16], perm [0, 2, 1], →
+// [batch, 4, 16, 6] is one Transpose of x, perm [0, 1, 3, 2].
+TEST_F(SimplifyTest, UnmergesAReshapedTransposeOfLeadingDims) {
+  Value* x = In("x", {batch, 4, 6, 16});
+  Value* merged = Op("Reshape", {x, Ints({-1, 6, 16})});
+  Value* t = Op("Transpose", {merged}, Attr("perm", std::vector<int64_t>{0, 2, 1}));
+  Value* y = Op("Reshape", {t, Ints({-1, 4, 16, 6})});
+  g.AddOutput(y);
+  RunAndCheck({Random({3, 4, 6, 16}, 7)});
+  EXPECT_EQ(Count("Reshape"), 0);
+  ASSERT_EQ(Count("Transpose"), 1);
+  const Node* transpose = g.outputs()[0]->producer();
+  EXPECT_EQ(transpose->input(0), x);
+  EXPECT_EQ(*transpose->attrs().GetInts("perm"), (std::vector<int64_t>{0, 1, 3, 2}));
+}
+
+// Near misses stay: a transpose that moves the merged dim, and a split that
+// is not x's leading dims (4 first, then batch).
+TEST_F(SimplifyTest, KeepsReshapedTransposesThatMoveOrReorderTheMergedDims) {
+  Value* x = In("x", {batch, 4, 6, 16});
+  Value* moved = Op("Transpose", {Op("Reshape", {x, Ints({-1, 6, 16})})}, Attr("perm", std::vector<int64_t>{1, 0, 2}));
+  g.AddOutput(Op("Neg", {Op("Reshape", {moved, Ints({6, -1, 4, 16})})}));
+  Value* kept = Op("Transpose", {Op("Reshape", {x, Ints({-1, 6, 16})})}, Attr("perm", std::vector<int64_t>{0, 2, 1}));
+  g.AddOutput(Op("Neg", {Op("Reshape", {kept, Ints({4, -1, 16, 6})})}));
+  RunAndCheck({Random({4, 4, 6, 16}, 8)});
+  EXPECT_EQ(Count("Transpose"), 2);
+  EXPECT_EQ(Count("Reshape"), 4);
+}
+
 TEST_F(SimplifyTest, MergesConsecutiveReshapes) {
   Value* x = In("x", {batch, 4, 6});
   Value* r1 = Op("Reshape", {x, Ints({0, 24})});
