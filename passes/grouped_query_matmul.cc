@@ -99,6 +99,23 @@ std::optional<RepeatedHeads> MatchRepeatedHeads(ShapeEnv& env, Value* b) {
   return r;
 }
 
+// Multi-query attention (Falcon, StarCoder): B = [b, 1, k, n], one key/value
+// head broadcast by the MatMul itself over A's H query heads; as repeat_kv
+// with G = 1 and R = H, B read in place (nullopt unless A is [b, H, m, k]
+// with H > 1 a constant and the batches agree).
+std::optional<RepeatedHeads> MatchBroadcastHead(ShapeEnv& env, const Node& matmul) {
+  Value* a = matmul.input(0);
+  Value* b = matmul.input(1);
+  const std::vector<SymExpr>& as = a->type().shape;
+  const std::vector<SymExpr>& bs = b->type().shape;
+  if (as.size() != 4 || bs.size() != 4 || bs[1].AsConst() != 1) return std::nullopt;
+  std::optional<int64_t> heads = as[1].AsConst();
+  if (!heads || *heads < 2 || !Same(env, as[0], bs[0], matmul, "query and key/value batch agree")) {
+    return std::nullopt;
+  }
+  return RepeatedHeads{b, 1, *heads, false};
+}
+
 absl::StatusOr<Node*> AddInferred(Graph& graph, ShapeEnv& env, const std::string& op, std::vector<Value*> inputs,
                                   Attributes attrs = {}) {
   Node* node = graph.AddNode(op, std::move(inputs), 1, std::move(attrs));
@@ -153,6 +170,7 @@ absl::StatusOr<bool> GroupQueryMatmuls(Graph& graph, ShapeEnv& env) {
   for (Node* matmul : graph.nodes()) {
     if (matmul->op_type() != "MatMul") continue;
     std::optional<RepeatedHeads> r = MatchRepeatedHeads(env, matmul->input(1));
+    if (!r) r = MatchBroadcastHead(env, *matmul);
     if (!r || r->repeats == 1) continue;
     SS_ASSIGN_OR_RETURN(done, Rewrite(graph, env, matmul, *r));
     changed = changed || done;

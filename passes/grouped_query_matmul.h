@@ -16,7 +16,10 @@
 //
 //   C = Reshape(MatMul(Reshape(A, [b, G, R*m, k]), X or Transpose(X, [0, 1, 3, 2])), [b, H, m, n])
 //
-// — a batched matmul over b*G with R*m rows, reading X in place. The Expand
+// — a batched matmul over b*G with R*m rows, reading X in place. Multi-query
+// attention (Falcon, StarCoder) needs no repeat_kv: C = MatMul(A[b, H, m, k],
+// B[b, 1, k, n]) broadcasts its one key/value head, and is rewritten the same
+// way with G = 1, R = H (B itself as X). The Expand
 // (a copy of the whole key/value cache, R times, per layer and per request)
 // and, for the keys, the transpose copy disappear: the Reshapes are views
 // and matmul-layout turns the key transpose into the matmul's transpose_b.

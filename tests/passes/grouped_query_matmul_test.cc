@@ -99,6 +99,47 @@ TEST_F(GroupedQueryMatmulTest, ThreeQueryHeadsPerKeyValueHead) {
   ExpectOutputs(g, in, *before);
 }
 
+// Multi-query attention (Falcon): one key/value head that the MatMuls
+// broadcast over the 4 query heads; both become [b, 1, 4*m, k] matmuls
+// reading k1 and v1 in place. A B with batch 1 against A's batch b stays.
+TEST_F(GroupedQueryMatmulTest, MultiQueryAttentionReadsItsOneKeyValueHeadInPlace) {
+  Value* k1 = In("k1", {batch, 1, seq, 8});
+  Value* v1 = In("v1", {batch, 1, seq, 8});
+  Value* scores = Op("MatMul", {q, Op("Transpose", {k1}, Attr("perm", std::vector<int64_t>{0, 1, 3, 2}))});
+  Value* out = Op("MatMul", {Op("Softmax", {scores}, Attr("axis", int64_t{-1})), v1});
+  const std::string name = out->name();
+  g.AddOutput(out);
+  g.AddOutput(Op("MatMul", {q, In("shared", {1, 1, 8, 3})}));
+  std::vector<Tensor> in = Inputs();
+  in.push_back(Random({2, 1, 5, 8}, 4));
+  in.push_back(Random({2, 1, 5, 8}, 5));
+  in.push_back(Random({1, 1, 8, 3}, 6));
+  absl::StatusOr<std::vector<Tensor>> before = Interpret(g, in);
+  ASSERT_TRUE(before.ok()) << before.status();
+  absl::StatusOr<bool> changed = GroupQueryMatmuls(g, env);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(EliminateDeadCode(g).ok());
+  int in_place = 0;
+  for (const Node* n : g.nodes()) {
+    if (n->op_type() != "MatMul") continue;
+    const Value* b = n->input(1);
+    if (const Node* t = b->producer(); t != nullptr && t->op_type() == "Transpose") b = t->input(0);
+    if (b == k1 || b == v1) {
+      ++in_place;
+      const std::vector<SymExpr>& a = n->input(0)->type().shape;  // [b, 1, 4*m, k]
+      ASSERT_EQ(a.size(), 4u);
+      EXPECT_EQ((std::vector<SymExpr>{a[0], a[1], a[2]}), (std::vector<SymExpr>{batch, 1, SymExpr(4) * seq}))
+          << n->name();
+    }
+  }
+  EXPECT_EQ(in_place, 2);
+  EXPECT_EQ(Count("MatMul"), 3);
+  EXPECT_EQ(g.outputs()[0]->name(), name);
+  ASSERT_TRUE(g.Verify().ok());
+  ExpectOutputs(g, in, *before);
+}
+
 TEST_F(GroupedQueryMatmulTest, LeavesOtherExpandsAlone) {
   // An Expand of an input (no Unsqueeze: not repeat_kv), and a Reshape that
   // merges the repeats into the sequence ([b, 2, 2s, 8]) rather than the heads.
