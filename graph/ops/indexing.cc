@@ -4,7 +4,11 @@
 // counts from the end (`s + dim`), then start/end are clamped to the dim
 // with Min/Max — and the Min/Max collapse whenever the env proves which side
 // wins, so `x[:, 0:INT64_MAX]` on a `seq` dim is just `seq`. A symbolic start
-// whose sign is not provable makes the sliced dim data-dependent.
+// whose sign is not provable makes the sliced dim data-dependent — unless
+// the data is a constant table (MPT's ALiBi biases sliced at
+// `max_seq_len - key_length`, which counts from the end past the table's
+// rows): then, as for a Gather, an undeclared dim is narrowed at import to
+// where the bound is non-negative (SliceOfTableBound).
 // Gather on a shape vector with constant indices picks the symbolic
 // elements (`Shape(x)[1]` is `seq`); a Gather whose indices are bounded by
 // shapes limits the dims the model serves (BoundIndicesByTable).
@@ -64,6 +68,21 @@ absl::Status BoundIndicesByTable(InferenceContext& ctx, SymExpr rows) {
   ctx.Note(absl::StrCat(reads, ", not proven inside over the declared ranges: a request past the last row is "
                         "refused at run time by this node"));
   return absl::OkStatus();
+}
+
+// A symbolic Slice bound of a constant table whose sign the env cannot
+// prove: narrowing an undeclared dim to where it is >= 0 (with a note) gives
+// the bound itself; otherwise nullopt (the sliced dim is data-dependent).
+std::optional<SymExpr> SliceOfTableBound(InferenceContext& ctx, SymExpr index, const char* which) {
+  const Value* data = ctx.node().input(0);
+  if (data == nullptr || !data->is_constant()) return std::nullopt;
+  const Predicate non_negative = Predicate::Ge(index, 0);
+  const absl::Status unknown = ctx.Error(absl::StrCat("cannot decide the sign of the slice ", which, " ",
+                                                      index.ToString()));
+  const std::string need = absl::StrCat("slices table '", data->name(), "' from ", which, " ", index.ToString(),
+                                        ", which counts from the end when negative");
+  if (!ctx.NarrowToProve(non_negative, unknown, need).ok() || !ctx.CanProve(non_negative)) return std::nullopt;
+  return index;
 }
 
 }  // namespace
@@ -135,6 +154,8 @@ absl::Status rules::Slice(InferenceContext& ctx) {
     int64_t step = std::clamp(steps[i], -kHugeIndex, kHugeIndex);  // so -step cannot overflow
     SymExpr dim = in[*axis];
     std::optional<SymExpr> s = FromEnd(ctx, starts[i], dim), e = FromEnd(ctx, ends[i], dim);
+    if (!s) s = SliceOfTableBound(ctx, starts[i], "start");
+    if (!e) e = SliceOfTableBound(ctx, ends[i], "end");
     if (!s || !e) {
       shape[*axis] = ctx.DataDependentDim();
       continue;

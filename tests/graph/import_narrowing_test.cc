@@ -4,7 +4,9 @@
 // naming the node; declared ranges are never changed, and an error for a
 // declared range too wide names the range that works. Also ShapeEnv's
 // NarrowRange, the only way a range shrinks.
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "graph/onnx/importer.h"
@@ -53,6 +55,48 @@ TEST(ImportNarrowingTest, UndeclaredDimIsNarrowedToTheTableAndTheNoteNamesTheNod
   EXPECT_THAT(model->notes[0], HasSubstr("dim 'seq' limited to 1..16: node 'add_positions' (Add) needs "));
   EXPECT_THAT(model->notes[0], HasSubstr("declare --dim seq=lo..hi"));
   EXPECT_EQ(model->graph->outputs()[0]->type().ToString(), "f32[batch, seq, 4]");
+}
+
+// MPT's ALiBi: scores f32[batch, 4, seq, seq] plus the last `seq` columns of
+// a [4, 1, 16] bias table, sliced from 16 - seq (negative past 16 rows: from
+// the end). Narrowed so the start is provably >= 0; then the slice is
+// [4, 1, seq] and the Add needs nothing more.
+std::string AlibiTableModel() {
+  OnnxTestModel m(17);
+  m.Input("scores", onnx::TensorProto::FLOAT, {"batch", "4", "seq", "seq"});
+  std::vector<float> bias(64);
+  for (int i = 0; i < 64; ++i) bias[i] = static_cast<float>(i);
+  m.FloatInitializer("alibi", {4, 1, 16}, bias);
+  m.IntInitializer("key_axis", {}, {3});
+  m.IntInitializer("rows", {}, {16});
+  m.IntInitializer("axis0", {1}, {0});
+  m.IntInitializer("to_end", {1}, {std::numeric_limits<int64_t>::max()});
+  m.IntInitializer("axis2", {1}, {2});
+  m.Node("Shape", {"scores"}, {"shape"}, "shape");
+  m.Node("Gather", {"shape", "key_axis"}, {"s"}, "gather_key_length");
+  m.Node("Sub", {"rows", "s"}, {"start"}, "sub_start");
+  m.Node("Unsqueeze", {"start", "axis0"}, {"start1"}, "unsqueeze_start");
+  m.Node("Slice", {"alibi", "start1", "to_end", "axis2"}, {"bias"}, "slice_alibi");
+  m.Node("Add", {"scores", "bias"}, {"y"}, "add_bias");
+  m.Output("y", onnx::TensorProto::FLOAT, {"", "", "", ""});
+  return m.Bytes();
+}
+
+TEST(ImportNarrowingTest, ATableSlicedFromALengthDerivedStartNarrowsToWhereTheStartIsNonNegative) {
+  absl::StatusOr<ImportedModel> model = ImportOnnxBytes(AlibiTableModel());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(RangeOf(*model, "seq"), "1..16");
+  ASSERT_EQ(model->notes.size(), 1u);
+  EXPECT_THAT(model->notes[0], HasSubstr("dim 'seq' limited to 1..16: node 'slice_alibi' (Slice) slices table "
+                                         "'alibi' from start"));
+  EXPECT_EQ(model->graph->outputs()[0]->type().ToString(), "f32[batch, 4, seq, seq]");
+
+  ImportOptions options;  // a range inside the table: unchanged, no note
+  options.dim_ranges["seq"] = {1, 8};
+  absl::StatusOr<ImportedModel> declared = ImportOnnxBytes(AlibiTableModel(), options);
+  ASSERT_TRUE(declared.ok()) << declared.status();
+  EXPECT_EQ(RangeOf(*declared, "seq"), "1..8");
+  EXPECT_THAT(declared->notes, IsEmpty());
 }
 
 TEST(ImportNarrowingTest, MatchingDimsOfAMatMulNarrowTheSameWay) {
