@@ -104,6 +104,57 @@ def make_zoo_config(family: str, s: pi.Sizes) -> transformers.PretrainedConfig:
             max_position_embeddings=s.max_positions, partial_rotary_factor=0.5,
             hidden_act="gelu_new", tie_word_embeddings=False,
             bos_token_id=s.vocab - 1, eos_token_id=s.vocab - 1)
+    if family == "mistral":
+        # Sliding-window attention (Mistral-7B: 4096 of 32768; here 16, so that
+        # the test lengths reach past it), grouped-query 4 / 2 heads.
+        return transformers.MistralConfig(
+            vocab_size=s.vocab, hidden_size=s.hidden, intermediate_size=s.intermediate,
+            num_hidden_layers=s.layers, num_attention_heads=s.heads,
+            num_key_value_heads=s.key_value_heads, max_position_embeddings=s.max_positions,
+            sliding_window=16, pad_token_id=s.pad_token_id, bos_token_id=1, eos_token_id=2,
+            tie_word_embeddings=False)
+    if family == "gemma":
+        # Gemma-2B's choices: multi-query attention (1 key/value head), GeGLU
+        # (tanh GELU), RMSNorm scaled by (1 + weight), embeddings scaled by
+        # sqrt(hidden), tied LM head.
+        return transformers.GemmaConfig(
+            vocab_size=s.vocab, hidden_size=s.hidden, intermediate_size=s.intermediate,
+            num_hidden_layers=s.layers, num_attention_heads=s.heads,
+            num_key_value_heads=s.key_value_heads, head_dim=s.head_dim,
+            hidden_activation="gelu_pytorch_tanh", max_position_embeddings=s.max_positions,
+            pad_token_id=s.pad_token_id, bos_token_id=2, eos_token_id=1)
+    if family == "bloom":
+        # ALiBi position biases (no position embeddings), embedding LayerNorm.
+        return transformers.BloomConfig(
+            vocab_size=s.vocab, hidden_size=s.hidden, n_layer=s.layers, n_head=s.heads,
+            pad_token_id=s.pad_token_id, bos_token_id=1, eos_token_id=2)
+    if family == "gpt-bigcode":
+        # StarCoder's multi-query attention (one key/value head for all queries).
+        return transformers.GPTBigCodeConfig(
+            vocab_size=s.vocab, n_positions=s.max_positions, n_embd=s.hidden, n_layer=s.layers,
+            n_head=s.heads, n_inner=s.intermediate, multi_query=True,
+            bos_token_id=s.vocab - 1, eos_token_id=s.vocab - 1)
+    if family == "falcon":
+        # Falcon-7B's choices: multi-query attention, attention and MLP in
+        # parallel off one LayerNorm, rotary, no biases.
+        return transformers.FalconConfig(
+            vocab_size=s.vocab, hidden_size=s.hidden, num_hidden_layers=s.layers,
+            num_attention_heads=s.heads, multi_query=True, new_decoder_architecture=False,
+            parallel_attn=True, bias=False, alibi=False, max_position_embeddings=s.max_positions,
+            bos_token_id=s.vocab - 1, eos_token_id=s.vocab - 1)
+    if family == "stablelm":
+        # StableLM's partial rotary (a quarter of each head), grouped-query 4 / 2.
+        return transformers.StableLmConfig(
+            vocab_size=s.vocab, hidden_size=s.hidden, intermediate_size=s.intermediate,
+            num_hidden_layers=s.layers, num_attention_heads=s.heads,
+            num_key_value_heads=s.key_value_heads, partial_rotary_factor=0.25,
+            max_position_embeddings=s.max_positions, tie_word_embeddings=False,
+            bos_token_id=0, eos_token_id=0)
+    if family == "mpt":
+        # MPT-7B's ALiBi (no position embeddings), no biases.
+        return transformers.MptConfig(
+            d_model=s.hidden, n_heads=s.heads, n_layers=s.layers, expansion_ratio=4,
+            max_seq_len=s.max_positions, vocab_size=s.vocab, no_bias=True)
     if family == "deberta-v2":
         # DeBERTa-v3-base's attention: relative positions only (no absolute
         # position embeddings), log buckets, c2p and p2c terms, shared keys.
@@ -160,6 +211,13 @@ def build_hf_model(spec: pi.ModelSpec, tiny: bool) -> torch.nn.Module:
         "gpt-neo": transformers.GPTNeoForCausalLM,
         "gpt-neox": transformers.GPTNeoXForCausalLM,
         "phi": transformers.PhiForCausalLM,
+        "mistral": transformers.MistralForCausalLM,
+        "gemma": transformers.GemmaForCausalLM,
+        "bloom": transformers.BloomForCausalLM,
+        "gpt-bigcode": transformers.GPTBigCodeForCausalLM,
+        "falcon": transformers.FalconForCausalLM,
+        "stablelm": transformers.StableLmForCausalLM,
+        "mpt": transformers.MptForCausalLM,
         "deberta-v2": transformers.DebertaV2Model,
         "t5-encoder": transformers.T5EncoderModel,
         "bart": transformers.BartModel,

@@ -86,8 +86,10 @@ INSTANTIATE_TEST_SUITE_P(
 using DecoderExportsPipelineTest = RealExportsPipelineTest;
 
 bool IsQueryKeyMask(const TensorType& t) {
-  // [.., seq, total]: both trailing dims symbolic (a [batch, seq] input mask has rank 2).
-  if (t.rank() < 3 || t.shape[t.rank() - 2].IsConst() || t.shape.back().IsConst()) return false;
+  // [.., seq, total]: both trailing dims symbolic (a [batch, seq] input mask
+  // has rank 2), the query dim one symbol (multi-query scores grouped by
+  // key/value head, [batch, 1, heads*seq, total], are no mask).
+  if (t.rank() < 3 || !t.shape[t.rank() - 2].IsSymbol() || t.shape.back().IsConst()) return false;
   return t.dtype == DType::kBool || (t.dtype == DType::kF32 && t.rank() == 4 && t.shape[1].AsConst() == 1);
 }
 
@@ -115,7 +117,13 @@ INSTANTIATE_TEST_SUITE_P(Decoders, DecoderExportsPipelineTest,
                                            "opt-dynamo",
                                            "gpt-neo-torchscript", "gpt-neo-dynamo", "gptj-torchscript",
                                            "gptj-dynamo", "gpt-neox-torchscript", "gpt-neox-dynamo",
-                                           "phi-torchscript", "phi-dynamo"),
+                                           "phi-torchscript", "phi-dynamo", "mistral-torchscript",
+                                           "mistral-dynamo", "gemma-torchscript", "gemma-dynamo",
+                                           "bloom-torchscript", "bloom-dynamo", "gpt-bigcode-torchscript",
+                                           "gpt-bigcode-dynamo", "falcon-torchscript", "falcon-dynamo",
+                                           "stablelm-torchscript", "stablelm-dynamo"),
+                         // (Not MPT: its causal mask, masked_fill of the ALiBi-biased
+                         // scores, is not recognized yet; its Softmax reads the mask tensor.)
                          shapeshift::testing::RealExportTestName);
 
 // The RoPE decoders of both exporters: each rotary embedding of q and k is
@@ -140,7 +148,10 @@ INSTANTIATE_TEST_SUITE_P(RopeDecoders, RopeExportsPipelineTest,
                                            "llama-past-dynamo", "qwen2-torchscript", "qwen2-dynamo",
                                            "qwen2-past-torchscript", "qwen2-past-dynamo", "gptj-torchscript",
                                            "gptj-dynamo", "gpt-neox-torchscript", "gpt-neox-dynamo",
-                                           "phi-torchscript", "phi-dynamo"),
+                                           "phi-torchscript", "phi-dynamo", "mistral-torchscript",
+                                           "mistral-dynamo", "gemma-torchscript", "gemma-dynamo",
+                                           "falcon-torchscript", "falcon-dynamo", "stablelm-torchscript",
+                                           "stablelm-dynamo"),
                          shapeshift::testing::RealExportTestName);
 
 }  // namespace

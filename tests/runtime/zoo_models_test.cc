@@ -56,6 +56,16 @@ constexpr const char* kZooExports[] = {
     "deberta-v2-torchscript", "deberta-v2-dynamo",
     // Partial rotate_half (a quarter and half of each head rotates).
     "gpt-neox-torchscript",   "gpt-neox-dynamo",   "phi-torchscript",        "phi-dynamo",
+    "stablelm-torchscript",   "stablelm-dynamo",
+    // Mistral's sliding window; Gemma's one key/value head through repeat_kv,
+    // GeGLU and (1 + w) RMSNorm; multi-query attention as Falcon writes it (a
+    // MatMul broadcasting the key/value head) and as StarCoder does (heads
+    // folded into the rows).
+    "mistral-torchscript",    "mistral-dynamo",    "gemma-torchscript",      "gemma-dynamo",
+    "falcon-torchscript",     "falcon-dynamo",     "gpt-bigcode-torchscript", "gpt-bigcode-dynamo",
+    // ALiBi: BLOOM builds its biases from the mask's cumsum; MPT slices a
+    // [heads, 1, 512] table, which limits sequence to 1..512 at import.
+    "bloom-torchscript",      "bloom-dynamo",      "mpt-torchscript",        "mpt-dynamo",
 };
 
 // Exports that fail today, with the error each gives (the Session's status,
