@@ -14,11 +14,9 @@
 // start (bench/machine_probe.h). Time is wall-clock; note the load average.
 //
 //   build/bench/skinny_gemm_bench [--repeats 21] [--threads T] [--shapes bert,gpt2,llama]
-//                                 [--rows 1,2,4,8,16,32] [--prefetch 0,16,64] [--in-place]
+//                                 [--rows 1,2,4,8,16,32] [--prefetch 0,16,64]
 //
-// --prefetch lists SkinnyOptions::prefetch_rows values, each its own engine;
-// --in-place adds, for each, the skinny GEMM reading the plain weights where
-// they are (SkinnyOptions::in_place) beside the packed one.
+// --prefetch lists SkinnyOptions::prefetch_rows values, each its own engine.
 #include <omp.h>
 
 #include <algorithm>
@@ -109,7 +107,6 @@ int Main(int argc, char** argv) {
   std::vector<std::string> families = {"bert", "gpt2", "llama"};
   std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32};
   std::vector<int64_t> prefetches = {SkinnyOptions().prefetch_rows};
-  std::vector<bool> in_places = {false};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -127,8 +124,6 @@ int Main(int argc, char** argv) {
       cold_bytes = std::atoll(value().c_str());
     } else if (arg == "--shapes") {
       families = absl::StrSplit(value(), ',');
-    } else if (arg == "--in-place") {
-      in_places = {false, true};
     } else if (arg == "--rows" || arg == "--prefetch") {
       std::vector<int64_t>& list = arg == "--rows" ? rows : prefetches;
       list.clear();
@@ -143,7 +138,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: skinny_gemm_bench [--repeats N] [--threads T] [--cold-bytes B] "
-                   "[--shapes bert,gpt2,llama] [--rows 1,2,4,...] [--prefetch 0,16,...] [--in-place]\n");
+                   "[--shapes bert,gpt2,llama] [--rows 1,2,4,...] [--prefetch 0,16,...]\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -180,31 +175,23 @@ int Main(int argc, char** argv) {
     std::vector<Engine> engines;
 
     for (int64_t prefetch : prefetches) {
-      for (bool in_place : in_places) {
-        auto skinny = SkinnyMatmul::Create(cfg, *isa, {.prefetch_rows = prefetch, .in_place = in_place});
-        if (!skinny.ok()) Fail(skinny.status());
-        if (in_place && !(*skinny)->in_place()) continue;  // transpose_b: packed anyway
-        auto skinny_packed = std::make_shared<std::vector<PackedWeights>>();
-        for (size_t c = 0; c < copies; ++c) {
-          auto p = (*skinny)->PackB(plain[c].data());
-          if (!p.ok()) Fail(p.status());
-          skinny_packed->push_back(*p);
-        }
-        std::shared_ptr<SkinnyMatmul> sk = std::move(*skinny);
-        engines.push_back({absl::StrCat("skinny/", codegen::cpu::IsaName(*isa), "/pf", prefetch,
-                                        in_place ? "/in-place" : ""),
-                           [](int64_t) { return true; },
-                           [&, sk, skinny_packed](size_t c, int64_t m) {
-                             MatmulOperands ops{a.data(), (*skinny_packed)[c].data(),
-                                                cfg.bias ? bias.data() : nullptr, nullptr, out.data()};
-                             if (sk->in_place()) {
-                               ops.b = plain[c].data();
-                               ops.b_tail = (*skinny_packed)[c].data();
-                             }
-                             if (absl::Status s = sk->Execute({1, m, cfg.k, cfg.n}, ops); !s.ok()) Fail(s);
-                           },
-                           copies, in_place ? plain_bytes : (*skinny_packed)[0].bytes()});
+      auto skinny = SkinnyMatmul::Create(cfg, *isa, {.prefetch_rows = prefetch});
+      if (!skinny.ok()) Fail(skinny.status());
+      auto skinny_packed = std::make_shared<std::vector<PackedWeights>>();
+      for (size_t c = 0; c < copies; ++c) {
+        auto p = (*skinny)->PackB(plain[c].data());
+        if (!p.ok()) Fail(p.status());
+        skinny_packed->push_back(*p);
       }
+      std::shared_ptr<SkinnyMatmul> sk = std::move(*skinny);
+      engines.push_back({absl::StrCat("skinny/", codegen::cpu::IsaName(*isa), "/pf", prefetch),
+                         [](int64_t) { return true; },
+                         [&, sk, skinny_packed](size_t c, int64_t m) {
+                           MatmulOperands ops{a.data(), (*skinny_packed)[c].data(),
+                                              cfg.bias ? bias.data() : nullptr, nullptr, out.data()};
+                           if (absl::Status s = sk->Execute({1, m, cfg.k, cfg.n}, ops); !s.ok()) Fail(s);
+                         },
+                         copies, (*skinny_packed)[0].bytes()});
     }
 
     auto runtime = OnednnMatmul::Create(cfg);

@@ -70,11 +70,6 @@ struct CompileOptions {
   // than oneDNN's runtime-M GEMM there, at the memory of a second copy of
   // those weights.
   bool pack_small_row_gemms = true;
-  // The skinny GEMM reads those weights where they are (the copy oneDNN's
-  // runtime-M GEMM reads too) instead of a packed copy: one copy of the
-  // weights, bit for bit the same results (SkinnyOptions::in_place; only a
-  // partial last panel and weights read transposed are still packed).
-  bool short_row_weights_in_place = false;
   // This machine's measured choices for those short requests (`shapeshift
   // tune`, runtime/tuning/gemm_tuning.h): per GEMM class, how many rows the
   // skinny GEMM serves and its prefetch distance, and the instruction set of

@@ -68,7 +68,6 @@ struct ShortRequestGemm {
   int64_t min_rows = 1;         // requests of min_rows..max_rows rows take `engine`;
   int64_t max_rows = 0;         // the others oneDNN's runtime-M GEMM
   int64_t prefetch_rows = 0;    // the skinny GEMM's, else 0
-  bool in_place = false;        // the skinny GEMM reads the plain weights (no packed copy)
   bool tuned = false;           // from CompileOptions::tuning, else the built-in default
   int64_t steps = 0;            // matmul steps of this class
 };

@@ -58,7 +58,6 @@ class ProgramBuilder {
       backend_options.vector_width = options.vector_width;
       backend_options.object_store = options.object_store;
       pack_small_row_gemms_ = options.pack_small_row_gemms;
-      short_row_weights_in_place_ = options.short_row_weights_in_place;
       if (absl::Status s = PlanShortRequests(options); !s.ok()) return s;
       SS_ASSIGN_OR_RETURN(backend, cpu::CpuBackend::Create(backend_options));
       impl_.backend = std::move(backend);
@@ -369,8 +368,7 @@ class ProgramBuilder {
     ShortRequestGemm& record = ShortRequestGemmFor(config);
     ++record.steps;
     if (skinny_isa_ && cpu::SkinnyMatmul::Applies(config)) {
-      cpu::SkinnyOptions options = SkinnyOptionsFor(tuning_, config, threads_);
-      options.in_place = short_row_weights_in_place_;
+      const cpu::SkinnyOptions options = SkinnyOptionsFor(tuning_, config, threads_);
       record.tuned = tuning_ != nullptr && tuning_->Find(config) != nullptr;
       record.max_rows = options.max_rows;
       record.min_rows = options.min_rows;
@@ -387,7 +385,6 @@ class ProgramBuilder {
         skinny = created.get();
         impl_.skinny.push_back(std::move(created));
       }
-      record.in_place = skinny->in_place();
       SS_ASSIGN_OR_RETURN(packed, skinny->PackB(weights));
       step.skinny = skinny;
       step.packed_b = std::move(packed);
@@ -569,7 +566,6 @@ class ProgramBuilder {
   absl::flat_hash_map<std::string, const cpu::SmallRowsMatmul*> small_rows_by_config_;
   absl::flat_hash_map<std::string, const cpu::SkinnyMatmul*> skinny_by_config_;
   bool pack_small_row_gemms_ = true;
-  bool short_row_weights_in_place_ = false;
   const GemmTuning* tuning_ = nullptr;
   std::optional<cpu::SkinnyMatmul::Isa> skinny_isa_;
   int threads_ = 1;

@@ -59,9 +59,7 @@ struct MatmulStep {
   // Short requests' path when B is a constant: m in its range runs there on
   // packed_b instead — shapeshift's own kernel (codegen/cpu/skinny_matmul.h)
   // where the CPU has AVX2 or AVX-512, else oneDNN's static-M primitives
-  // (codegen/cpu/small_rows_matmul.h). At most one of the two is set. A
-  // skinny GEMM in place reads b's buffer and packed_b holds only its
-  // partial last panel.
+  // (codegen/cpu/small_rows_matmul.h). At most one of the two is set.
   const codegen::cpu::SkinnyMatmul* skinny = nullptr;
   const codegen::cpu::SmallRowsMatmul* small_rows = nullptr;
   codegen::cpu::PackedWeights packed_b;

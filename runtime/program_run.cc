@@ -69,8 +69,7 @@ absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t
   ops.c = static_cast<float*>(buffers[step.c]);
   if (step.skinny != nullptr && shape.m >= step.skinny->options().min_rows &&
       shape.m <= step.skinny->options().max_rows) {
-    // In place it reads B where it is, the partial last panel packed.
-    (step.skinny->in_place() ? ops.b_tail : ops.b) = step.packed_b.data();
+    ops.b = step.packed_b.data();
     ++skinny_calls;
     return step.skinny->Execute(shape, ops);
   }

@@ -121,7 +121,6 @@ constexpr char kUsage[] =
     "         metrics:     [--metrics] [--metrics-format text|prometheus]\n"
     "         cache:       [--cache-dir DIR | --no-cache]   (default $XDG_CACHE_HOME/shapeshift)\n"
     "         memory:      [--no-small-row-packing]   (no packed weight copy: less memory, slower 4..32-row GEMMs)\n"
-    "                      [--weights-in-place]   (the short-request GEMM reads the weights in place: no packed copy)\n"
     "         tuning:      [--tuning FILE]   (this machine's GEMM choices, from `shapeshift tune`)\n"
     "         fleet:       [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
     "                      [--remote-cache-ttl-s S] [--remote-cache-max-entry-mb N] [--remote-cache-timeout-ms N]\n"
@@ -149,7 +148,6 @@ struct RunFlags {
   uint64_t seed = 1;
   bool check = false;
   bool pack_small_row_gemms = true;  // --no-small-row-packing: one copy of the weights, slower short requests
-  bool weights_in_place = false;     // --weights-in-place: the skinny GEMM reads the one copy
   std::shared_ptr<const runtime::GemmTuning> tuning;  // --tuning FILE, read and parsed
   runtime::CompileOptions device;    // --device and the CUDA flags (tools/device_flags.h); only those fields
   bool json = false;
@@ -184,7 +182,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   spec.valued = {"dim",   "input", "bind",        "repeats",       "seed",           "print-after",
                  "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag,
                  "inputs-from", "save-outputs", "tuning"};
-  spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing", "weights-in-place"};
+  spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing"};
   for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.valued.insert(kSignKeyFileFlag);
   AddDeviceFlags(&spec);
@@ -241,7 +239,6 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   }
   flags.check = args->Has("check");
   flags.pack_small_row_gemms = !args->Has("no-small-row-packing");
-  flags.weights_in_place = args->Has("weights-in-place");
   if (args->Has("tuning")) {
     if (!flags.pack_small_row_gemms) {
       return absl::InvalidArgumentError("--tuning chooses the short-request path that --no-small-row-packing removes");
@@ -266,7 +263,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   if (!key.ok()) return key.status();
   flags.sign_key = *std::move(key);
   if (IsBundlePath(flags.model)) {
-    for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing", "weights-in-place", "device", "tuning"}) {
+    for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing", "device", "tuning"}) {
       if (args->Has(flag)) {
         return absl::InvalidArgumentError(absl::StrCat("--", flag, " cannot change a bundle (", flags.model,
                                                        " fixes its domain, policy and code)"));
@@ -307,7 +304,6 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   prepared.ir_stream = std::make_unique<EscapedLineStream>(stderr);
   options.compile.print_stream = prepared.ir_stream.get();
   options.compile.pack_small_row_gemms = flags.pack_small_row_gemms;
-  options.compile.short_row_weights_in_place = flags.weights_in_place;
   options.compile.tuning = flags.tuning;
   options.compile.device = flags.device.device;
   options.compile.cuda = flags.device.cuda;
@@ -406,7 +402,6 @@ nlohmann::ordered_json ShortRequestGemmsJson(const runtime::Program& program) {
                    {"min_rows", g.min_rows},
                    {"max_rows", g.max_rows},
                    {"prefetch_rows", g.prefetch_rows},
-                   {"in_place", g.in_place},
                    {"tuned", g.tuned},
                    {"steps", g.steps}});
   }
@@ -445,10 +440,9 @@ void PrintShortRequests(const nlohmann::ordered_json& gemms) {
   std::printf("short requests: %zu constant-weight GEMM class(es)\n", gemms.size());
   for (const auto& g : gemms) {
     const long long lo = g["min_rows"].get<long long>(), hi = g["max_rows"].get<long long>();
-    std::printf("  %s x%lld: %s%s%s (%s)\n", g["config"].get<std::string>().c_str(), g["steps"].get<long long>(),
+    std::printf("  %s x%lld: %s%s (%s)\n", g["config"].get<std::string>().c_str(), g["steps"].get<long long>(),
                 g["engine"].get<std::string>().c_str(),
                 hi == 0 ? " for every row count" : absl::StrCat(" for ", lo, "..", hi, " rows").c_str(),
-                g["in_place"].get<bool>() ? ", weights read in place" : "",
                 g["tuned"].get<bool>() ? "tuned" : "default");
   }
 }

@@ -105,9 +105,6 @@ struct MatmulOperands {
   // binary post-ops need static dims).
   const float* residual = nullptr;
   float* c = nullptr;
-  // SkinnyMatmul reading B in place (SkinnyOptions::in_place): b is the plain
-  // B and b_tail its PackedWeights::data() (the last partial panel, or null).
-  const float* b_tail = nullptr;
 };
 
 class OnednnMatmul {

@@ -14,17 +14,13 @@
 namespace shapeshift::codegen::cpu::skinny {
 
 // One call: rows [0, m) of A times the column panels [panel_begin,
-// panel_end) of B (panel p is columns [p*w, p*w + w) of B), with the epilogue
+// panel_end) of the packed B (panel p holds columns [p*w, p*w + w) of B as
+// k rows of w floats, zero past n), with the epilogue
 //   C = act(scale * (A · B) + bias) + R.
-// Packed, `panels` holds each panel as k rows of w floats, zero past n. In
-// place, `panels` is B itself ([k, n], row-major: panel p's rows are w floats
-// n apart) and `tail` the last panel packed when n is no multiple of w (its
-// columns past n are zero, so no load runs past B). residual may equal c.
+// residual may equal c.
 struct PanelArgs {
   const float* a = nullptr;  // [m, k], row-major
   const float* panels = nullptr;
-  bool in_place = false;
-  const float* tail = nullptr;  // in place, n % w != 0: the last panel, packed
   const float* bias = nullptr;      // [n] or null
   const float* residual = nullptr;  // [m, n] or null
   float* c = nullptr;               // [m, n]

@@ -12,7 +12,7 @@ struct Avx2 {
   static constexpr int64_t kLanes = 8;
   static constexpr int kRows = 6;  // 12 accumulators + 2 weights + 1 broadcast of the 16 ymm registers
   static V Zero() { return _mm256_setzero_ps(); }
-  static V Load(const float* p) { return _mm256_loadu_ps(p); }  // in place: rows of n floats
+  static V Load(const float* p) { return _mm256_load_ps(p); }
   static V Splat(float x) { return _mm256_set1_ps(x); }
   static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static void Store(float* p, V v) { _mm256_store_ps(p, v); }

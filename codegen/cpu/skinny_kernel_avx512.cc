@@ -12,7 +12,7 @@ struct Avx512 {
   static constexpr int64_t kLanes = 16;
   static constexpr int kRows = 8;  // 16 accumulators of the 32 zmm registers
   static V Zero() { return _mm512_setzero_ps(); }
-  static V Load(const float* p) { return _mm512_loadu_ps(p); }  // in place: rows of n floats
+  static V Load(const float* p) { return _mm512_load_ps(p); }
   static V Splat(float x) { return _mm512_set1_ps(x); }
   static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static void Store(float* p, V v) { _mm512_store_ps(p, v); }

@@ -7,10 +7,9 @@
 //
 // Per panel of W = 2 * kLanes columns and per block of up to kRows rows, the
 // block's 2 * kRows accumulators stay in registers over all of k: one pass
-// reads each weight once per row block, A's rows are broadcast a float at a
-// time. Packed, the panels are one sequential stream per thread; in place, a
-// panel is W floats of each of B's k rows (row stride n) and the software
-// prefetch runs the same distance ahead in rows. The epilogue (scale, bias, GELU, residual) runs on the
+// reads each packed weight once per row block, in the order it is stored
+// (the panels are one sequential stream per thread), A's rows are broadcast
+// a float at a time. The epilogue (scale, bias, GELU, residual) runs on the
 // finished block from a stack row, in loops the compiler vectorizes.
 #ifndef SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_IMPL_H_
 #define SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_IMPL_H_
@@ -105,29 +104,26 @@ void FinishRow(const PanelArgs& g, const float* sums, int64_t row, int64_t col0,
   }
 }
 
-// Rows [row0, row0 + kR) times one panel (columns [col0, col0 + width)),
-// whose rows are `stride` floats apart.
+// Rows [row0, row0 + kR) times one panel (columns [col0, col0 + width)).
 template <class Isa, int kR>
-void RowBlock(const PanelArgs& g, const float* panel, int64_t stride, int64_t row0, int64_t col0, int64_t width) {
+void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0, int64_t width) {
   using V = typename Isa::V;
   constexpr int64_t kW = 2 * Isa::kLanes;
   V lo[kR], hi[kR];
   for (int r = 0; r < kR; ++r) lo[r] = hi[r] = Isa::Zero();
   const float* a = g.a + row0 * g.k;
   const int64_t k = g.k;
-  // The weights prefetch_steps rows of the panel ahead (packed, past its
-  // end: the next panel's; in place, past B's last row: addresses a
-  // prefetch may name without faulting), two cache lines a row on AVX-512,
-  // one on AVX2.
-  const float* ahead = panel + g.prefetch_steps * stride;
+  // The weights prefetch_steps rows of the panel ahead (past its end: the
+  // next panel's), two cache lines a row on AVX-512, one on AVX2.
+  const float* ahead = panel + g.prefetch_steps * kW;
   const bool prefetch = g.prefetch_steps > 0;
   for (int64_t q = 0; q < k; ++q) {
     if (prefetch) {
-      __builtin_prefetch(ahead + q * stride, 0, 3);
-      if constexpr (kW * sizeof(float) > 64) __builtin_prefetch(ahead + q * stride + 64 / sizeof(float), 0, 3);
+      __builtin_prefetch(ahead + q * kW, 0, 3);
+      if constexpr (kW * sizeof(float) > 64) __builtin_prefetch(ahead + q * kW + 64 / sizeof(float), 0, 3);
     }
-    V b0 = Isa::Load(panel + q * stride);
-    V b1 = Isa::Load(panel + q * stride + Isa::kLanes);
+    V b0 = Isa::Load(panel + q * kW);
+    V b1 = Isa::Load(panel + q * kW + Isa::kLanes);
     for (int r = 0; r < kR; ++r) {
       V x = Isa::Splat(a[r * k + q]);
       lo[r] = Isa::Fma(x, b0, lo[r]);
@@ -143,29 +139,23 @@ void RowBlock(const PanelArgs& g, const float* panel, int64_t stride, int64_t ro
 }
 
 template <class Isa, int kR>
-void RowBlockUpTo(const PanelArgs& g, const float* panel, int64_t stride, int64_t row0, int64_t rows, int64_t col0,
-                  int64_t width) {
+void RowBlockUpTo(const PanelArgs& g, const float* panel, int64_t row0, int64_t rows, int64_t col0, int64_t width) {
   if constexpr (kR > 1) {
-    if (rows < kR) return RowBlockUpTo<Isa, kR - 1>(g, panel, stride, row0, rows, col0, width);
+    if (rows < kR) return RowBlockUpTo<Isa, kR - 1>(g, panel, row0, rows, col0, width);
   }
-  RowBlock<Isa, kR>(g, panel, stride, row0, col0, width);
+  RowBlock<Isa, kR>(g, panel, row0, col0, width);
 }
 
 template <class Isa>
 void RunPanels(const PanelArgs& g) {
   constexpr int64_t kW = 2 * Isa::kLanes;
   for (int64_t p = g.panel_begin; p < g.panel_end; ++p) {
+    const float* panel = g.panels + p * g.k * kW;
     const int64_t col0 = p * kW;
     const int64_t width = g.n - col0 < kW ? g.n - col0 : kW;
-    const float* panel = g.panels + p * g.k * kW;
-    int64_t stride = kW;
-    if (g.in_place) {
-      panel = width < kW ? g.tail : g.panels + col0;
-      stride = width < kW ? kW : g.n;
-    }
     for (int64_t row0 = 0; row0 < g.m; row0 += Isa::kRows) {
       const int64_t rows = g.m - row0 < Isa::kRows ? g.m - row0 : Isa::kRows;
-      RowBlockUpTo<Isa, Isa::kRows>(g, panel, stride, row0, rows, col0, width);
+      RowBlockUpTo<Isa, Isa::kRows>(g, panel, row0, rows, col0, width);
     }
   }
 }

@@ -48,7 +48,6 @@ absl::StatusOr<std::unique_ptr<SkinnyMatmul>> SkinnyMatmul::Create(const MatmulC
   }
   SkinnyOptions resolved = options;
   if (resolved.threads <= 0) resolved.threads = omp_get_max_threads();
-  resolved.in_place = options.in_place && !config.transpose_b;
   return std::unique_ptr<SkinnyMatmul>(new SkinnyMatmul(config, isa, resolved));
 }
 
@@ -61,16 +60,13 @@ int64_t SkinnyMatmul::Panels() const { return (config_.n + panel_width() - 1) / 
 absl::StatusOr<PackedWeights> SkinnyMatmul::PackB(const float* b) const {
   if (b == nullptr) return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(config_), ": missing B"));
   const int64_t k = config_.k, n = config_.n, w = panel_width(), panels = Panels();
-  // In place only the last panel, when it is partial, is packed.
-  const int64_t first = options_.in_place ? n / w : 0;
   PackedWeights packed;
-  if (first == panels) return packed;
-  packed.bytes_ = (panels - first) * k * w * static_cast<int64_t>(sizeof(float));  // a multiple of 64
+  packed.bytes_ = panels * k * w * static_cast<int64_t>(sizeof(float));  // a multiple of 64
   packed.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, packed.bytes_)), std::free);
   if (!packed.data_) return absl::ResourceExhaustedError(absl::StrCat(DescribeConfig(config_), ": out of memory"));
   float* out = packed.data_.get();
-  for (int64_t p = first; p < panels; ++p) {
-    float* panel = out + (p - first) * k * w;
+  for (int64_t p = 0; p < panels; ++p) {
+    float* panel = out + p * k * w;
     for (int64_t j = 0; j < w; ++j) {
       const int64_t col = p * w + j;
       for (int64_t q = 0; q < k; ++q) {
@@ -89,16 +85,13 @@ absl::Status SkinnyMatmul::Execute(const MatmulShape& shape, const MatmulOperand
     return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(cfg), ": cannot run m=", shape.m, " k=", shape.k,
                                                    " n=", shape.n));
   }
-  const bool partial = cfg.n % panel_width() != 0;
   if (ops.a == nullptr || ops.b == nullptr || ops.c == nullptr || cfg.bias != (ops.bias != nullptr) ||
-      cfg.residual != (ops.residual != nullptr) || (options_.in_place && partial && ops.b_tail == nullptr)) {
+      cfg.residual != (ops.residual != nullptr)) {
     return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(cfg), ": operands do not match the configuration"));
   }
   skinny::PanelArgs args;
   args.a = ops.a;
   args.panels = ops.b;
-  args.in_place = options_.in_place;
-  args.tail = ops.b_tail;
   args.bias = ops.bias;
   args.residual = ops.residual;
   args.c = ops.c;

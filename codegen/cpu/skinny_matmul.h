@@ -58,12 +58,6 @@ struct SkinnyOptions {
   // And from this many rows up: a tuning file (runtime/tuning/) raises it
   // where oneDNN's gemv beats this kernel at m = 1.
   int64_t min_rows = 1;
-  // Read B where it is ([k, n]: the panels are column strips of it) instead
-  // of a packed copy, so a constant-weight GEMM keeps one copy of its
-  // weights, the one oneDNN's runtime-M path reads too; PackB() then packs
-  // only the last panel when n is no multiple of the panel width. Ignored
-  // with transpose_b (B [n, k] has no such strips: it is packed).
-  bool in_place = false;
 };
 
 class SkinnyMatmul {
@@ -83,15 +77,12 @@ class SkinnyMatmul {
   static absl::StatusOr<std::unique_ptr<SkinnyMatmul>> Create(const MatmulConfig& config, Isa isa,
                                                               const SkinnyOptions& options = {});
 
-  // B in its plain layout ([k, n], or [n, k] with transpose_b) as panels;
-  // in place, only the last partial panel (empty when n is a multiple of the
-  // panel width).
+  // B in its plain layout ([k, n], or [n, k] with transpose_b) as panels.
   absl::StatusOr<PackedWeights> PackB(const float* b) const;
 
   // Runs `shape` (m >= 1; k and n the configuration's) with ops.b = PackB()'s
-  // data, or in place ops.b = the plain B and ops.b_tail = PackB()'s data.
+  // data.
   absl::Status Execute(const MatmulShape& shape, const MatmulOperands& ops) const;
-  bool in_place() const { return options_.in_place; }
 
   const MatmulConfig& config() const { return config_; }
   Isa isa() const { return isa_; }

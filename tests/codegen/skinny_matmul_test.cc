@@ -61,10 +61,6 @@ void CheckRows(const SkinnyMatmul& skinny, int64_t m, uint32_t seed, bool residu
   std::vector<float> c = residual_in_place ? residual : std::vector<float>(m * s.n, NAN);
   MatmulOperands ops{a.data(), packed->data(), cfg.bias ? bias.data() : nullptr,
                      cfg.residual ? (residual_in_place ? c.data() : residual.data()) : nullptr, c.data()};
-  if (skinny.in_place()) {  // B read where it is, the partial last panel from PackB
-    ops.b = b.data();
-    ops.b_tail = packed->data();
-  }
   absl::Status run = skinny.Execute(s, ops);
   ASSERT_TRUE(run.ok()) << run;
   for (size_t i = 0; i < c.size(); ++i) {
@@ -83,56 +79,6 @@ TEST(SkinnyMatmulTest, EveryRowCountMatchesTheReferenceOnEveryCore) {
     ASSERT_NE(skinny, nullptr);
     for (int64_t m = 1; m <= 33; ++m) CheckRows(*skinny, m, static_cast<uint32_t>(100 + m));
   }
-}
-
-// In place (SkinnyOptions::in_place): the same results at every row count,
-// with n a multiple of the panel width (nothing packed) and not (the last
-// panel packed alone), bit for bit the packed kernel's (the same sums in the
-// same order).
-TEST(SkinnyMatmulTest, InPlaceReadsThePlainWeightsAndPacksOnlyAPartialLastPanel) {
-  ASSERT_FALSE(Cores().empty());
-  for (Isa isa : Cores()) {
-    std::unique_ptr<SkinnyMatmul> probe = MakeOrDie(WeightGemm(8, 8), isa);
-    ASSERT_NE(probe, nullptr);
-    const int64_t w = probe->panel_width();
-    for (int64_t n : {2 * w, 2 * w + 5, w - 3}) {
-      MatmulConfig cfg = WeightGemm(40, n);
-      cfg.bias = true;
-      cfg.activation = MatmulActivation::kGeluTanh;
-      std::unique_ptr<SkinnyMatmul> packed = MakeOrDie(cfg, isa, {.prefetch_rows = 16});
-      std::unique_ptr<SkinnyMatmul> in_place = MakeOrDie(cfg, isa, {.prefetch_rows = 16, .in_place = true});
-      ASSERT_NE(packed, nullptr);
-      ASSERT_NE(in_place, nullptr);
-      EXPECT_TRUE(in_place->in_place());
-      std::vector<float> b = RandomFloats(cfg.k * n, 5), bias = RandomFloats(n, 6);
-      absl::StatusOr<PackedWeights> tail = in_place->PackB(b.data());
-      absl::StatusOr<PackedWeights> whole = packed->PackB(b.data());
-      ASSERT_TRUE(tail.ok() && whole.ok());
-      EXPECT_EQ(tail->bytes(), n % w == 0 ? 0 : cfg.k * w * 4) << "n=" << n;
-      EXPECT_EQ(whole->bytes(), (n + w - 1) / w * cfg.k * w * 4);
-      for (int64_t m : {1, 3, 8, 9, 17}) {
-        CheckRows(*in_place, m, static_cast<uint32_t>(200 + m));
-        std::vector<float> a = RandomFloats(m * cfg.k, 7), c0(m * n), c1(m * n);
-        ASSERT_TRUE(packed->Execute({1, m, cfg.k, n}, {a.data(), whole->data(), bias.data(), nullptr, c0.data()}).ok());
-        ASSERT_TRUE(in_place->Execute({1, m, cfg.k, n}, {a.data(), b.data(), bias.data(), nullptr, c1.data(),
-                                                         tail->data()})
-                        .ok());
-        EXPECT_EQ(c0, c1) << "n=" << n << " m=" << m;
-      }
-      if (n % w != 0) {  // the partial panel is required
-        std::vector<float> a(cfg.k), c(n);
-        absl::Status missing = in_place->Execute({1, 1, cfg.k, n}, {a.data(), b.data(), bias.data(), nullptr, c.data()});
-        EXPECT_THAT(std::string(missing.message()), HasSubstr("operands do not match"));
-      }
-    }
-  }
-  // With transpose_b (B [n, k]) there are no column strips to read: packed.
-  MatmulConfig transposed = WeightGemm(16, 40);
-  transposed.transpose_b = true;
-  std::unique_ptr<SkinnyMatmul> skinny = MakeOrDie(transposed, Cores().front(), {.in_place = true});
-  ASSERT_NE(skinny, nullptr);
-  EXPECT_FALSE(skinny->in_place());
-  CheckRows(*skinny, 5, 3);
 }
 
 TEST(SkinnyMatmulTest, EveryEpilogueWithPlainAndTransposedWeights) {
