@@ -126,7 +126,9 @@ const Row kRows[] = {
     // Not an ONNX op: the softmax over X's last axis of X + (allowed(i, j) ?
     // M : fill), allowed a causal (optionally sliding-window) predicate of
     // the query and key indices, what `causal-mask-recognition` rewrites a
-    // decoder's Softmax(scores + Where(causal [and padding], 0, fill)) into.
+    // decoder's Softmax(scores + Where(causal [and padding], 0, fill)) into;
+    // with a bool M, of (allowed and M) ? X : fill (masked_fill's form, MPT's
+    // Softmax(Where(not (causal and padding), fill, scores))).
     {"CausalSoftmax", C::kNormalization, 1, 2, 1, 1, rules::CausalSoftmax, 0, L::kCompiled},
     // Reductions (axes: attribute, or input 1 from opset 13/18).
     {"ReduceMean", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},

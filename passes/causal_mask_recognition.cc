@@ -1,6 +1,8 @@
 #include "passes/causal_mask_recognition.h"
 
+#include <cmath>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -119,11 +121,12 @@ void AndLeaves(Value* v, int depth, std::vector<Value*>& leaves) {
 
 struct CausalMatch {
   Value* x = nullptr;       // the scores
-  Node* where = nullptr;    // Where(allowed, zero, fill)
+  Node* where = nullptr;    // Where(allowed, zero, fill); select: the Where holding the condition
   std::vector<Value*> padding;  // the And operands that are not index bounds
   float fill = 0;
   int64_t window = 0;
-  std::vector<Node*> nodes;  // Add, Softmax
+  bool select = false;       // masked_fill's form: (allowed ? x : fill), M a bool
+  std::vector<Node*> nodes;  // Add (select: the scores' Where), Softmax
 };
 
 bool IsLastAxisSoftmax(const Graph& graph, const Node& node) {
@@ -202,10 +205,71 @@ std::optional<CausalMatch> MatchAt(const Graph& graph, ShapeEnv& env, Node* soft
   return std::nullopt;
 }
 
+// `not c` as exporters spell masked_fill's inverted mask: Cast-to-bool of
+// Where(c, 0, f) with f != 0 (transformers' `where(mask, 0, min).bool()`),
+// through further casts to bool, or Not(c); c, else nullptr.
+Value* Negated(Value* v) {
+  for (int depth = 0; depth < kMaxDepth && v != nullptr && v->type().dtype == DType::kBool; ++depth) {
+    Node* p = v->producer();
+    if (p == nullptr) return nullptr;
+    if (p->op_type() == "Not") return p->input(0);
+    if (p->op_type() != "Cast") return nullptr;
+    Value* in = p->input(0);
+    if (in->type().dtype == DType::kBool) {  // a cast to bool of a bool
+      v = in;
+      continue;
+    }
+    Node* where = in->producer();
+    if (where == nullptr || where->op_type() != "Where") return nullptr;
+    std::optional<double> zero = ConstantScalar(where->input(1)), fill = ConstantScalar(where->input(2));
+    if (zero != 0.0 || !fill || *fill == 0.0 || std::isnan(*fill)) return nullptr;
+    return where->input(0);
+  }
+  return nullptr;
+}
+
+// masked_fill's form: Softmax(Where(allowed, x, fill)) or, MPT's,
+// Softmax(Where(not allowed, fill, x)). The Where's condition is split as
+// in the additive form; its other operands become CausalSoftmax's bool M.
+std::optional<CausalMatch> MatchSelectAt(const Graph& graph, ShapeEnv& env, Node* softmax) {
+  Node* where = ProducerIs(softmax->input(0), "Where");
+  if (where == nullptr || SingleUser(where->output(0)) != softmax || IsGraphOutput(graph, where->output(0)) ||
+      where->input(0)->type().dtype != DType::kBool) {
+    return std::nullopt;
+  }
+  for (bool negated : {false, true}) {
+    CausalMatch m;
+    m.select = true;
+    m.x = where->input(negated ? 2 : 1);
+    const Value* fill_value = where->input(negated ? 1 : 2);
+    std::optional<double> fill = ConstantScalar(fill_value);
+    if (!fill || fill_value->type().dtype != DType::kF32 || m.x->type().dtype != DType::kF32 ||
+        m.x->type().rank() < 2) {
+      continue;
+    }
+    Value* allowed = negated ? Negated(where->input(0)) : where->input(0);
+    if (allowed == nullptr) continue;
+    m.where = negated ? where->input(0)->producer() : where;  // shared by the layers that read one mask
+    m.fill = static_cast<float>(*fill);
+    if (!ShapesEqual(env, m.x->type().shape, where->output(0)->type().shape,
+                     Provenance{kPass, where->name(), "the scores keep their shape"}) ||
+        !MatchCondition(env, *where, allowed, m)) {
+      continue;
+    }
+    m.nodes = {where, softmax};
+    return m;
+  }
+  return std::nullopt;
+}
+
 // Where(padding..., zero, fill): the mask without its causal part, built
-// once per mask (every layer reads the same one).
+// once per mask (every layer reads the same one); select: And(padding...),
+// or the constant true.
 absl::StatusOr<Value*> PaddingMask(Graph& graph, ShapeEnv& env, const CausalMatch& m) {
-  Value* zero = m.where->input(1);
+  if (m.select && m.padding.empty()) {
+    return graph.AddConstant("", Tensor::FromVector<uint8_t>(DType::kBool, {}, std::vector<uint8_t>{1}));
+  }
+  Value* zero = m.select ? nullptr : m.where->input(1);
   if (m.padding.empty()) return zero;
   auto add_node = [&](const std::string& op, std::vector<Value*> inputs) -> absl::StatusOr<Value*> {
     Node* n = graph.AddNode(op, std::move(inputs), 1, Attributes());
@@ -220,6 +284,7 @@ absl::StatusOr<Value*> PaddingMask(Graph& graph, ShapeEnv& env, const CausalMatc
     if (!both.ok()) return both.status();
     cond = *both;
   }
+  if (m.select) return cond;
   return add_node("Where", {cond, zero, m.where->input(2)});
 }
 
@@ -228,12 +293,13 @@ absl::StatusOr<Value*> PaddingMask(Graph& graph, ShapeEnv& env, const CausalMatc
 absl::StatusOr<bool> RecognizeCausalMask(Graph& graph, ShapeEnv& env) {
   bool changed = false;
   absl::flat_hash_set<const Node*> removed;              // by earlier rewrites in this sweep
-  absl::flat_hash_map<const Node*, Value*> padding_of;   // Where → its padding mask
+  absl::flat_hash_map<std::pair<const Node*, bool>, Value*> padding_of;  // (Where, select) → its padding mask
   for (Node* node : graph.nodes()) {
     if (removed.contains(node)) continue;
     std::optional<CausalMatch> m = MatchAt(graph, env, node);
+    if (!m && node->op_type() == "Softmax" && IsLastAxisSoftmax(graph, *node)) m = MatchSelectAt(graph, env, node);
     if (!m) continue;
-    Value*& padding = padding_of[m->where];
+    Value*& padding = padding_of[{m->where, m->select}];
     if (padding == nullptr) {
       absl::StatusOr<Value*> built = PaddingMask(graph, env, *m);
       if (!built.ok()) return built.status();

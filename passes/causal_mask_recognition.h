@@ -8,6 +8,13 @@
 // →
 //   y = CausalSoftmax(x, Where(padding, 0, fill)) {window = W, fill}
 //
+// and masked_fill's form (MPT: the scores replaced where the mask is off,
+// `not allowed` spelled Cast-to-bool of Where(allowed, 0, min))
+//
+//   y = Softmax(Where(allowed, x, fill))  or  Softmax(Where(not allowed, fill, x))
+// →
+//   y = CausalSoftmax(x, And(padding...) or true) {window = W, fill}
+//
 // CausalSoftmax (graph/op_table.h; shapeshift's op, not ONNX's) adds
 // `allowed(i, j) ? M : fill` to x and takes the softmax over the last axis,
 // where allowed(i, j) is j <= i + (T - S) [and j > i + (T - S) - W]. Every
@@ -16,9 +23,12 @@
 // query positions shifted by the past length); the padding part (the
 // `attention_mask` input, [batch, 1, 1, T]) stays a tensor operand.
 //
+// With a bool M it selects instead: (allowed ∧ M) ? x : fill.
+//
 // Exact: Where(c ∧ p, 0, fill) = c ? Where(p, 0, fill) : fill element for
 // element, so the new op adds the same f32 value to each score the graph's
-// Add did. Each comparison's form is matched structurally (a Range of step
+// Add did; Where(c ∧ p, x, fill) = c ? Where(p, x, fill) : fill selects
+// the same values, NaN and infinite scores included. Each comparison's form is matched structurally (a Range of step
 // 1 seen through views, shifted by known scalars); the conditions the match
 // needs (the comparison's bound is T - S, the ranges span S and T) are
 // ShapeEnv questions with provenance, so a wrong offset or a non-causal

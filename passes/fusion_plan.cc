@@ -61,6 +61,7 @@ std::string KindDetails(const Group& g) {
       if (g.softmax.causal) {
         parts.push_back(absl::StrCat("causal fill=", g.softmax.fill));
         if (g.softmax.window > 0) parts.push_back(absl::StrCat("window=", g.softmax.window));
+        if (g.softmax.select) parts.push_back("select");
       }
       break;
     case GroupKind::kLayerNorm:

@@ -99,7 +99,10 @@ struct SoftmaxGroup {
   // CausalSoftmax: softmax(x * scale + (allowed(i, j) ? mask : fill)), i and
   // j x's last two indices, allowed: j <= i + (T - S) [and j > i + (T - S) -
   // window when window > 0], S and T x's last two dims; mask is then set.
+  // With `select` (a bool mask, masked_fill's form):
+  // softmax((allowed(i, j) and mask) ? x * scale : fill).
   bool causal = false;
+  bool select = false;
   int64_t window = 0;
   float fill = 0.0f;
 };

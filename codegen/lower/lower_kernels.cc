@@ -94,8 +94,14 @@ absl::StatusOr<KernelCall> LowerSoftmax(const passes::Group& g, ShapeEnv* env) {
     SS_ASSIGN_OR_RETURN(tensor, b.em.EmitBroadcast(s.mask, domain, loop.idx, softmax));
     mask = tensor;
   }
-  if (s.causal) mask = CausalSelect(s, b.em.dims().Bind(domain), loop.idx, mask);
-  if (mask != nullptr) logit = logit + mask;
+  if (s.causal && s.select) {
+    // (allowed and mask) ? logit : fill: the causal bound selects the
+    // masked logit, the fill elsewhere (no addition anywhere).
+    logit = CausalSelect(s, b.em.dims().Bind(domain), loop.idx, Select(mask, logit, F32(s.fill)));
+  } else {
+    if (s.causal) mask = CausalSelect(s, b.em.dims().Bind(domain), loop.idx, mask);
+    if (mask != nullptr) logit = logit + mask;
+  }
   SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(softmax->output(0)));
   b.call->kernel.body = {
       Accumulator("row_max", F32(-std::numeric_limits<double>::infinity())),

@@ -337,8 +337,9 @@ absl::Status rules::RotateEveryTwoMulAdd(InferenceContext& ctx) { return RotaryM
 
 // CausalSoftmax(X[, M]) {window, fill}: the softmax over X's last axis of
 // X + (allowed(i, j) ? M : fill), i and j the last two indices (a shapeshift
-// op, passes/causal_mask_recognition.h). M broadcasts to X, which keeps its
-// type.
+// op, passes/causal_mask_recognition.h); with a bool M, of
+// (allowed(i, j) and M) ? X : fill (masked_fill's form). M broadcasts to X,
+// which keeps its type.
 absl::Status rules::CausalSoftmax(InferenceContext& ctx) {
   if (absl::Status s = RequireFloat(ctx, 0); !s.ok()) return s;
   if (ctx.input_rank(0) < 2) {
@@ -350,9 +351,9 @@ absl::Status rules::CausalSoftmax(InferenceContext& ctx) {
   if (!ctx.attrs().Has("fill")) return ctx.Error("the attribute fill (the masked entries' addend) is required");
   if (absl::StatusOr<float> fill = ctx.attrs().GetFloat("fill", 0); !fill.ok()) return ctx.Error(fill.status().message());
   if (ctx.HasInput(1)) {
-    if (ctx.input_dtype(1) != ctx.input_dtype(0)) {
+    if (ctx.input_dtype(1) != ctx.input_dtype(0) && ctx.input_dtype(1) != DType::kBool) {
       return ctx.Error(absl::StrCat("M has dtype ", DTypeName(ctx.input_dtype(1)), ", X has ",
-                                    DTypeName(ctx.input_dtype(0))));
+                                    DTypeName(ctx.input_dtype(0)), " (M is X's type, or bool to select)"));
     }
     if (ctx.input_rank(1) > ctx.input_rank(0)) {
       return ctx.Error(absl::StrCat("M ", ctx.input_type(1).ToString(), " does not broadcast to X ",

@@ -63,8 +63,9 @@ KernelResult SoftmaxFamily(const KernelArgs& args) {
 // query: a KV cache's past), key j is allowed for query i when
 // j <= i + off and, for window > 0, j > i + off - window. Each element is
 // V = X + (allowed ? M : fill) (M broadcast; absent: 0), rounded once in
-// the element type as the decomposed Add of a Where is, and the result is
-// Softmax's over the last axis of V: bit for bit the graph
+// the element type as the decomposed Add of a Where is — or, with a bool M
+// (masked_fill's form), V = (allowed and M) ? X : fill, no arithmetic — and
+// the result is Softmax's over the last axis of V: bit for bit the graph
 // `causal-mask-recognition` rewrites, fully masked rows included.
 // Not kViaF32: the decomposed graph on f16 would round V to f16 first.
 KernelResult CausalSoftmax(const KernelArgs& args) {
@@ -78,8 +79,11 @@ KernelResult CausalSoftmax(const KernelArgs& args) {
   if (!fill.ok()) return fill.status();
   const std::vector<int64_t>& shape = (*x)->shape();
   if (shape.size() < 2) return Invalid("CausalSoftmax needs rank >= 2, got ", ShapeToString(shape));
+  const bool select = m != nullptr && m->dtype() == DType::kBool;
   if (m != nullptr) {
-    if (absl::Status same = RequireSameDType(args, {*x, m}); !same.ok()) return same;
+    if (!select) {
+      if (absl::Status same = RequireSameDType(args, {*x, m}); !same.ok()) return same;
+    }
     absl::StatusOr<std::vector<int64_t>> b = BroadcastShapes({shape, m->shape()});
     if (!b.ok() || *b != shape) {
       return Invalid("M ", ShapeToString(m->shape()), " does not broadcast to X ", ShapeToString(shape));
@@ -99,6 +103,10 @@ KernelResult CausalSoftmax(const KernelArgs& args) {
       const int64_t i = (e / t) % s;
       const int64_t j = e % t;
       const bool allowed = j <= i + off && (*window == 0 || j > i + off - *window);
+      if (select) {
+        v[e] = allowed && m->data<uint8_t>()[walk.offset(0)] != 0 ? in[e] : static_cast<T>(*fill);
+        continue;
+      }
       const T add = !allowed ? static_cast<T>(*fill) : m ? m->data<T>()[walk.offset(0)] : T(0);
       v[e] = static_cast<T>(in[e] + add);
     }

@@ -174,6 +174,7 @@ void BuildSoftmax(Grouping& g, Node* node) {
   if (causal) {
     sm.causal = true;
     sm.mask = node->input(1);
+    sm.select = sm.mask != nullptr && sm.mask->type().dtype == DType::kBool;
     sm.window = node->attrs().GetInt("window", 0).value_or(0);
     sm.fill = node->attrs().GetFloat("fill", 0.0f).value_or(0.0f);
   } else if (Node* add = ProducerIs(x, "Add"); add && AbsorbableProducer(g, x, reader, gid) == add) {

@@ -52,20 +52,25 @@ class CausalMaskRecognitionTest : public PassTest {
   Value* True() { return g.AddConstant("", Tensor::FromVector<uint8_t>(DType::kBool, {}, {1})); }
 
   // seq 5 over past 3 and past 0; batch row 1's first two keys padded
-  // (without past, its first queries see nothing: fully masked rows).
-  std::vector<std::vector<Tensor>> InputSets() {
+  // (without past, its first queries see nothing: fully masked rows); with
+  // `nan_under_padding`, NaN scores on batch row 1's key 0.
+  std::vector<std::vector<Tensor>> InputSets(bool nan_under_padding = false) {
     std::vector<std::vector<Tensor>> sets;
     for (int64_t p : {int64_t{3}, int64_t{0}}) {
       Tensor mask = Tensor::Zeros(DType::kBool, {2, 1, 1, p + 5}).value();
       for (int64_t k = 0; k < 2 * (p + 5); ++k) mask.mutable_data<uint8_t>()[k] = k < p + 5 || k >= p + 5 + 2;
-      sets.push_back({Random({2, 4, 5, p + 5}, static_cast<uint32_t>(p + 1)), mask});
+      Tensor scores = Random({2, 4, 5, p + 5}, static_cast<uint32_t>(p + 1));
+      for (int64_t row = 4 * 5; nan_under_padding && row < 2 * 4 * 5; ++row) {
+        scores.mutable_data<float>()[row * (p + 5)] = std::numeric_limits<float>::quiet_NaN();
+      }
+      sets.push_back({scores, mask});
     }
     return sets;
   }
   // Rewrites every softmax, removes what died, and checks the interpreter
   // gives bit for bit the decomposed graph's outputs.
-  void ExpectRewritten(int softmaxes, int64_t window = 0) {
-    std::vector<std::vector<Tensor>> sets = InputSets();
+  void ExpectRewritten(int softmaxes, int64_t window = 0, bool nan_under_padding = false) {
+    std::vector<std::vector<Tensor>> sets = InputSets(nan_under_padding);
     std::vector<std::vector<Tensor>> before;
     for (const std::vector<Tensor>& in : sets) {
       absl::StatusOr<std::vector<Tensor>> out = Interpret(g, in);
@@ -97,6 +102,38 @@ class CausalMaskRecognitionTest : public PassTest {
   SymExpr past;
   Value *x, *pad;
 };
+
+// masked_fill's form, MPT's: the bool mask is `not (causal and padding)`,
+// spelled Cast(Where(allowed, 0, min), bool) (cast to bool again in each
+// layer), and each layer's scores are replaced where it is set; and the
+// direct form Where(allowed, scores, fill). The scores hold NaN under a
+// padded key, which the graph's Where hides: so must the rewrite (the
+// comparison is bit for bit).
+TEST_F(CausalMaskRecognitionTest, RewritesMaskedFillsForm) {
+  Value* causal = Op("LessOrEqual", {Keys(), Queries()});
+  Value* allowed = Op("And", {causal, pad});
+  Value* masked = Op("Cast", {Mask(allowed)}, Attr("to", int64_t{9}));  // not allowed
+  for (float scale : {1.0f, 0.5f}) {
+    Value* again = Op("Cast", {masked}, Attr("to", int64_t{9}));
+    Value* scores = Op("Where", {again, Scalar(kMin), Op("Mul", {x, Scalar(scale)})});
+    g.AddOutput(Op("Softmax", {scores}, Attr("axis", int64_t{-1})));
+  }
+  g.AddOutput(Op("Softmax", {Op("Where", {allowed, x, Scalar(kMin)})}, Attr("axis", int64_t{-1})));
+  ExpectRewritten(3, /*window=*/0, /*nan_under_padding=*/true);
+  for (const Node* n : g.nodes()) {
+    if (n->op_type() == "CausalSoftmax") EXPECT_EQ(n->input(1)->type().dtype, DType::kBool) << n->name();
+  }
+}
+
+// Near misses of masked_fill's form: the fill on the wrong side of a
+// non-negated condition, and a "negation" whose Where keeps 0 where masked.
+TEST_F(CausalMaskRecognitionTest, LeavesMaskedFillNearMissesAlone) {
+  Value* allowed = Op("And", {Op("LessOrEqual", {Keys(), Queries()}), pad});
+  g.AddOutput(Op("Softmax", {Op("Where", {allowed, Scalar(kMin), x})}, Attr("axis", int64_t{-1})));
+  Value* not_negated = Op("Cast", {Op("Where", {allowed, Scalar(1.0f), Scalar(0.0f)})}, Attr("to", int64_t{9}));
+  g.AddOutput(Op("Softmax", {Op("Where", {not_negated, Scalar(kMin), x})}, Attr("axis", int64_t{-1})));
+  ExpectUnchanged();
+}
 
 // The dynamo form: And(And(new_ones, kv <= q), padding), finfo.min, two
 // layers reading one mask; and TorchScript's: q >= kv, -inf, the mask added

@@ -121,9 +121,8 @@ INSTANTIATE_TEST_SUITE_P(Decoders, DecoderExportsPipelineTest,
                                            "mistral-dynamo", "gemma-torchscript", "gemma-dynamo",
                                            "bloom-torchscript", "bloom-dynamo", "gpt-bigcode-torchscript",
                                            "gpt-bigcode-dynamo", "falcon-torchscript", "falcon-dynamo",
-                                           "stablelm-torchscript", "stablelm-dynamo"),
-                         // (Not MPT: its causal mask, masked_fill of the ALiBi-biased
-                         // scores, is not recognized yet; its Softmax reads the mask tensor.)
+                                           "stablelm-torchscript", "stablelm-dynamo", "mpt-torchscript",
+                                           "mpt-dynamo"),
                          shapeshift::testing::RealExportTestName);
 
 // The RoPE decoders of both exporters: each rotary embedding of q and k is

@@ -53,6 +53,41 @@ TEST_F(LowerTest, CausalSoftmaxWithPastAndPaddingMatchesInterpreter) {
   }
 }
 
+// masked_fill's form (a bool mask): the kernel selects the score or the fill,
+// as the interpreter does (within the f32 softmax's rounding), with NaN
+// scores under the padded key that never reach a result.
+TEST_F(LowerTest, CausalSoftmaxSelectingWithABoolMaskMatchesInterpreter) {
+  In("past_len", {past});  // binds past (unread)
+  GraphValue* scores = In("scores", {batch, 2, seq, past + seq});
+  GraphValue* keep = In("keep", {batch, 1, 1, past + seq}, DType::kBool);
+  const float lowest = std::numeric_limits<float>::lowest();
+  Node* softmax = Op("CausalSoftmax", {scores, keep}, Attr("fill", lowest));
+  g.AddOutput(softmax->output(0));
+  passes::Group group = MakeGroup(GroupKind::kSoftmax, {softmax}, {scores, keep});
+  group.softmax.x = scores;
+  group.softmax.mask = keep;
+  group.softmax.causal = true;
+  group.softmax.select = true;
+  group.softmax.fill = lowest;
+  for (int64_t s : {1, 2, 7, 17, 129}) {
+    for (int64_t p : {int64_t{0}, int64_t{3}, int64_t{16}}) {
+      SCOPED_TRACE(absl::StrCat("seq ", s, " past ", p));
+      std::vector<uint8_t> bits(2 * (p + s), 1);
+      bits[p + s] = 0;  // batch row 1 pads key 0
+      Tensor mask = Tensor::FromVector<uint8_t>(DType::kBool, {2, 1, 1, p + s}, bits);
+      Tensor x = RandomTensor({2, 2, s, p + s}, static_cast<uint32_t>(s + p));
+      for (int64_t r = 0; r < 2 * s; ++r) x.mutable_data<float>()[(2 * s + r) * (p + s)] = std::numeric_limits<float>::quiet_NaN();
+      ExpectMatchesInterpreter(group, {RandomTensor({p}, 1), x, mask}, /*tol=*/1e-6);
+      // (The comparison above passes a NaN by: none may reach the output.)
+      absl::StatusOr<std::vector<LoweredStep>> steps = LowerGroup(group, &env);
+      ASSERT_TRUE(steps.ok()) << steps.status();
+      absl::StatusOr<std::vector<Tensor>> got = RunSteps(*steps, {RandomTensor({p}, 1), x, mask});
+      ASSERT_TRUE(got.ok()) << got.status();
+      for (int64_t i = 0; i < (*got)[0].num_elements(); ++i) ASSERT_FALSE(std::isnan((*got)[0].GetAsDouble(i))) << i;
+    }
+  }
+}
+
 TEST_F(LowerTest, SlidingWindowCausalSoftmaxWithoutAMaskMatchesInterpreter) {
   In("past_len", {past});  // binds past (unread)
   GraphValue* x = In("x", {batch, seq, past + seq});

@@ -51,6 +51,29 @@ TEST(NormalizationKernelTest, CausalSoftmaxMasksKeysPastEachQueryAndOutsideTheWi
   EXPECT_FALSE(RunOp("CausalSoftmax", {x}, no_fill, 17).ok());
 }
 
+// A bool M selects (masked_fill's form): (allowed and M) ? X : fill. A NaN or
+// infinite score where the mask is off never reaches the softmax (an added
+// fill would carry it); a row with every key off is the softmax of fills.
+TEST(NormalizationKernelTest, CausalSoftmaxWithABoolMaskSelectsTheScores) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float lowest = std::numeric_limits<float>::lowest();
+  Tensor x = F32({1, 2, 3}, {0, nan, std::numeric_limits<float>::infinity(), 0, nan, 0});
+  Attributes causal;
+  causal.Set("fill", lowest);
+  Tensor keep = Tensor::FromVector<uint8_t>(DType::kBool, {1, 1, 3}, {1, 0, 1});  // key 1 padded
+  auto out = RunOp("CausalSoftmax", {x, keep}, causal, 17);
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Query 0 sees keys 0 and 1 (1 padded: its NaN is replaced); query 1 sees 0 and 2.
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(1.0f, 0.0f, 0.0f, 0.5f, 0.0f, 0.5f));
+  Tensor none = Tensor::FromVector<uint8_t>(DType::kBool, {1, 1, 3}, {0, 0, 0});
+  auto masked = RunOp("CausalSoftmax", {x, none}, causal, 17);
+  ASSERT_TRUE(masked.ok()) << masked.status();
+  EXPECT_THAT(Values<float>((*masked)[0]), ElementsAre(FloatNear(1.f / 3, 1e-7), FloatNear(1.f / 3, 1e-7),
+                                                       FloatNear(1.f / 3, 1e-7), FloatNear(1.f / 3, 1e-7),
+                                                       FloatNear(1.f / 3, 1e-7), FloatNear(1.f / 3, 1e-7)));
+  EXPECT_FALSE(RunOp("CausalSoftmax", {x, Tensor::FromVector<int64_t>(DType::kI64, {3}, {1, 1, 1})}, causal, 17).ok());
+}
+
 TEST(NormalizationKernelTest, LogSoftmaxIsStableForLargeInputs) {
   auto out = RunOp("LogSoftmax", {F32({2}, {1000, 1000})});
   ASSERT_TRUE(out.ok()) << out.status();
