@@ -236,6 +236,30 @@ class ProgramBuilder {
     return static_cast<int>(impl_.kv_pairs.size()) - 1;
   }
 
+  // The KV pair whose present `b` is, or is a view of that merges the
+  // present's leading dims into one and keeps its last two (BLOOM reads
+  // [batch*heads, positions, head_dim]): batch index k of the view is (b, h)
+  // of the present, so the view's batch stride is the present's per-head
+  // stride, dense or a bound buffer's capacity alike. -1 otherwise.
+  int PresentPairRead(const GraphValue* b) {
+    if (auto it = present_pair_.find(b); it != present_pair_.end()) return it->second;
+    const Node* view = b == nullptr ? nullptr : b->producer();
+    if (view == nullptr || view->op_type() != "Reshape") return -1;
+    auto it = present_pair_.find(view->input(0));
+    if (it == present_pair_.end()) return -1;
+    const std::vector<SymExpr>& whole = view->input(0)->type().shape;
+    const std::vector<SymExpr>& merged = b->type().shape;
+    if (whole.size() < 3 || merged.size() != 3) return -1;
+    SymExpr leading = 1;
+    for (size_t d = 0; d + 2 < whole.size(); ++d) leading = leading * whole[d];
+    // Proofs, not guards: a view the env cannot prove merging is read densely.
+    if (!env_.CanProveEqual(merged[0], leading) || !env_.CanProveEqual(merged[1], whole[whole.size() - 2]) ||
+        !env_.CanProveEqual(merged[2], whole.back())) {
+      return -1;
+    }
+    return it->second;
+  }
+
   // A bound cache is a strided buffer: only its Concat's slab copies and the
   // GEMMs that read the present as a strided B (AddStep(MatmulCall)) know
   // that. Any other step touching a pair's past or present makes the pair
@@ -313,11 +337,8 @@ class ProgramBuilder {
     // (dense, or a bound buffer's capacity), in plain and bound requests
     // alike, so the two run the same primitive.
     cpu::MatmulConfig config = call.config;
-    int b_kv_pair = -1;
-    if (auto it = present_pair_.find(call.b); it != present_pair_.end() && config.batch != 0) {
-      config.b_batch_stride = true;
-      b_kv_pair = it->second;
-    }
+    int b_kv_pair = config.batch != 0 ? PresentPairRead(call.b) : -1;
+    if (b_kv_pair >= 0) config.b_batch_stride = true;
     // Layers with the same configuration share one primitive.
     std::string key = cpu::DescribeConfig(config);
     const cpu::OnednnMatmul*& matmul = matmul_by_config_[key];
