@@ -122,7 +122,12 @@ INSTANTIATE_TEST_SUITE_P(Decoders, DecoderExportsPipelineTest,
                                            "bloom-torchscript", "bloom-dynamo", "gpt-bigcode-torchscript",
                                            "gpt-bigcode-dynamo", "falcon-torchscript", "falcon-dynamo",
                                            "stablelm-torchscript", "stablelm-dynamo", "mpt-torchscript",
-                                           "mpt-dynamo"),
+                                           "mpt-dynamo", "mistral-past-torchscript", "mistral-past-dynamo", "gemma-past-torchscript",
+                                           "gemma-past-dynamo", "phi-past-torchscript", "phi-past-dynamo",
+                                           "gpt-neox-past-torchscript", "gpt-neox-past-dynamo", "stablelm-past-torchscript",
+                                           "stablelm-past-dynamo", "falcon-past-torchscript", "falcon-past-dynamo",
+                                           "gpt-bigcode-past-torchscript", "gpt-bigcode-past-dynamo", "bloom-past-torchscript",
+                                           "bloom-past-dynamo"),
                          shapeshift::testing::RealExportTestName);
 
 // The RoPE decoders of both exporters: each rotary embedding of q and k is
@@ -150,7 +155,10 @@ INSTANTIATE_TEST_SUITE_P(RopeDecoders, RopeExportsPipelineTest,
                                            "phi-torchscript", "phi-dynamo", "mistral-torchscript",
                                            "mistral-dynamo", "gemma-torchscript", "gemma-dynamo",
                                            "falcon-torchscript", "falcon-dynamo", "stablelm-torchscript",
-                                           "stablelm-dynamo"),
+                                           "stablelm-dynamo", "mistral-past-torchscript", "mistral-past-dynamo", "gemma-past-torchscript",
+                                           "gemma-past-dynamo", "phi-past-torchscript", "phi-past-dynamo",
+                                           "gpt-neox-past-torchscript", "gpt-neox-past-dynamo", "stablelm-past-torchscript",
+                                           "stablelm-past-dynamo", "falcon-past-torchscript", "falcon-past-dynamo"),
                          shapeshift::testing::RealExportTestName);
 
 }  // namespace

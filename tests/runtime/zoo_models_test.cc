@@ -66,6 +66,11 @@ constexpr const char* kZooExports[] = {
     // ALiBi: BLOOM builds its biases from the mask's cumsum; MPT slices a
     // [heads, 1, 512] table, which limits sequence to 1..512 at import.
     "bloom-torchscript",      "bloom-dynamo",      "mpt-torchscript",        "mpt-dynamo",
+    // With past key/values.
+    "mistral-past-torchscript", "mistral-past-dynamo", "gemma-past-torchscript", "gemma-past-dynamo",
+    "phi-past-torchscript", "phi-past-dynamo", "gpt-neox-past-torchscript", "gpt-neox-past-dynamo",
+    "stablelm-past-torchscript", "stablelm-past-dynamo", "falcon-past-torchscript", "falcon-past-dynamo",
+    "gpt-bigcode-past-torchscript", "gpt-bigcode-past-dynamo", "bloom-past-torchscript", "bloom-past-dynamo",
 };
 
 // Exports that fail today, with the error each gives (the Session's status,
