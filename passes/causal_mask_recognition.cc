@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <optional>
-#include <utility>
 #include <string>
 #include <vector>
 
@@ -121,7 +120,8 @@ void AndLeaves(Value* v, int depth, std::vector<Value*>& leaves) {
 
 struct CausalMatch {
   Value* x = nullptr;       // the scores
-  Node* where = nullptr;    // Where(allowed, zero, fill); select: the Where holding the condition
+  Node* where = nullptr;    // Where(allowed, zero, fill); select: the scores' Where
+  const Value* allowed = nullptr;  // select: the condition (shared by the layers that read one mask)
   std::vector<Value*> padding;  // the And operands that are not index bounds
   float fill = 0;
   int64_t window = 0;
@@ -249,7 +249,8 @@ std::optional<CausalMatch> MatchSelectAt(const Graph& graph, ShapeEnv& env, Node
     }
     Value* allowed = negated ? Negated(where->input(0)) : where->input(0);
     if (allowed == nullptr) continue;
-    m.where = negated ? where->input(0)->producer() : where;  // shared by the layers that read one mask
+    m.where = where;
+    m.allowed = allowed;
     m.fill = static_cast<float>(*fill);
     if (!ShapesEqual(env, m.x->type().shape, where->output(0)->type().shape,
                      Provenance{kPass, where->name(), "the scores keep their shape"}) ||
@@ -293,13 +294,16 @@ absl::StatusOr<Value*> PaddingMask(Graph& graph, ShapeEnv& env, const CausalMatc
 absl::StatusOr<bool> RecognizeCausalMask(Graph& graph, ShapeEnv& env) {
   bool changed = false;
   absl::flat_hash_set<const Node*> removed;              // by earlier rewrites in this sweep
-  absl::flat_hash_map<std::pair<const Node*, bool>, Value*> padding_of;  // (Where, select) → its padding mask
+  // The padding mask of each mask the layers share: keyed by the additive
+  // form's Where(allowed, 0, fill), or select's `allowed` (neither is removed
+  // by a rewrite, so no key can be a freed node's address reused).
+  absl::flat_hash_map<const void*, Value*> padding_of;
   for (Node* node : graph.nodes()) {
     if (removed.contains(node)) continue;
     std::optional<CausalMatch> m = MatchAt(graph, env, node);
     if (!m && node->op_type() == "Softmax" && IsLastAxisSoftmax(graph, *node)) m = MatchSelectAt(graph, env, node);
     if (!m) continue;
-    Value*& padding = padding_of[{m->where, m->select}];
+    Value*& padding = padding_of[m->select ? static_cast<const void*>(m->allowed) : m->where];
     if (padding == nullptr) {
       absl::StatusOr<Value*> built = PaddingMask(graph, env, *m);
       if (!built.ok()) return built.status();
