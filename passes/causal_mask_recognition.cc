@@ -232,6 +232,7 @@ Value* Negated(Value* v) {
 // Softmax(Where(not allowed, fill, x)). The Where's condition is split as
 // in the additive form; its other operands become CausalSoftmax's bool M.
 std::optional<CausalMatch> MatchSelectAt(const Graph& graph, ShapeEnv& env, Node* softmax) {
+  if (softmax->op_type() != "Softmax" || !IsLastAxisSoftmax(graph, *softmax)) return std::nullopt;
   Node* where = ProducerIs(softmax->input(0), "Where");
   if (where == nullptr || SingleUser(where->output(0)) != softmax || IsGraphOutput(graph, where->output(0)) ||
       where->input(0)->type().dtype != DType::kBool) {
@@ -301,7 +302,7 @@ absl::StatusOr<bool> RecognizeCausalMask(Graph& graph, ShapeEnv& env) {
   for (Node* node : graph.nodes()) {
     if (removed.contains(node)) continue;
     std::optional<CausalMatch> m = MatchAt(graph, env, node);
-    if (!m && node->op_type() == "Softmax" && IsLastAxisSoftmax(graph, *node)) m = MatchSelectAt(graph, env, node);
+    if (!m) m = MatchSelectAt(graph, env, node);
     if (!m) continue;
     Value*& padding = padding_of[m->select ? static_cast<const void*>(m->allowed) : m->where];
     if (padding == nullptr) {

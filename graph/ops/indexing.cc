@@ -81,7 +81,7 @@ std::optional<SymExpr> SliceOfTableBound(InferenceContext& ctx, SymExpr index, c
                                                       index.ToString()));
   const std::string need = absl::StrCat("slices table '", data->name(), "' from ", which, " ", index.ToString(),
                                         ", which counts from the end when negative");
-  if (!ctx.NarrowToProve(non_negative, unknown, need).ok() || !ctx.CanProve(non_negative)) return std::nullopt;
+  if (!ctx.NarrowToProve(non_negative, unknown, need).ok()) return std::nullopt;  // OK: narrowed until proven
   return index;
 }
 

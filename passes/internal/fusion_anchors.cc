@@ -266,9 +266,8 @@ void BuildRotary(Grouping& g, Node* node) {
   Value* x = node->input(0);
   const bool every_two = node->op_type() == "RotateEveryTwoMulAdd";
   std::optional<int64_t> d = x->type().rank() == 0 ? std::nullopt : x->type().shape.back().AsConst();
-  std::optional<int64_t> rotated = d;
-  if (d) rotated = node->attrs().GetInt("rotary_dim", *d).value_or(0);
-  bool supported = d && rotated && *rotated >= 2 && *rotated <= *d && *rotated % 2 == 0 && *d % 2 == 0;
+  const int64_t rotated = d ? node->attrs().GetInt("rotary_dim", *d).value_or(0) : 0;
+  bool supported = d && rotated >= 2 && rotated <= *d && rotated % 2 == 0 && *d % 2 == 0;
   for (int i = 0; i < 3; ++i) supported = supported && node->input(i)->type().dtype == DType::kF32;
   int gid = g.NewGroup(supported ? GroupKind::kRotary : GroupKind::kOther, node);
   if (!supported) return;
@@ -276,7 +275,7 @@ void BuildRotary(Grouping& g, Node* node) {
   r.x = x;
   r.a = node->input(1);
   r.b = node->input(2);
-  r.half = *rotated / 2;
+  r.half = rotated / 2;
   r.every_two = every_two;
 }
 

@@ -17,10 +17,31 @@ constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
 
 class RotaryRecognitionTest : public PassTest {
  protected:
-  RotaryRecognitionTest() {
+  RotaryRecognitionTest() { FreshGraph(); }
+  // An empty graph with the inputs x, cos and sin (for a test that sweeps
+  // cases, one graph each).
+  void FreshGraph() {
+    Graph fresh(17);
+    std::swap(g, fresh);
     x = In("x", {batch, 4, seq, 16});
     cos = In("cos", {1, 1, seq, 16});
     sin = In("sin", {1, 1, seq, 16});
+    cos8 = sin8 = nullptr;
+  }
+  // The pipeline makes `ropes` groups, each one rotary node rotating 2*half
+  // channels (every two or rotate_half), and no other group.
+  void ExpectRotaryGroups(int ropes, int64_t half, bool every_two) {
+    absl::StatusOr<PipelineResult> result = RunPipeline(g, env);
+    ASSERT_TRUE(result.ok()) << result.status();
+    int rotary = 0;
+    for (const Group& group : result->fusion.groups) {
+      EXPECT_EQ(group.kind, GroupKind::kRotary) << group.ToString();
+      rotary += group.kind == GroupKind::kRotary;
+      EXPECT_EQ(group.nodes.size(), 1u);
+      EXPECT_EQ(group.rotary.every_two, every_two);
+      EXPECT_EQ(group.rotary.half, half);
+    }
+    EXPECT_EQ(rotary, ropes);
   }
   Attributes Axis(int64_t axis) { return Attr("axis", axis); }
   Value* SliceLast(Value* v, int64_t start, int64_t end, bool with_steps = true) {
@@ -110,11 +131,7 @@ class RotaryRecognitionTest : public PassTest {
 TEST_F(RotaryRecognitionTest, RewritesTheTorchScriptFormInEitherOperandOrder) {
   for (bool swapped : {false, true}) {
     SCOPED_TRACE(swapped);
-    Graph fresh(17);
-    std::swap(g, fresh);
-    x = In("x", {batch, 4, seq, 16});
-    cos = In("cos", {1, 1, seq, 16});
-    sin = In("sin", {1, 1, seq, 16});
+    FreshGraph();
     Value* y = TorchScriptRope(x, swapped);
     const std::string name = y->name();
     g.AddOutput(y);
@@ -144,16 +161,7 @@ TEST_F(RotaryRecognitionTest, FusesIntoOneRotaryGroupPerRope) {
   Value* k = In("k", {batch, 2, seq, 16});
   g.AddOutput(TorchScriptRope(x, false));
   g.AddOutput(TorchScriptRope(k, true));
-  absl::StatusOr<PipelineResult> result = RunPipeline(g, env);
-  ASSERT_TRUE(result.ok()) << result.status();
-  int rotary = 0;
-  for (const Group& group : result->fusion.groups) {
-    EXPECT_EQ(group.kind, GroupKind::kRotary) << group.ToString();
-    rotary += group.kind == GroupKind::kRotary;
-    EXPECT_EQ(group.nodes.size(), 1u);
-    EXPECT_EQ(group.rotary.half, 8);
-  }
-  EXPECT_EQ(rotary, 2);
+  ExpectRotaryGroups(2, 8, /*every_two=*/false);
 }
 
 TEST_F(RotaryRecognitionTest, LeavesItAloneWhenAnIntermediateIsReadElsewhere) {
@@ -196,11 +204,7 @@ TEST_F(RotaryRecognitionTest, LeavesItAloneWhenCosWidensTheResultOrTheSlicesRead
 TEST_F(RotaryRecognitionTest, RewritesGptJsEveryTwoFormInEitherOperandOrder) {
   for (bool swapped : {false, true}) {
     SCOPED_TRACE(swapped);
-    Graph fresh(17);
-    std::swap(g, fresh);
-    x = In("x", {batch, 4, seq, 16});
-    cos = In("cos", {1, 1, seq, 16});
-    sin = In("sin", {1, 1, seq, 16});
+    FreshGraph();
     Value* y = GptJRope(x, cos, sin, swapped);
     const std::string name = y->name();
     g.AddOutput(y);
@@ -221,12 +225,7 @@ TEST_F(RotaryRecognitionTest, RewritesGptJsEveryTwoFormInEitherOperandOrder) {
 TEST_F(RotaryRecognitionTest, RewritesPartialRotaryWithItsPassThroughChannels) {
   for (bool every_two : {true, false}) {
     SCOPED_TRACE(every_two);
-    Graph fresh(17);
-    std::swap(g, fresh);
-    x = In("x", {batch, 4, seq, 16});
-    cos = In("cos", {1, 1, seq, 16});
-    sin = In("sin", {1, 1, seq, 16});
-    cos8 = sin8 = nullptr;
+    FreshGraph();
     Value* y = PartialRope(x, every_two);
     const std::string name = y->name();
     g.AddOutput(y);
@@ -244,24 +243,11 @@ TEST_F(RotaryRecognitionTest, RewritesPartialRotaryWithItsPassThroughChannels) {
 TEST_F(RotaryRecognitionTest, FusesPartialRotaryIntoOneRotaryGroupPerRope) {
   for (bool every_two : {true, false}) {
     SCOPED_TRACE(every_two);
-    Graph fresh(17);
-    std::swap(g, fresh);
-    x = In("x", {batch, 4, seq, 16});
-    cos8 = sin8 = nullptr;
+    FreshGraph();
     Value* k = In("k", {batch, 2, seq, 16});
     g.AddOutput(PartialRope(x, every_two));
     g.AddOutput(PartialRope(k, every_two));
-    absl::StatusOr<PipelineResult> result = RunPipeline(g, env);
-    ASSERT_TRUE(result.ok()) << result.status();
-    int rotary = 0;
-    for (const Group& group : result->fusion.groups) {
-      EXPECT_EQ(group.kind, GroupKind::kRotary) << group.ToString();
-      rotary += group.kind == GroupKind::kRotary;
-      EXPECT_EQ(group.nodes.size(), 1u);
-      EXPECT_EQ(group.rotary.every_two, every_two);
-      EXPECT_EQ(group.rotary.half, 4);
-    }
-    EXPECT_EQ(rotary, 2);
+    ExpectRotaryGroups(2, 4, every_two);
   }
 }
 

@@ -423,14 +423,7 @@ TEST_P(ExportedKvPairsTest, BoundDecodeAgreesBitForBitWithPlainDecode) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, ExportedKvPairsTest,
-                         ::testing::Values("gpt2-past-torchscript", "gpt2-past-dynamo", "llama-past-torchscript",
-                                           "llama-past-dynamo", "qwen2-past-torchscript", "qwen2-past-dynamo",
-                                           "mistral-past-torchscript", "mistral-past-dynamo", "gemma-past-torchscript",
-                                           "gemma-past-dynamo", "phi-past-torchscript", "phi-past-dynamo",
-                                           "gpt-neox-past-torchscript", "gpt-neox-past-dynamo", "stablelm-past-torchscript",
-                                           "stablelm-past-dynamo", "falcon-past-torchscript", "falcon-past-dynamo",
-                                           "gpt-bigcode-past-torchscript", "gpt-bigcode-past-dynamo", "bloom-past-torchscript",
-                                           "bloom-past-dynamo"),
+                         ::testing::ValuesIn(shapeshift::testing::kPastExports),
                          shapeshift::testing::RealExportTestName);
 
 }  // namespace
