@@ -70,6 +70,13 @@ struct CompileOptions {
   // than oneDNN's runtime-M GEMM there, at the memory of a second copy of
   // those weights.
   bool pack_small_row_gemms = true;
+  // With the skinny GEMM's packed copy, longer requests read it too (oneDNN's
+  // blocked static-M GEMM in chunks, codegen/cpu/panel_rows_matmul.h) where
+  // oneDNN has a blocked kernel for it (AVX-512), instead of the runtime-M
+  // GEMM over the plain weights. Off by default: measured 0-3% slower on
+  // BERT-base (bench/RESULTS.md) and no memory saved until the plain copy
+  // can be released (runtime/README.md).
+  bool long_rows_on_panels = false;
   // This machine's measured choices for those short requests (`shapeshift
   // tune`, runtime/tuning/gemm_tuning.h): per GEMM class, how many rows the
   // skinny GEMM serves and its prefetch distance, and the instruction set of

@@ -58,6 +58,7 @@ class ProgramBuilder {
       backend_options.vector_width = options.vector_width;
       backend_options.object_store = options.object_store;
       pack_small_row_gemms_ = options.pack_small_row_gemms;
+      long_rows_on_panels_ = options.long_rows_on_panels;
       if (absl::Status s = PlanShortRequests(options); !s.ok()) return s;
       SS_ASSIGN_OR_RETURN(backend, cpu::CpuBackend::Create(backend_options));
       impl_.backend = std::move(backend);
@@ -406,8 +407,11 @@ class ProgramBuilder {
         skinny = created.get();
         impl_.skinny.push_back(std::move(created));
       }
+      const cpu::PanelRowsMatmul* panel_rows = PanelRowsFor(key, *skinny);
+      if (panel_rows != nullptr) record.long_engine = "onednn-panels";
       SS_ASSIGN_OR_RETURN(packed, skinny->PackB(weights));
       step.skinny = skinny;
+      step.panel_rows = panel_rows;
       step.packed_b = std::move(packed);
       ++stats_.skinny_gemms;
       if (record.tuned) ++stats_.tuned_gemms;
@@ -432,6 +436,22 @@ class ProgramBuilder {
     ++stats_.small_row_gemms;
     stats_.packed_weight_bytes += step.packed_b.bytes();
     return absl::OkStatus();
+  }
+
+  // The long-request path over `skinny`'s panels, shared by every step of its
+  // configuration; null where it is off or oneDNN has no blocked kernel for
+  // the layout or refuses the configuration: then the plain weights serve
+  // long requests, as they always can (ShortRequestGemm::long_engine says
+  // which).
+  const cpu::PanelRowsMatmul* PanelRowsFor(const std::string& key, const cpu::SkinnyMatmul& skinny) {
+    if (!long_rows_on_panels_) return nullptr;
+    auto [it, inserted] = panel_rows_by_config_.try_emplace(key, nullptr);
+    if (!inserted) return it->second;
+    absl::StatusOr<std::unique_ptr<cpu::PanelRowsMatmul>> created = cpu::PanelRowsMatmul::Create(skinny);
+    if (!created.ok()) return nullptr;
+    it->second = created->get();
+    impl_.panel_rows.push_back(*std::move(created));
+    return it->second;
   }
 
   ShortRequestGemm& ShortRequestGemmFor(const cpu::MatmulConfig& config) {
@@ -586,7 +606,9 @@ class ProgramBuilder {
   absl::flat_hash_map<std::string, const cpu::OnednnMatmul*> matmul_by_config_;
   absl::flat_hash_map<std::string, const cpu::SmallRowsMatmul*> small_rows_by_config_;
   absl::flat_hash_map<std::string, const cpu::SkinnyMatmul*> skinny_by_config_;
+  absl::flat_hash_map<std::string, const cpu::PanelRowsMatmul*> panel_rows_by_config_;
   bool pack_small_row_gemms_ = true;
+  bool long_rows_on_panels_ = true;
   const GemmTuning* tuning_ = nullptr;
   std::optional<cpu::SkinnyMatmul::Isa> skinny_isa_;
   int threads_ = 1;

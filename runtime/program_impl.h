@@ -13,6 +13,7 @@
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/cpu/kernel_cache.h"
 #include "codegen/cpu/onednn_matmul.h"
+#include "codegen/cpu/panel_rows_matmul.h"
 #include "codegen/cpu/skinny_matmul.h"
 #include "codegen/cpu/small_rows_matmul.h"
 #include "graph/dtype.h"
@@ -62,6 +63,9 @@ struct MatmulStep {
   // (codegen/cpu/small_rows_matmul.h). At most one of the two is set.
   const codegen::cpu::SkinnyMatmul* skinny = nullptr;
   const codegen::cpu::SmallRowsMatmul* small_rows = nullptr;
+  // With skinny: the rows past its range read packed_b too, on oneDNN's
+  // blocked GEMM (codegen/cpu/panel_rows_matmul.h); null: the plain B.
+  const codegen::cpu::PanelRowsMatmul* panel_rows = nullptr;
   codegen::cpu::PackedWeights packed_b;
   int batch = -1, m = -1, k = -1, n = -1;  // tape slots
   int a = -1, b = -1, bias = -1, residual = -1, c = -1;  // buffers; -1 absent
@@ -129,6 +133,7 @@ struct Program::Impl {
   std::vector<std::unique_ptr<codegen::cpu::OnednnMatmul>> matmuls;
   std::vector<std::unique_ptr<codegen::cpu::SmallRowsMatmul>> small_rows;
   std::vector<std::unique_ptr<codegen::cpu::SkinnyMatmul>> skinny;
+  std::vector<std::unique_ptr<codegen::cpu::PanelRowsMatmul>> panel_rows;  // declared after skinny: destroyed first
   std::vector<BufferSource> buffers;
   std::vector<Step> steps;
   std::unique_ptr<SymTape> tape;

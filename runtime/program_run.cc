@@ -73,6 +73,11 @@ absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t
     ++skinny_calls;
     return step.skinny->Execute(shape, ops);
   }
+  if (step.panel_rows != nullptr && shape.m > step.skinny->options().max_rows &&
+      cpu::PanelRowsMatmul::HasChunk(shape.m)) {
+    ops.b = step.packed_b.data();
+    return step.panel_rows->Execute(shape, ops);
+  }
   if (step.small_rows != nullptr && step.small_rows->Covers(shape.m)) {
     ops.b = step.packed_b.data();
     return step.small_rows->Execute(shape, ops);

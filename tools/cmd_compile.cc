@@ -1,5 +1,5 @@
 // `shapeshift compile MODEL [--dim name=lo..hi]... [--policy P] [--warm TRACE] -o OUT.ssb
-//                    [--sign-key-file FILE] [--cache-dir DIR | --no-cache] [--no-small-row-packing] [--json]`
+//                    [--sign-key-file FILE] [--cache-dir DIR | --no-cache] [--no-small-row-packing] [--panel-long-rows] [--json]`
 //
 // Writes an AOT bundle (runtime/bundle/bundle.h): the entries the policy
 // compiles ahead of time (auto and polymorphic: the polymorphic one), plus
@@ -37,7 +37,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: shapeshift compile MODEL [--dim name=lo..hi]... [--policy polymorphic|bucketed|static|auto]\n"
     "                          [--warm TRACE] -o OUT.ssb [--sign-key-file FILE] [--cache-dir DIR | --no-cache]\n"
-    "                          [--no-small-row-packing] [--json]\n"
+    "                          [--no-small-row-packing] [--panel-long-rows] [--json]\n"
     "  Writes an AOT bundle: the entries the policy compiles ahead of time plus those --warm's requests\n"
     "  compile (TRACE as for run --trace), their machine code, the model, the domain and a Z3 coverage\n"
     "  certificate (re-check it with prove --bundle OUT.ssb). --sign-key-file signs it.\n"
@@ -54,7 +54,7 @@ int RunCompile(const std::vector<std::string>& raw) {
   }
   FlagSpec spec;
   spec.valued = {"dim", "policy", "warm", "output", kSignKeyFileFlag, kCacheDirFlag};
-  spec.switches = {"json", kNoCacheFlag, "no-small-row-packing"};
+  spec.switches = {"json", kNoCacheFlag, "no-small-row-packing", "panel-long-rows"};
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (args->positional.size() != 1) return Usage("expected exactly one MODEL argument");
@@ -79,6 +79,7 @@ int RunCompile(const std::vector<std::string>& raw) {
   if (!key.ok()) return Fail(std::string(key.status().message()));
   options.signing_key = *key;
   options.compile.pack_small_row_gemms = !args->Has("no-small-row-packing");
+  options.compile.long_rows_on_panels = args->Has("panel-long-rows");
   absl::StatusOr<ImportedModel> model = LoadModel(model_arg, *dims);
   if (!model.ok()) return Fail(std::string(model.status().message()));
   const std::vector<InputRecipe> recipes = InputRecipes(*model->graph);

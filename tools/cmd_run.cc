@@ -3,7 +3,8 @@
 //                                        [--inputs-from DIR] [--save-outputs DIR]
 //                  (a request trace:)    [--trace lognormal:N[:SEED]|decode:N|file:PATH] [--check-every K]
 //                  [--metrics] [--metrics-format text|prometheus] [--cache-dir DIR | --no-cache]
-//                  [--seed S] [--json] [--print-after=PASS]... [--no-small-row-packing] [--tuning FILE]
+//                  [--seed S] [--json] [--print-after=PASS]... [--no-small-row-packing] [--panel-long-rows]
+//                  [--tuning FILE]
 //                  [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE] [--sign-key-file FILE]
 //                  [--device cpu|cuda] [--no-cuda-graphs] [--cuda-graph-symbol SYM] [--cuda-tf32]`
 //
@@ -54,7 +55,10 @@
 //
 // `--no-small-row-packing` compiles without the packed short-request GEMM
 // path (codegen/cpu/small_rows_matmul.h): one copy of the weights instead of
-// two, at the cost of slower requests of 4..32 rows. `--tuning FILE` (from
+// two, at the cost of slower requests of 4..32 rows. `--panel-long-rows`
+// runs the longer requests of those GEMMs on oneDNN's blocked GEMM over the
+// same packed copy (codegen/cpu/panel_rows_matmul.h) instead of its
+// runtime-M GEMM over the plain weights. `--tuning FILE` (from
 // `shapeshift tune`, runtime/tuning/gemm_tuning.h) sets, per GEMM class, how
 // many rows that path serves on this machine; one made on another machine,
 // thread count or build is refused. The report's `short_request_gemms` (and
@@ -121,6 +125,7 @@ constexpr char kUsage[] =
     "         metrics:     [--metrics] [--metrics-format text|prometheus]\n"
     "         cache:       [--cache-dir DIR | --no-cache]   (default $XDG_CACHE_HOME/shapeshift)\n"
     "         memory:      [--no-small-row-packing]   (no packed weight copy: less memory, slower 4..32-row GEMMs)\n"
+    "                      [--panel-long-rows]   (longer requests on the packed copy, not the plain weights)\n"
     "         tuning:      [--tuning FILE]   (this machine's GEMM choices, from `shapeshift tune`)\n"
     "         fleet:       [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
     "                      [--remote-cache-ttl-s S] [--remote-cache-max-entry-mb N] [--remote-cache-timeout-ms N]\n"
@@ -148,6 +153,7 @@ struct RunFlags {
   uint64_t seed = 1;
   bool check = false;
   bool pack_small_row_gemms = true;  // --no-small-row-packing: one copy of the weights, slower short requests
+  bool long_rows_on_panels = false;  // --panel-long-rows: long requests on the packed copy
   std::shared_ptr<const runtime::GemmTuning> tuning;  // --tuning FILE, read and parsed
   runtime::CompileOptions device;    // --device and the CUDA flags (tools/device_flags.h); only those fields
   bool json = false;
@@ -182,7 +188,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   spec.valued = {"dim",   "input", "bind",        "repeats",       "seed",           "print-after",
                  "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag,
                  "inputs-from", "save-outputs", "tuning"};
-  spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing"};
+  spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing", "panel-long-rows"};
   for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.valued.insert(kSignKeyFileFlag);
   AddDeviceFlags(&spec);
@@ -239,6 +245,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   }
   flags.check = args->Has("check");
   flags.pack_small_row_gemms = !args->Has("no-small-row-packing");
+  flags.long_rows_on_panels = args->Has("panel-long-rows");
   if (args->Has("tuning")) {
     if (!flags.pack_small_row_gemms) {
       return absl::InvalidArgumentError("--tuning chooses the short-request path that --no-small-row-packing removes");
@@ -263,7 +270,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   if (!key.ok()) return key.status();
   flags.sign_key = *std::move(key);
   if (IsBundlePath(flags.model)) {
-    for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing", "device", "tuning"}) {
+    for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing", "panel-long-rows", "device", "tuning"}) {
       if (args->Has(flag)) {
         return absl::InvalidArgumentError(absl::StrCat("--", flag, " cannot change a bundle (", flags.model,
                                                        " fixes its domain, policy and code)"));
@@ -304,6 +311,7 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   prepared.ir_stream = std::make_unique<EscapedLineStream>(stderr);
   options.compile.print_stream = prepared.ir_stream.get();
   options.compile.pack_small_row_gemms = flags.pack_small_row_gemms;
+  options.compile.long_rows_on_panels = flags.long_rows_on_panels;
   options.compile.tuning = flags.tuning;
   options.compile.device = flags.device.device;
   options.compile.cuda = flags.device.cuda;
@@ -401,6 +409,7 @@ nlohmann::ordered_json ShortRequestGemmsJson(const runtime::Program& program) {
                    {"engine", g.engine},
                    {"min_rows", g.min_rows},
                    {"max_rows", g.max_rows},
+                   {"long_engine", g.long_engine},
                    {"prefetch_rows", g.prefetch_rows},
                    {"tuned", g.tuned},
                    {"steps", g.steps}});
@@ -440,10 +449,11 @@ void PrintShortRequests(const nlohmann::ordered_json& gemms) {
   std::printf("short requests: %zu constant-weight GEMM class(es)\n", gemms.size());
   for (const auto& g : gemms) {
     const long long lo = g["min_rows"].get<long long>(), hi = g["max_rows"].get<long long>();
-    std::printf("  %s x%lld: %s%s (%s)\n", g["config"].get<std::string>().c_str(), g["steps"].get<long long>(),
+    std::printf("  %s x%lld: %s%s (%s)%s\n", g["config"].get<std::string>().c_str(), g["steps"].get<long long>(),
                 g["engine"].get<std::string>().c_str(),
                 hi == 0 ? " for every row count" : absl::StrCat(" for ", lo, "..", hi, " rows").c_str(),
-                g["tuned"].get<bool>() ? "tuned" : "default");
+                g["tuned"].get<bool>() ? "tuned" : "default",
+                hi == 0 ? "" : absl::StrCat(", longer on ", g["long_engine"].get<std::string>()).c_str());
   }
 }
 

@@ -232,7 +232,7 @@ std::string DescribeConfig(const MatmulConfig& c) {
   if (c.activation == MatmulActivation::kGeluErf) parts.push_back("gelu_erf");
   if (c.activation == MatmulActivation::kGeluTanh) parts.push_back("gelu_tanh");
   if (c.residual) parts.push_back("residual");
-  if (c.pack_b) parts.push_back("packed_b");
+  if (c.pack_b) parts.push_back(c.b_panel_width > 0 ? absl::StrCat("panels=", c.b_panel_width) : "packed_b");
   if (c.b_batch_stride) parts.push_back("b_batch_stride");
   return absl::StrCat("matmul[", absl::StrJoin(parts, ", "), "]");
 }
@@ -260,6 +260,10 @@ absl::StatusOr<std::unique_ptr<OnednnMatmul>> OnednnMatmul::Create(const MatmulC
     return absl::InvalidArgumentError(
         absl::StrCat(DescribeConfig(config), ": packed B needs static k and n and 2-D operands"));
   }
+  if (config.b_panel_width != 0 && !(config.pack_b && (config.b_panel_width == 16 || config.b_panel_width == 32))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DescribeConfig(config), ": B's panel width must be 16 or 32, and B packed"));
+  }
   if (config.b_batch_stride && !batched) {
     return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(config), ": a B batch stride needs batched operands"));
   }
@@ -280,7 +284,10 @@ absl::StatusOr<std::unique_ptr<OnednnMatmul>> OnednnMatmul::Create(const MatmulC
     if (config.residual) post_ops.append_sum(1.0f);
     attr.set_post_ops(post_ops);
     memory::desc a = F32(l.a, l.a_tag), c = F32(l.c, l.c_tag);
-    memory::desc b = config.pack_b ? F32(l.b, Tag::any) : BDesc(l);
+    const Tag packed_tag = config.b_panel_width == 32   ? Tag::BA16a32b
+                           : config.b_panel_width == 16 ? Tag::BA16a16b
+                                                        : Tag::any;
+    memory::desc b = config.pack_b ? F32(l.b, packed_tag) : BDesc(l);
     dnnl::matmul::desc desc = config.bias && !BiasIsPostOp(config) ? dnnl::matmul::desc(a, b, F32(l.bias, l.a_tag), c)
                                                                    : dnnl::matmul::desc(a, b, c);
     dnnl::matmul::primitive_desc pd(desc, attr, CpuEngine());

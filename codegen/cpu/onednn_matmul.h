@@ -65,6 +65,10 @@ struct MatmulConfig {
   // layout oneDNN's kernel prefers, and Execute() reads that. Needs static
   // k and n and 2-D operands.
   bool pack_b = false;
+  // pack_b only: 0 lets oneDNN choose B's layout; 16 or 32 fixes it to the
+  // skinny GEMM's column panels of that width (skinny_matmul.h; oneDNN's
+  // BA16a16b / BA16a32b), so one packed copy serves both kernels.
+  int64_t b_panel_width = 0;
   // Batched only: B[b] starts at b * MatmulShape::b_batch_stride elements
   // instead of b * K * N, given per call — a KV cache that lives in a
   // buffer with room for more positions than this call reads (runtime/

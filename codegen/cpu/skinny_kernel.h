@@ -13,9 +13,17 @@
 
 namespace shapeshift::codegen::cpu::skinny {
 
+// Rows each panel holds: k rounded up to 16, the rows past k zero. With it a
+// panel set is exactly oneDNN's BA16a{w}b layout of [k, n] (k in blocks of
+// 16 rows, n in blocks of w columns, the column blocks outermost), so
+// oneDNN's blocked GEMM reads the same copy for long requests
+// (panel_rows_matmul.h).
+inline constexpr int64_t kPanelRowBlock = 16;
+inline int64_t PanelRows(int64_t k) { return (k + kPanelRowBlock - 1) / kPanelRowBlock * kPanelRowBlock; }
+
 // One call: rows [0, m) of A times the column panels [panel_begin,
 // panel_end) of the packed B (panel p holds columns [p*w, p*w + w) of B as
-// k rows of w floats, zero past n), with the epilogue
+// PanelRows(k) rows of w floats, zero past n and past k), with the epilogue
 //   C = act(scale * (A · B) + bias) + R.
 // residual may equal c.
 struct PanelArgs {

@@ -150,7 +150,7 @@ template <class Isa>
 void RunPanels(const PanelArgs& g) {
   constexpr int64_t kW = 2 * Isa::kLanes;
   for (int64_t p = g.panel_begin; p < g.panel_end; ++p) {
-    const float* panel = g.panels + p * g.k * kW;
+    const float* panel = g.panels + p * PanelRows(g.k) * kW;
     const int64_t col0 = p * kW;
     const int64_t width = g.n - col0 < kW ? g.n - col0 : kW;
     for (int64_t row0 = 0; row0 < g.m; row0 += Isa::kRows) {

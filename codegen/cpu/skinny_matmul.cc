@@ -59,19 +59,19 @@ int64_t SkinnyMatmul::Panels() const { return (config_.n + panel_width() - 1) / 
 
 absl::StatusOr<PackedWeights> SkinnyMatmul::PackB(const float* b) const {
   if (b == nullptr) return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(config_), ": missing B"));
-  const int64_t k = config_.k, n = config_.n, w = panel_width(), panels = Panels();
+  const int64_t k = config_.k, n = config_.n, w = panel_width(), panels = Panels(), rows = skinny::PanelRows(k);
   PackedWeights packed;
-  packed.bytes_ = panels * k * w * static_cast<int64_t>(sizeof(float));  // a multiple of 64
+  packed.bytes_ = panels * rows * w * static_cast<int64_t>(sizeof(float));  // a multiple of 64
   packed.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, packed.bytes_)), std::free);
   if (!packed.data_) return absl::ResourceExhaustedError(absl::StrCat(DescribeConfig(config_), ": out of memory"));
   float* out = packed.data_.get();
   for (int64_t p = 0; p < panels; ++p) {
-    float* panel = out + p * k * w;
+    float* panel = out + p * rows * w;
     for (int64_t j = 0; j < w; ++j) {
       const int64_t col = p * w + j;
-      for (int64_t q = 0; q < k; ++q) {
+      for (int64_t q = 0; q < rows; ++q) {
         float v = 0.0f;
-        if (col < n) v = config_.transpose_b ? b[col * k + q] : b[q * n + col];
+        if (col < n && q < k) v = config_.transpose_b ? b[col * k + q] : b[q * n + col];
         panel[q * w + j] = v;
       }
     }

@@ -9,7 +9,8 @@
 // at m = 32, 40% of the machine's triad bandwidth). This kernel:
 //
 //   - packs B once (PackB) into column panels of W floats (W = two vector
-//     registers: 32 on AVX-512, 16 on AVX2), each panel k rows of W
+//     registers: 32 on AVX-512, 16 on AVX2), each panel k rows of W (k
+//     rounded up to 16: oneDNN's blocked layout, panel_rows_matmul.h)
 //     contiguous floats, zero past n: the whole matrix is one sequential
 //     stream, and each thread reads its own contiguous range of panels;
 //   - keeps a block of up to 8 (AVX-512) or 6 (AVX2) rows' accumulators for

@@ -50,6 +50,7 @@ nlohmann::json HeaderToJson(const BundleHeader& h) {
                 {"learned_min_samples", h.buckets.learned_min_samples}}},
               {"vector_width", h.vector_width},
               {"pack_small_row_gemms", h.pack_small_row_gemms},
+              {"long_rows_on_panels", h.long_rows_on_panels},
               {"domain", domain},
               {"manifest_key", h.manifest_key},
               {"entries", h.entries},
@@ -78,6 +79,8 @@ absl::StatusOr<BundleHeader> HeaderFromJson(const nlohmann::json& j) {
     h.buckets.learned_min_samples = j.at("buckets").at("learned_min_samples").get<int64_t>();
     h.vector_width = j.at("vector_width").get<int>();
     h.pack_small_row_gemms = j.at("pack_small_row_gemms").get<bool>();
+    // Bundles written before the option existed compiled with the default.
+    h.long_rows_on_panels = j.value("long_rows_on_panels", false);
     for (const auto& [name, range] : j.at("domain").items()) {
       h.domain[name] = DimRange{range.at(0).get<int64_t>(), range.at(1).get<int64_t>()};
     }
@@ -117,6 +120,7 @@ absl::StatusOr<BundleSummary> CompileBundle(ImportedModel model, const BundleCom
   header.buckets = options.buckets;
   header.vector_width = options.compile.vector_width;
   header.pack_small_row_gemms = options.compile.pack_small_row_gemms;
+  header.long_rows_on_panels = options.compile.long_rows_on_panels;
   for (const SymbolInfo& s : model.env->symbols()) header.domain[s.name] = DimRange{s.min, s.max};
   model = ImportedModel{};  // the weights are held by the export now, once
   absl::StatusOr<ImportedModel> reimported = ImportOnnxBytes(*onnx, ImportFor(header), options.source);
@@ -243,6 +247,7 @@ absl::StatusOr<std::unique_ptr<Session>> OpenBundleSession(const Bundle& bundle,
   SessionOptions session_options;
   session_options.compile.vector_width = bundle.header.vector_width;
   session_options.compile.pack_small_row_gemms = bundle.header.pack_small_row_gemms;
+  session_options.compile.long_rows_on_panels = bundle.header.long_rows_on_panels;
   session_options.policy = bundle.header.policy;
   session_options.buckets = bundle.header.buckets;
   session_options.tier_up = options.tier_up;

@@ -48,6 +48,7 @@ struct BundleHeader {
   BucketOptions buckets;
   int vector_width = 0;
   bool pack_small_row_gemms = true;
+  bool long_rows_on_panels = false;
   std::map<std::string, DimRange> domain;  // declared ranges, by symbol
   std::string manifest_key;
   int64_t entries = 0;

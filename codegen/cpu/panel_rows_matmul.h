@@ -1,0 +1,70 @@
+// PanelRowsMatmul: the long-request path of a constant-weight GEMM, reading
+// the skinny GEMM's packed panels instead of the plain weights.
+//
+// A Program serves short requests of a constant-weight GEMM on the skinny
+// GEMM (skinny_matmul.h) over B packed into column panels, and long ones on
+// oneDNN's runtime-M GEMM over B as the model holds it: two copies of every
+// weight matrix in memory. The panels are exactly oneDNN's BA16a32b
+// (BA16a16b on AVX2) layout, which oneDNN's runtime-M GEMM cannot read (it
+// falls back to its reference kernel) but its static-M blocked GEMM
+// (brg:avx512_core) can. So this path runs a request of m rows as chunks of
+// static-M primitives over the panels — greedily the largest of kChunkRows
+// that fits, the primitives created once at compile time — and the last
+// m mod kChunkRows.back() rows on the skinny GEMM over the same panels.
+//
+// Measured (bench/RESULTS.md, "Long requests over the skinny GEMM's panels"):
+// BERT-base with it takes 1.00-1.03x the time with the runtime-M gemm:jit
+// over the plain weights at 48..512 tokens, batch 1 and 8. Every row
+// is computed by one primitive or by the skinny GEMM with the configuration's
+// epilogue; rows never mix across chunks, so the result is each row's, as on
+// the other paths (float summation order differs between engines, as it
+// does between the skinny GEMM and oneDNN today).
+//
+// Create() fails with FAILED_PRECONDITION where oneDNN has no blocked kernel
+// for the layout (a CPU without AVX-512: the caller keeps the plain path).
+// Execute() is thread-safe.
+#ifndef SHAPESHIFT_CODEGEN_CPU_PANEL_ROWS_MATMUL_H_
+#define SHAPESHIFT_CODEGEN_CPU_PANEL_ROWS_MATMUL_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codegen/cpu/onednn_matmul.h"
+#include "codegen/cpu/skinny_matmul.h"
+
+namespace shapeshift::codegen::cpu {
+
+class PanelRowsMatmul {
+ public:
+  // Rows per chunk, largest first.
+  static constexpr std::array<int64_t, 2> kChunkRows = {128, 32};
+
+  // For the GEMM `skinny` serves (its configuration and panel layout); the
+  // skinny GEMM also runs the tail rows and must outlive this object.
+  static absl::StatusOr<std::unique_ptr<PanelRowsMatmul>> Create(const SkinnyMatmul& skinny);
+
+  // Whether a request of m rows has at least one chunk. Fewer rows are the
+  // skinny GEMM's or oneDNN's (a tuning can give rows below the smallest
+  // chunk to oneDNN's runtime-M GEMM: the caller keeps that choice).
+  static bool HasChunk(int64_t m) { return m >= kChunkRows.back(); }
+
+  // Runs `shape` (any m >= 1) with ops.b = the skinny GEMM's PackB() data.
+  absl::Status Execute(const MatmulShape& shape, const MatmulOperands& ops) const;
+
+  // oneDNN's implementation of the chunks, e.g. "brg:avx512_core".
+  const std::string& implementation() const { return chunks_.front()->implementation(); }
+
+ private:
+  PanelRowsMatmul(const SkinnyMatmul& skinny, std::vector<std::unique_ptr<OnednnMatmul>> chunks)
+      : skinny_(skinny), chunks_(std::move(chunks)) {}
+  const SkinnyMatmul& skinny_;
+  std::vector<std::unique_ptr<OnednnMatmul>> chunks_;  // [i]: kChunkRows[i] rows
+};
+
+}  // namespace shapeshift::codegen::cpu
+
+#endif  // SHAPESHIFT_CODEGEN_CPU_PANEL_ROWS_MATMUL_H_
