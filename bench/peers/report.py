@@ -5,7 +5,7 @@ Input layout (written by run.sh):
   RESULTS/machine.json                      lscpu model, versions, date
   RESULTS/<model>/<engine>.round<K>.json    peer_bench.py output, one per process
   RESULTS/<model>/<engine>.npz              outputs of the last round (agreement)
-  RESULTS/<model>/shapeshift.json           shapeshift_bench.py output, when the
+  RESULTS/<model>/shapeshift.round<K>.json  shapeshift_bench.py output, one per round, when the
                                             CLI can run models (same schema)
 
 Figures are absolute, with ratios shapeshift / peer (below 1 means shapeshift
@@ -71,16 +71,22 @@ class ModelResults:
         self.dir = model_dir
         self.rounds = {e: load_rounds(model_dir, e) for e in PEERS}
         self.engines = [e for e in PEERS if self.rounds[e]]
-        shapeshift_file = model_dir / "shapeshift.json"
-        self.shapeshift = json.loads(shapeshift_file.read_text()) if shapeshift_file.exists() else None
+        # One result per round (run.sh interleaves shapeshift with the peers);
+        # shapeshift.json is a single run from before that. A failed round is
+        # named and left out; its figures are never guessed.
+        runs = load_rounds(model_dir, SHAPESHIFT)
+        single = model_dir / "shapeshift.json"
+        if not runs and single.exists():
+            runs = [json.loads(single.read_text())]
+        failed = [r for r in runs if r.get("error")]
+        self.shapeshift = [r for r in runs if not r.get("error")] or None
         self.shapeshift_note = NOT_RUNNABLE
-        if self.shapeshift is not None and self.shapeshift.get("error"):
-            self.shapeshift_note = f"shapeshift: failed ({self.shapeshift['error']})"
-            self.shapeshift = None
+        if failed:
+            self.shapeshift_note = f"shapeshift: failed ({failed[0]['error']})"
 
     def figure(self, engine: str, getter):
         if engine == SHAPESHIFT:
-            return median_of([self.shapeshift], getter) if self.shapeshift else None
+            return median_of(self.shapeshift, getter) if self.shapeshift else None
         return median_of(self.rounds[engine], getter)
 
     def ratio_cells(self, getter) -> list[str]:
@@ -96,8 +102,12 @@ class ModelResults:
         lines = [f"## {self.name}", ""]
         if not self.engines:
             return lines + ["no peer results", ""]
-        lines.append("rounds per engine: " + ", ".join(
-            f"{e} {len(self.rounds[e])}" for e in self.engines))
+        counts = [f"{e} {len(self.rounds[e])}" for e in self.engines]
+        if self.shapeshift:
+            counts.append(f"{SHAPESHIFT} {len(self.shapeshift)}")
+        if self.shapeshift_note != NOT_RUNNABLE:
+            counts.append(self.shapeshift_note)
+        lines.append("rounds per engine: " + ", ".join(counts))
         if self.rounds["ort"]:
             lines.append(f"ORT model file: `{self.rounds['ort'][0]['model_file']}`")
         lines.append("")

@@ -2,7 +2,8 @@
 # The one command for the peer comparison: set up the venv, export the models,
 # run every engine on every model in its own process (rounds interleaved, engine
 # order rotated per round, so slow drift of the machine spreads over all
-# engines), run shapeshift where its CLI can run models, and write the report.
+# engines), shapeshift among them in every round where its CLI can run models,
+# and write the report.
 #
 #   bench/peers/run.sh [--tiny] [--models a,b] [--engines a,b] [--rounds N]
 #                      [--repeats N] [--trace-requests N] [--exporter torchscript|dynamo]
@@ -100,11 +101,23 @@ for model in "${model_list[@]}"; do
   out="${results}/${model}"
   mkdir -p "${out}"
   model_file="${models_dir}/${model}-${exporter}/model.onnx"
+  # shapeshift takes its turn in every round like a peer (last in round 1,
+  # which writes the trace it replays), so machine noise reaches it as often.
+  round_list=("${engine_list[@]}")
+  [[ ${shapeshift_runnable} == 1 ]] && round_list+=(shapeshift)
   for ((round = 1; round <= rounds; round++)); do
-    n=${#engine_list[@]}
+    n=${#round_list[@]}
     for ((k = 0; k < n; k++)); do
-      engine="${engine_list[$(( (k + round - 1) % n ))]}"
+      engine="${round_list[$(( (k + round - 1) % n ))]}"
       echo "run.sh: ${model} round ${round}/${rounds}: ${engine}" >&2
+      if [[ ${engine} == shapeshift ]]; then
+        "${python}" "${here}/shapeshift_bench.py" --bin "${shapeshift_bin}" --model "${model}" \
+          ${tiny} --model-file "${model_file}" --trace "${out}/trace.txt" --repeats "${repeats}" \
+          --seqs "${seqs}" --batches "${batches}" \
+          --out "${out}/shapeshift.round${round}.json" --outputs "${out}/shapeshift.npz" \
+          || echo "run.sh: shapeshift failed on ${model}; see ${out}/shapeshift.round${round}.log" >&2
+        continue
+      fi
       "${python}" "${here}/peer_bench.py" --engine "${engine}" --model "${model}" ${tiny} \
         --model-file "${model_file}" --repeats "${repeats}" --seqs "${seqs}" --batches "${batches}" \
         --trace-requests "${trace_requests}" --trace-out "${out}/trace.txt" \
@@ -113,14 +126,6 @@ for model in "${model_list[@]}"; do
         || echo "run.sh: ${engine} failed on ${model}; see ${out}/${engine}.round${round}.log" >&2
     done
   done
-  if [[ ${shapeshift_runnable} == 1 ]]; then
-    echo "run.sh: ${model}: shapeshift" >&2
-    "${python}" "${here}/shapeshift_bench.py" --bin "${shapeshift_bin}" --model "${model}" \
-      ${tiny} --model-file "${model_file}" --trace "${out}/trace.txt" --repeats "${repeats}" \
-      --seqs "${seqs}" --batches "${batches}" \
-      --out "${out}/shapeshift.json" --outputs "${out}/shapeshift.npz" \
-      || echo "run.sh: shapeshift failed on ${model}; see ${out}/shapeshift.log" >&2
-  fi
 done
 
 "${python}" "${here}/report.py" "${results}" --out "${results}/report.md"
