@@ -61,7 +61,10 @@
 // runtime-M GEMM over the plain weights. `--tuning FILE` (from
 // `shapeshift tune`, runtime/tuning/gemm_tuning.h) sets, per GEMM class, how
 // many rows that path serves on this machine; one made on another machine,
-// thread count or build is refused. The report's `short_request_gemms` (and
+// thread count or build is refused. Without `--tuning`, the tuning `shapeshift
+// tune` (without -o) left in the cache dir for this machine key is used, with
+// a note (`tuning_file` in the report; one that cannot be used is ignored,
+// with a note why). The report's `short_request_gemms` (and
 // one `short requests:` line) says what serves each class and whether the
 // file decided it.
 //
@@ -76,11 +79,13 @@
 // Exit codes: 0 ok; 1 a check found a mismatch, or a trace request was
 // refused; 2 bad usage, a model that cannot be loaded or compiled, or a
 // request outside the declared ranges.
+#include <omp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,6 +94,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "codegen/cpu/skinny_matmul.h"
 #include "graph/interpreter.h"
 #include "graph/tensor_compare.h"
 #include "nlohmann/json.hpp"
@@ -126,7 +132,8 @@ constexpr char kUsage[] =
     "         cache:       [--cache-dir DIR | --no-cache]   (default $XDG_CACHE_HOME/shapeshift)\n"
     "         memory:      [--no-small-row-packing]   (no packed weight copy: less memory, slower 4..32-row GEMMs)\n"
     "                      [--panel-long-rows]   (longer requests on the packed copy, not the plain weights)\n"
-    "         tuning:      [--tuning FILE]   (this machine's GEMM choices, from `shapeshift tune`)\n"
+    "         tuning:      [--tuning FILE]   (this machine's GEMM choices, from `shapeshift tune`;\n"
+    "                      default: the one `shapeshift tune` left in the cache dir, if any)\n"
     "         fleet:       [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
     "                      [--remote-cache-ttl-s S] [--remote-cache-max-entry-mb N] [--remote-cache-timeout-ms N]\n"
     "                      [--remote-cache-wait-s S] [--sign-key-file FILE]   (a signed MODEL.ssb)\n"
@@ -154,7 +161,9 @@ struct RunFlags {
   bool check = false;
   bool pack_small_row_gemms = true;  // --no-small-row-packing: one copy of the weights, slower short requests
   bool long_rows_on_panels = false;  // --panel-long-rows: long requests on the packed copy
-  std::shared_ptr<const runtime::GemmTuning> tuning;  // --tuning FILE, read and parsed
+  std::shared_ptr<const runtime::GemmTuning> tuning;  // --tuning FILE, or the cache dir's, read and parsed
+  std::string tuning_file;                            // where `tuning` came from; empty: none
+  std::vector<std::string> tuning_notes;              // the cache dir's tuning used, or why not
   runtime::CompileOptions device;    // --device and the CUDA flags (tools/device_flags.h); only those fields
   bool json = false;
   bool metrics = false;
@@ -181,6 +190,30 @@ absl::Status CheckModeFlags(const ParsedArgs& args) {
     return absl::InvalidArgumentError("--inputs-from sets the request's shapes; drop --input and --bind");
   }
   return absl::OkStatus();
+}
+
+// This machine's tuning in the cache dir (`shapeshift tune` without -o wrote
+// it there, runtime::TuningPathInCache), used when --tuning is not given. A
+// file there that cannot be used (damaged, another key) is ignored with a
+// note: the cache is shapeshift's own, not the user's input.
+void FindCachedTuning(RunFlags& flags) {
+  std::optional<codegen::cpu::SkinnyMatmul::Isa> isa = codegen::cpu::SkinnyMatmul::HostIsa();
+  if (!isa) return;
+  const runtime::MachineKey host = runtime::HostMachineKey(*isa, omp_get_max_threads());
+  const std::string path = runtime::TuningPathInCache(flags.cache_dir, host);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  absl::StatusOr<runtime::GemmTuning> tuning = runtime::ReadTuningFile(path);
+  absl::Status usable = tuning.ok() ? runtime::CheckMachineKey(tuning->machine, host) : tuning.status();
+  if (!usable.ok()) {
+    flags.tuning_notes.push_back(absl::StrCat("ignored the cache dir's GEMM tuning ", path, ": ", usable.message()));
+    return;
+  }
+  flags.tuning = std::make_shared<const runtime::GemmTuning>(*std::move(tuning));
+  flags.tuning_file = path;
+  flags.tuning_notes.push_back(absl::StrCat("GEMM choices from this machine's tuning in the cache dir, ", path,
+                                            " (written by `shapeshift tune`; --tuning FILE or --no-cache to "
+                                            "choose otherwise)"));
 }
 
 absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args) {
@@ -255,6 +288,12 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
     flags.tuning = std::make_shared<const runtime::GemmTuning>(*std::move(tuning));
   }
   if (absl::Status s = ApplyDeviceFlags(*args, &flags.device); !s.ok()) return s;
+  if (flags.tuning != nullptr) {
+    flags.tuning_file = args->Get("tuning");
+  } else if (flags.pack_small_row_gemms && !flags.cache_dir.empty() && !IsBundlePath(flags.model) &&
+             flags.device.device == runtime::Device::kCpu) {
+    FindCachedTuning(flags);
+  }
   flags.json = args->Has("json");
   const std::string metrics_format = args->Get("metrics-format", "text");
   if (metrics_format != "text" && metrics_format != "prometheus") {
@@ -494,7 +533,8 @@ void PrintNotes(const nlohmann::ordered_json& r) {
 }
 
 int RunOneShape(const RunFlags& flags, ImportedModel model) {
-  const std::vector<std::string> notes = model.notes;
+  std::vector<std::string> notes = model.notes;
+  notes.insert(notes.end(), flags.tuning_notes.begin(), flags.tuning_notes.end());
   std::vector<InputRecipe> recipes = InputRecipes(*model.graph);
   std::optional<std::vector<Tensor>> given;
   if (!flags.inputs_from.empty()) {
@@ -567,6 +607,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   r["kernels"] = program != nullptr ? program->kernels : 0;
   r["gemms"] = program != nullptr ? program->gemms : 0;
   r["tuned_gemms"] = program != nullptr ? program->tuned_gemms : 0;
+  r["tuning_file"] = flags.tuning_file;
   r["short_request_gemms"] = entry != nullptr ? ShortRequestGemmsJson(*entry->artifact->program)
                                               : nlohmann::ordered_json::array();
   r["kv_caches"] = entry != nullptr ? KvCachesJson(*entry->artifact->program) : nlohmann::ordered_json::array();
@@ -605,7 +646,8 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
 }
 
 int RunTrace(const RunFlags& flags, ImportedModel model) {
-  const std::vector<std::string> notes = model.notes;
+  std::vector<std::string> notes = model.notes;
+  notes.insert(notes.end(), flags.tuning_notes.begin(), flags.tuning_notes.end());
   absl::StatusOr<std::vector<Assignment>> trace = MakeTrace(flags.trace, *model.env);
   if (!trace.ok()) return Fail(kExitUsage, std::string(trace.status().message()));
   absl::StatusOr<PreparedModel> prepared = Prepare(flags, std::move(model));

@@ -1,5 +1,5 @@
-// `shapeshift tune MODEL [--dim name=lo..hi]... -o FILE [--isa avx512|avx2] [--threads N]
-//                  [--budget-s S] [--repeats N] [--rows 1,2,4,...] [--json]`
+// `shapeshift tune MODEL [--dim name=lo..hi]... [-o FILE | --cache-dir DIR] [--isa avx512|avx2]
+//                  [--threads N] [--budget-s S] [--repeats N] [--rows 1,2,4,...] [--json]`
 //
 // Measures, on this machine, which engine serves short requests of each of
 // MODEL's constant-weight GEMM classes (runtime/tuning/gemm_tuner.h) and
@@ -8,7 +8,9 @@
 // ones MODEL's compiled Program has (Program::short_request_gemms()). When
 // FILE exists and was made for this machine, its other classes are kept (one
 // file serves many models); a FILE made elsewhere, or not a tuning file, is an
-// error, never overwritten.
+// error, never overwritten. Without -o the file is this machine's place in
+// the compile cache directory (--cache-dir, default $XDG_CACHE_HOME/shapeshift;
+// runtime::TuningPathInCache), where `run` finds it without --tuning.
 //
 // Prints, per class, the rows the skinny GEMM now serves against the built-in
 // default (SkinnyOptions: 32) and the prefetch distance; `--json` as one
@@ -17,6 +19,7 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,7 @@
 #include "tools/args.h"
 #include "tools/command.h"
 #include "tools/model_loader.h"
+#include "tools/run_cache_dir.h"
 #include "tools/terminal_text.h"
 
 namespace shapeshift::tools {
@@ -39,10 +43,11 @@ namespace {
 namespace cpu = codegen::cpu;
 
 constexpr char kUsage[] =
-    "usage: shapeshift tune MODEL [--dim name=lo..hi]... -o FILE [--isa avx512|avx2] [--threads N]\n"
-    "                       [--budget-s S] [--repeats N] [--rows 1,2,4,...] [--json]\n"
+    "usage: shapeshift tune MODEL [--dim name=lo..hi]... [-o FILE | --cache-dir DIR] [--isa avx512|avx2]\n"
+    "                       [--threads N] [--budget-s S] [--repeats N] [--rows 1,2,4,...] [--json]\n"
     "  Measures which engine serves short requests of each of MODEL's constant-weight GEMMs on this\n"
-    "  machine (shapeshift's skinny GEMM or oneDNN's, by rows) and writes FILE, for `run --tuning FILE`.\n"
+    "  machine (shapeshift's skinny GEMM or oneDNN's, by rows) and writes FILE, for `run --tuning FILE`;\n"
+    "  without -o, into the compile cache dir (default $XDG_CACHE_HOME/shapeshift), where `run` finds it.\n"
     "  A FILE made here already keeps its other GEMMs. --isa picks the skinny GEMM's core (default: the\n"
     "  widest this CPU has); --threads the team (default OMP_NUM_THREADS); --budget-s bounds the run\n"
     "  (GEMMs not reached keep the default, and are named).\n"
@@ -126,19 +131,30 @@ int RunTune(const std::vector<std::string>& raw) {
     if (a == "-o") a = "--output";
   }
   FlagSpec spec;
-  spec.valued = {"dim", "output", "isa", "threads", "budget-s", "repeats", "rows"};
-  spec.switches = {"json"};
+  spec.valued = {"dim", "output", "isa", "threads", "budget-s", "repeats", "rows", kCacheDirFlag};
+  spec.switches = {"json", kNoCacheFlag};
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (args->positional.size() != 1) return Usage("expected exactly one MODEL argument");
-  const std::string output = args->Get("output");
-  if (output.empty()) return Usage("-o FILE is required");
   absl::StatusOr<std::map<std::string, DimRange>> dims = ParseDimFlags(args->All("dim"));
   if (!dims.ok()) return Fail(std::string(dims.status().message()));
   absl::StatusOr<runtime::TunerOptions> options = TunerOptionsFromFlags(*args);
   if (!options.ok()) return Fail(std::string(options.status().message()));
   const bool json = args->Has("json");
   const int threads = options->threads > 0 ? options->threads : omp_get_max_threads();
+  std::string output = args->Get("output");
+  const bool in_cache = output.empty();
+  if (in_cache) {
+    absl::StatusOr<std::string> cache_dir = CacheDirFromFlags(*args);
+    if (!cache_dir.ok()) return Usage(std::string(cache_dir.status().message()));
+    if (cache_dir->empty()) return Usage("--no-cache: give -o FILE (there is no cache dir to write the tuning into)");
+    output = runtime::TuningPathInCache(*cache_dir, runtime::HostMachineKey(options->isa, threads));
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(output).parent_path(), ec);
+    if (ec) return Fail(absl::StrCat(output, ": cannot create its directory: ", ec.message()));
+  } else if (args->Has(kCacheDirFlag) || args->Has(kNoCacheFlag)) {
+    return Usage("give -o FILE or --cache-dir DIR / --no-cache, not both");
+  }
 
   // An existing FILE must be this machine's tuning: it is extended, never
   // silently replaced.
@@ -191,9 +207,10 @@ int RunTune(const std::vector<std::string>& raw) {
   }
   for (const std::string& s : report->inapplicable) std::printf("  %s: no skinny path (oneDNN serves it)\n", s.c_str());
   for (const std::string& s : report->skipped) std::printf("  %s: not reached within --budget-s (default kept)\n", s.c_str());
-  std::printf("wrote %s: %zu GEMM class(es) (%zu measured now) in %.1f s; use it with `shapeshift run --tuning %s`\n",
-              Escaped(output).c_str(), kept.gemms.size(), report->tuning.gemms.size(), report->seconds,
-              Escaped(output).c_str());
+  std::printf("wrote %s: %zu GEMM class(es) (%zu measured now) in %.1f s; %s\n", Escaped(output).c_str(),
+              kept.gemms.size(), report->tuning.gemms.size(), report->seconds,
+              in_cache ? "`shapeshift run` with this cache dir applies it"
+                       : absl::StrCat("use it with `shapeshift run --tuning ", Escaped(output), "`").c_str());
   return kExitOk;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
@@ -18,6 +19,7 @@
 #include "codegen/cpu/object_store.h"
 #include "nlohmann/json.hpp"
 #include "runtime/bundle/bundle_file.h"
+#include "runtime/persist/signing.h"
 
 namespace shapeshift::runtime {
 namespace {
@@ -230,6 +232,17 @@ absl::StatusOr<GemmTuning> ReadTuningFile(const std::string& path) {
 
 absl::Status WriteTuningFile(const GemmTuning& tuning, const std::string& path) {
   return bundle::WriteFileAtomically(path, TuningFileJson(tuning));
+}
+
+std::string TuningPathInCache(const std::string& cache_dir, const MachineKey& key) {
+  // Each field length-prefixed, so no two keys share the hashed text.
+  std::string text;
+  for (const std::string& field : {key.cpu, key.features, key.isa, std::to_string(key.threads), key.onednn,
+                                   key.compiler}) {
+    absl::StrAppend(&text, field.size(), ":", field, ";");
+  }
+  const std::string digest = absl::BytesToHexString(persist::Sha256(text)).substr(0, 16);
+  return absl::StrCat(cache_dir, "/tuning/", digest, ".json");
 }
 
 }  // namespace shapeshift::runtime

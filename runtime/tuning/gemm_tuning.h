@@ -91,6 +91,15 @@ absl::StatusOr<GemmTuning> ParseTuningFile(absl::string_view text, absl::string_
 absl::StatusOr<GemmTuning> ReadTuningFile(const std::string& path);
 absl::Status WriteTuningFile(const GemmTuning& tuning, const std::string& path);
 
+// Where this machine's tuning lives inside a compile cache directory
+// (runtime/persist): `shapeshift tune MODEL` without -o writes it there and
+// `shapeshift run` without --tuning reads it from there.
+// DIR/tuning/<16 hex digits of the SHA-256 of every key field>.json: one
+// file per key, so a cache shared by machines, thread counts or builds keeps
+// each one's own, and none is ever read for another (CheckMachineKey still
+// checks the contents).
+std::string TuningPathInCache(const std::string& cache_dir, const MachineKey& key);
+
 }  // namespace shapeshift::runtime
 
 #endif  // SHAPESHIFT_RUNTIME_TUNING_GEMM_TUNING_H_

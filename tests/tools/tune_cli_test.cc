@@ -2,8 +2,11 @@
 // model's GEMM classes that run then applies (each class `tuned` in the
 // report, the check against the interpreter still passing); a second model
 // extends the file; bad usage, a file that is not a tuning and a file for
-// another thread count are errors naming the flag or the field.
+// another thread count are errors naming the flag or the field. Without -o,
+// tune writes into the cache dir, where run finds it (and ignores, with a
+// note, one it cannot use).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -121,9 +124,10 @@ TEST(TuneCliTest, WithAvx512MaskedOffTuningRunsAndAgrees) {
 }
 
 TEST(TuneCliTest, BadUsageAndBadFilesAreErrors) {
-  CliResult no_output = RunShapeshift("tune builtin:bert", "2>&1");
+  // Without -o the file goes into the cache dir: with none there is nowhere.
+  CliResult no_output = RunShapeshift("tune builtin:bert --no-cache", "2>&1");
   EXPECT_EQ(no_output.exit_code, 2);
-  EXPECT_THAT(no_output.output, HasSubstr("-o FILE is required"));
+  EXPECT_THAT(no_output.output, HasSubstr("--no-cache: give -o FILE"));
   CliResult bad_isa = RunShapeshift("tune builtin:bert -o x.json --isa sse", "2>&1");
   EXPECT_EQ(bad_isa.exit_code, 2);
   EXPECT_THAT(bad_isa.output, HasSubstr("--isa: expected avx512 or avx2"));
@@ -147,6 +151,52 @@ TEST(TuneCliTest, BadUsageAndBadFilesAreErrors) {
   CliResult packing = RunShapeshift("run builtin:bert --no-small-row-packing --tuning " + junk, "2>&1");
   EXPECT_EQ(packing.exit_code, 2);
   EXPECT_THAT(packing.output, HasSubstr("--no-small-row-packing removes"));
+}
+
+TEST(TuneCliTest, WithoutAFileTuneWritesIntoTheCacheDirAndRunFindsIt) {
+  if (!HasSkinnyCore()) GTEST_SKIP() << "no skinny GEMM core on this CPU: nothing to tune";
+  const std::string dir = ProcessTempPath("tuning-cache");
+  std::filesystem::remove_all(dir);
+  CliResult tuned = RunShapeshift("tune builtin:bert --cache-dir " + dir + " " + kQuick + " --json");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  const std::string file = nlohmann::json::parse(tuned.output)["file"].get<std::string>();
+  EXPECT_THAT(file, ::testing::StartsWith(dir + "/tuning/"));
+  ASSERT_TRUE(std::filesystem::exists(file)) << file;
+
+  // The file is keyed on 2 threads: run with 2, the same cache dir, no --tuning.
+  auto run = [&](const std::string& cache) {
+    return shapeshift::testing::RunCommand("OMP_NUM_THREADS=2 " + std::string(SHAPESHIFT_CLI) + " run builtin:bert " +
+                                           cache + " --input input_ids=1x8 --repeats 1 --check --json 2>/dev/null");
+  };
+  CliResult found = run("--cache-dir " + dir);
+  ASSERT_EQ(found.exit_code, 0) << found.output;
+  nlohmann::json r = nlohmann::json::parse(found.output);
+  EXPECT_TRUE(r["check_passed"].get<bool>());
+  EXPECT_EQ(r["tuning_file"], file);
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("tuning in the cache dir"));
+  ASSERT_EQ(r["short_request_gemms"].size(), 4u) << found.output;
+  for (const auto& g : r["short_request_gemms"]) EXPECT_TRUE(g["tuned"].get<bool>()) << g;
+
+  // No cache dir: the built-in defaults.
+  CliResult none = run("--no-cache");
+  ASSERT_EQ(none.exit_code, 0) << none.output;
+  nlohmann::json n = nlohmann::json::parse(none.output);
+  EXPECT_EQ(n["tuning_file"], "");
+  EXPECT_EQ(n["tuned_gemms"], 0);
+
+  // A damaged file in the cache is ignored, with a note naming it.
+  { std::ofstream(file) << "not a tuning"; }
+  CliResult damaged = run("--cache-dir " + dir);
+  ASSERT_EQ(damaged.exit_code, 0) << damaged.output;
+  nlohmann::json d = nlohmann::json::parse(damaged.output);
+  EXPECT_EQ(d["tuning_file"], "");
+  EXPECT_EQ(d["tuned_gemms"], 0);
+  EXPECT_THAT(d["notes"].dump(), HasSubstr("ignored the cache dir's GEMM tuning " + file));
+
+  // Where to write must be unambiguous.
+  CliResult both = RunShapeshift("tune builtin:bert -o " + ProcessTempPath("t.json") + " --cache-dir " + dir, "2>&1");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.output, HasSubstr("not both"));
 }
 
 }  // namespace
