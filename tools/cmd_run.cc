@@ -64,7 +64,10 @@
 // thread count or build is refused. Without `--tuning`, the tuning `shapeshift
 // tune` (without -o) left in the cache dir for this machine key is used, with
 // a note (`tuning_file` in the report; one that cannot be used is ignored,
-// with a note why). The report's `short_request_gemms` (and
+// with a note why). `--tune-budget-s S` first measures, within S seconds,
+// the model's GEMM classes that file lacks (all of them on a machine's first
+// run) and writes them into it (tools/tune_into_file.h): the lazy form of
+// `shapeshift tune`, paid once per machine. The report's `short_request_gemms` (and
 // one `short requests:` line) says what serves each class and whether the
 // file decided it.
 //
@@ -116,6 +119,7 @@
 #include "tools/run_replay_report.h"
 #include "tools/terminal_text.h"
 #include "tools/trace.h"
+#include "tools/tune_into_file.h"
 
 namespace shapeshift::tools {
 namespace {
@@ -133,7 +137,8 @@ constexpr char kUsage[] =
     "         memory:      [--no-small-row-packing]   (no packed weight copy: less memory, slower 4..32-row GEMMs)\n"
     "                      [--panel-long-rows]   (longer requests on the packed copy, not the plain weights)\n"
     "         tuning:      [--tuning FILE]   (this machine's GEMM choices, from `shapeshift tune`;\n"
-    "                      default: the one `shapeshift tune` left in the cache dir, if any)\n"
+    "                      default: the one `shapeshift tune` left in the cache dir, if any;\n"
+    "                      [--tune-budget-s S]: first measure the classes that file lacks, within S s)\n"
     "         fleet:       [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
     "                      [--remote-cache-ttl-s S] [--remote-cache-max-entry-mb N] [--remote-cache-timeout-ms N]\n"
     "                      [--remote-cache-wait-s S] [--sign-key-file FILE]   (a signed MODEL.ssb)\n"
@@ -164,6 +169,7 @@ struct RunFlags {
   std::shared_ptr<const runtime::GemmTuning> tuning;  // --tuning FILE, or the cache dir's, read and parsed
   std::string tuning_file;                            // where `tuning` came from; empty: none
   std::vector<std::string> tuning_notes;              // the cache dir's tuning used, or why not
+  double tune_budget_s = 0;                           // --tune-budget-s: tune missing classes first
   runtime::CompileOptions device;    // --device and the CUDA flags (tools/device_flags.h); only those fields
   bool json = false;
   bool metrics = false;
@@ -196,6 +202,34 @@ absl::Status CheckModeFlags(const ParsedArgs& args) {
 // it there, runtime::TuningPathInCache), used when --tuning is not given. A
 // file there that cannot be used (damaged, another key) is ignored with a
 // note: the cache is shapeshift's own, not the user's input.
+// --tune-budget-s: measure the model's GEMM classes the cache dir's tuning
+// lacks (all of them on a machine's first run), within the budget, into that
+// file (tools/tune_into_file.h), before FindCachedTuning reads it. A failure
+// is a note: the run goes on with what the file has.
+void TuneLazily(RunFlags& flags) {
+  std::optional<codegen::cpu::SkinnyMatmul::Isa> isa = codegen::cpu::SkinnyMatmul::HostIsa();
+  if (!isa) return;
+  runtime::TunerOptions options;
+  options.isa = *isa;
+  options.threads = omp_get_max_threads();
+  options.budget_s = flags.tune_budget_s;
+  const std::string path = runtime::TuningPathInCache(flags.cache_dir, runtime::HostMachineKey(*isa, options.threads));
+  absl::StatusOr<TuneOutcome> outcome = TuneIntoFile(flags.model, flags.dims, path, options, /*only_missing=*/true);
+  if (!outcome.ok()) {
+    flags.tuning_notes.push_back(absl::StrCat("--tune-budget-s: not tuned: ", outcome.status().message()));
+    return;
+  }
+  if (outcome->measured == 0 && outcome->report.skipped.empty()) return;  // the file had every class
+  std::string note = absl::StrCat("tuned ", outcome->measured, " of the model's ", outcome->model_classes,
+                                  " GEMM class(es) in ", absl::SixDigits(outcome->report.seconds),
+                                  " s (--tune-budget-s ", flags.tune_budget_s, ") into ", path);
+  if (!outcome->report.skipped.empty()) {
+    absl::StrAppend(&note, "; not reached within the budget (defaults kept): ",
+                    absl::StrJoin(outcome->report.skipped, ", "));
+  }
+  flags.tuning_notes.push_back(std::move(note));
+}
+
 void FindCachedTuning(RunFlags& flags) {
   std::optional<codegen::cpu::SkinnyMatmul::Isa> isa = codegen::cpu::SkinnyMatmul::HostIsa();
   if (!isa) return;
@@ -212,15 +246,15 @@ void FindCachedTuning(RunFlags& flags) {
   flags.tuning = std::make_shared<const runtime::GemmTuning>(*std::move(tuning));
   flags.tuning_file = path;
   flags.tuning_notes.push_back(absl::StrCat("GEMM choices from this machine's tuning in the cache dir, ", path,
-                                            " (written by `shapeshift tune`; --tuning FILE or --no-cache to "
-                                            "choose otherwise)"));
+                                            " (from `shapeshift tune` or `run --tune-budget-s`; --tuning FILE or "
+                                            "--no-cache to choose otherwise)"));
 }
 
 absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
   spec.valued = {"dim",   "input", "bind",        "repeats",       "seed",           "print-after",
                  "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag,
-                 "inputs-from", "save-outputs", "tuning"};
+                 "inputs-from", "save-outputs", "tuning", "tune-budget-s"};
   spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing", "panel-long-rows"};
   for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.valued.insert(kSignKeyFileFlag);
@@ -288,11 +322,18 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
     flags.tuning = std::make_shared<const runtime::GemmTuning>(*std::move(tuning));
   }
   if (absl::Status s = ApplyDeviceFlags(*args, &flags.device); !s.ok()) return s;
-  if (flags.tuning != nullptr) {
-    flags.tuning_file = args->Get("tuning");
-  } else if (flags.pack_small_row_gemms && !flags.cache_dir.empty() && !IsBundlePath(flags.model) &&
-             flags.device.device == runtime::Device::kCpu) {
-    FindCachedTuning(flags);
+  if (flags.tuning != nullptr) flags.tuning_file = args->Get("tuning");
+  if (args->Has("tune-budget-s")) {
+    if (!absl::SimpleAtod(args->Get("tune-budget-s"), &flags.tune_budget_s) || !(flags.tune_budget_s > 0) ||
+        flags.tune_budget_s > 3600) {
+      return absl::InvalidArgumentError("--tune-budget-s: expected seconds in (0, 3600]");
+    }
+    if (flags.tuning != nullptr || !flags.pack_small_row_gemms || flags.cache_dir.empty() ||
+        flags.device.device != runtime::Device::kCpu) {
+      return absl::InvalidArgumentError(
+          "--tune-budget-s tunes this CPU's GEMMs into the cache dir: not with --tuning, --no-small-row-packing, "
+          "--no-cache or --device cuda");
+    }
   }
   flags.json = args->Has("json");
   const std::string metrics_format = args->Get("metrics-format", "text");
@@ -309,7 +350,8 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   if (!key.ok()) return key.status();
   flags.sign_key = *std::move(key);
   if (IsBundlePath(flags.model)) {
-    for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing", "panel-long-rows", "device", "tuning"}) {
+    for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing", "panel-long-rows", "device", "tuning",
+                             "tune-budget-s"}) {
       if (args->Has(flag)) {
         return absl::InvalidArgumentError(absl::StrCat("--", flag, " cannot change a bundle (", flags.model,
                                                        " fixes its domain, policy and code)"));
@@ -688,6 +730,11 @@ int Run(const std::vector<std::string>& raw_args) {
   absl::StatusOr<RunFlags> flags = ParseRunFlags(raw_args);
   if (!flags.ok()) return UsageError("run", kUsage, std::string(flags.status().message()));
   flags->started = Clock::now();
+  if (flags->tuning == nullptr && flags->pack_small_row_gemms && !flags->cache_dir.empty() &&
+      !IsBundlePath(flags->model) && flags->device.device == runtime::Device::kCpu) {
+    if (flags->tune_budget_s > 0) TuneLazily(*flags);
+    FindCachedTuning(*flags);
+  }
   absl::StatusOr<ImportedModel> model;
   if (IsBundlePath(flags->model)) {
     absl::StatusOr<runtime::bundle::Bundle> bundle = runtime::bundle::ReadBundle(flags->model, flags->sign_key);

@@ -35,6 +35,7 @@
 #include "tools/command.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
+#include "tools/tune_into_file.h"
 #include "tools/terminal_text.h"
 
 namespace shapeshift::tools {
@@ -96,18 +97,6 @@ absl::StatusOr<runtime::TunerOptions> TunerOptionsFromFlags(const ParsedArgs& ar
   return options;
 }
 
-// The GEMM classes MODEL's Program has, in plan order.
-absl::StatusOr<std::vector<cpu::MatmulConfig>> ModelGemms(const std::string& model_arg,
-                                                          const std::map<std::string, DimRange>& dims) {
-  SS_ASSIGN_OR_RETURN(model, LoadModel(model_arg, dims));
-  absl::StatusOr<std::unique_ptr<runtime::Program>> program =
-      runtime::Program::Compile(*model.graph, *model.env, runtime::CompileOptions{});
-  if (!program.ok()) return program.status();
-  std::vector<cpu::MatmulConfig> configs;
-  for (const runtime::ShortRequestGemm& g : (*program)->short_request_gemms()) configs.push_back(g.config);
-  return configs;
-}
-
 void PrintChoice(const runtime::GemmChoice& c) {
   const int64_t old_rows = cpu::SkinnyOptions().max_rows;
   if (c.skinny_max_rows == 0) {
@@ -149,39 +138,20 @@ int RunTune(const std::vector<std::string>& raw) {
     if (!cache_dir.ok()) return Usage(std::string(cache_dir.status().message()));
     if (cache_dir->empty()) return Usage("--no-cache: give -o FILE (there is no cache dir to write the tuning into)");
     output = runtime::TuningPathInCache(*cache_dir, runtime::HostMachineKey(options->isa, threads));
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(output).parent_path(), ec);
-    if (ec) return Fail(absl::StrCat(output, ": cannot create its directory: ", ec.message()));
   } else if (args->Has(kCacheDirFlag) || args->Has(kNoCacheFlag)) {
     return Usage("give -o FILE or --cache-dir DIR / --no-cache, not both");
   }
-
-  // An existing FILE must be this machine's tuning: it is extended, never
-  // silently replaced.
-  runtime::GemmTuning kept;
-  if (FILE* f = std::fopen(output.c_str(), "r"); f != nullptr) {
-    std::fclose(f);
-    absl::StatusOr<runtime::GemmTuning> existing = runtime::ReadTuningFile(output);
-    if (!existing.ok()) return Fail(std::string(existing.status().message()));
-    if (absl::Status s = runtime::CheckMachineKey(existing->machine, runtime::HostMachineKey(options->isa, threads));
-        !s.ok()) {
-      return Fail(absl::StrCat(output, ": ", s.message(), " (or write another file)"));
-    }
-    kept = *std::move(existing);
-  }
-
-  absl::StatusOr<std::vector<cpu::MatmulConfig>> configs = ModelGemms(args->positional[0], *dims);
-  if (!configs.ok()) return Fail(std::string(configs.status().message()));
+  options->threads = threads;
   if (!json) {
-    std::printf("tuning %zu GEMM class(es) of %s on the %s core, %d thread(s)\n", configs->size(),
-                Escaped(args->positional[0]).c_str(), cpu::IsaName(options->isa), threads);
+    std::printf("tuning the GEMM classes of %s on the %s core, %d thread(s)\n", Escaped(args->positional[0]).c_str(),
+                cpu::IsaName(options->isa), threads);
     options->on_choice = PrintChoice;
   }
-  absl::StatusOr<runtime::TuneReport> report = runtime::TuneGemms(*configs, *options);
-  if (!report.ok()) return Fail(std::string(report.status().message()));
-  kept.machine = report->tuning.machine;
-  for (auto& [config, choice] : report->tuning.gemms) kept.gemms[config] = choice;
-  if (absl::Status s = runtime::WriteTuningFile(kept, output); !s.ok()) return Fail(std::string(s.message()));
+  absl::StatusOr<TuneOutcome> outcome =
+      TuneIntoFile(args->positional[0], *dims, output, *options, /*only_missing=*/false);
+  if (!outcome.ok()) return Fail(std::string(outcome.status().message()));
+  const runtime::TuneReport* report = &outcome->report;
+  const runtime::GemmTuning& kept = outcome->file;
 
   if (json) {
     nlohmann::ordered_json out;

@@ -4,7 +4,8 @@
 // extends the file; bad usage, a file that is not a tuning and a file for
 // another thread count are errors naming the flag or the field. Without -o,
 // tune writes into the cache dir, where run finds it (and ignores, with a
-// note, one it cannot use).
+// note, one it cannot use); `run --tune-budget-s` tunes the classes that file
+// lacks first, once.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -197,6 +198,42 @@ TEST(TuneCliTest, WithoutAFileTuneWritesIntoTheCacheDirAndRunFindsIt) {
   CliResult both = RunShapeshift("tune builtin:bert -o " + ProcessTempPath("t.json") + " --cache-dir " + dir, "2>&1");
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_THAT(both.output, HasSubstr("not both"));
+}
+
+TEST(TuneCliTest, RunWithATuneBudgetTunesTheMissingClassesOnceIntoTheCacheDir) {
+  if (!HasSkinnyCore()) GTEST_SKIP() << "no skinny GEMM core on this CPU: nothing to tune";
+  const std::string dir = ProcessTempPath("lazy-tuning-cache");
+  std::filesystem::remove_all(dir);
+  auto run = [&](const std::string& flags) {
+    return shapeshift::testing::RunCommand("OMP_NUM_THREADS=2 " + std::string(SHAPESHIFT_CLI) + " run builtin:bert " +
+                                           flags + " --input input_ids=1x8 --repeats 1 --check --json 2>/dev/null");
+  };
+  CliResult first = run("--cache-dir " + dir + " --tune-budget-s 60");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  nlohmann::json r = nlohmann::json::parse(first.output);
+  EXPECT_TRUE(r["check_passed"].get<bool>());
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("tuned 4 of the model's 4 GEMM class(es)"));
+  const std::string file = r["tuning_file"].get<std::string>();
+  EXPECT_THAT(file, ::testing::StartsWith(dir + "/tuning/"));
+  EXPECT_TRUE(std::filesystem::exists(file)) << file;
+  EXPECT_GT(r["tuned_gemms"].get<int>(), 0) << first.output;
+  for (const auto& g : r["short_request_gemms"]) EXPECT_TRUE(g["tuned"].get<bool>()) << g;
+
+  // The file has every class now: nothing is measured again.
+  CliResult second = run("--cache-dir " + dir + " --tune-budget-s 60");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  nlohmann::json s = nlohmann::json::parse(second.output);
+  EXPECT_THAT(s["notes"].dump(), ::testing::Not(HasSubstr("tuned 4")));
+  EXPECT_EQ(s["tuning_file"], file);
+
+  CliResult no_cache = shapeshift::testing::RunCommand(std::string(SHAPESHIFT_CLI) +
+                                                       " run builtin:bert --no-cache --tune-budget-s 5 2>&1");
+  EXPECT_EQ(no_cache.exit_code, 2);
+  EXPECT_THAT(no_cache.output, HasSubstr("--tune-budget-s tunes this CPU's GEMMs into the cache dir"));
+  CliResult bad = shapeshift::testing::RunCommand(std::string(SHAPESHIFT_CLI) + " run builtin:bert --cache-dir " + dir +
+                                                  " --tune-budget-s 0 2>&1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.output, HasSubstr("--tune-budget-s: expected seconds"));
 }
 
 }  // namespace
