@@ -202,18 +202,34 @@ absl::Status CheckModeFlags(const ParsedArgs& args) {
 // it there, runtime::TuningPathInCache), used when --tuning is not given. A
 // file there that cannot be used (damaged, another key) is ignored with a
 // note: the cache is shapeshift's own, not the user's input.
+// This process's place for a tuning in the cache dir: the skinny core it
+// runs, its machine key (OpenMP's team) and the file; nullopt on a CPU with
+// no skinny core (nothing to tune).
+struct CachedTuningPlace {
+  codegen::cpu::SkinnyMatmul::Isa isa;
+  runtime::MachineKey key;
+  std::string path;
+};
+std::optional<CachedTuningPlace> CachedTuningPlaceFor(const std::string& cache_dir) {
+  std::optional<codegen::cpu::SkinnyMatmul::Isa> isa = codegen::cpu::SkinnyMatmul::HostIsa();
+  if (!isa) return std::nullopt;
+  runtime::MachineKey key = runtime::HostMachineKey(*isa, omp_get_max_threads());
+  std::string path = runtime::TuningPathInCache(cache_dir, key);
+  return CachedTuningPlace{*isa, std::move(key), std::move(path)};
+}
+
 // --tune-budget-s: measure the model's GEMM classes the cache dir's tuning
 // lacks (all of them on a machine's first run), within the budget, into that
 // file (tools/tune_into_file.h), before FindCachedTuning reads it. A failure
 // is a note: the run goes on with what the file has.
 void TuneLazily(RunFlags& flags) {
-  std::optional<codegen::cpu::SkinnyMatmul::Isa> isa = codegen::cpu::SkinnyMatmul::HostIsa();
-  if (!isa) return;
+  std::optional<CachedTuningPlace> place = CachedTuningPlaceFor(flags.cache_dir);
+  if (!place) return;
   runtime::TunerOptions options;
-  options.isa = *isa;
-  options.threads = omp_get_max_threads();
+  options.isa = place->isa;
+  options.threads = place->key.threads;
   options.budget_s = flags.tune_budget_s;
-  const std::string path = runtime::TuningPathInCache(flags.cache_dir, runtime::HostMachineKey(*isa, options.threads));
+  const std::string& path = place->path;
   absl::StatusOr<TuneOutcome> outcome = TuneIntoFile(flags.model, flags.dims, path, options, /*only_missing=*/true);
   if (!outcome.ok()) {
     flags.tuning_notes.push_back(absl::StrCat("--tune-budget-s: not tuned: ", outcome.status().message()));
@@ -231,10 +247,10 @@ void TuneLazily(RunFlags& flags) {
 }
 
 void FindCachedTuning(RunFlags& flags) {
-  std::optional<codegen::cpu::SkinnyMatmul::Isa> isa = codegen::cpu::SkinnyMatmul::HostIsa();
-  if (!isa) return;
-  const runtime::MachineKey host = runtime::HostMachineKey(*isa, omp_get_max_threads());
-  const std::string path = runtime::TuningPathInCache(flags.cache_dir, host);
+  std::optional<CachedTuningPlace> place = CachedTuningPlaceFor(flags.cache_dir);
+  if (!place) return;
+  const runtime::MachineKey& host = place->key;
+  const std::string& path = place->path;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return;
   absl::StatusOr<runtime::GemmTuning> tuning = runtime::ReadTuningFile(path);

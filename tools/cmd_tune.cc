@@ -19,7 +19,6 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 

@@ -32,6 +32,20 @@ std::string Data(const std::string& rel) { return std::string(SHAPESHIFT_SOURCE_
 
 bool HasSkinnyCore() { return codegen::cpu::SkinnyMatmul::HostIsa().has_value(); }
 
+// `run builtin:bert FLAGS` on one short request with --check, on the 2 threads
+// kQuick's files are keyed on; stdout only (the JSON report).
+CliResult RunBertOnTwoThreads(const std::string& flags) {
+  return shapeshift::testing::RunCommand("OMP_NUM_THREADS=2 " + std::string(SHAPESHIFT_CLI) + " run builtin:bert " +
+                                         flags + " --input input_ids=1x8 --repeats 1 --check --json 2>/dev/null");
+}
+
+// A fresh temporary directory of this process.
+std::string FreshDir(const std::string& name) {
+  const std::string dir = ProcessTempPath(name);
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
 TEST(TuneCliTest, TuneWritesAFileRunApplies) {
   if (!HasSkinnyCore()) GTEST_SKIP() << "no skinny GEMM core on this CPU: nothing to tune";
   const std::string file = ProcessTempPath("tuning.json");
@@ -44,9 +58,7 @@ TEST(TuneCliTest, TuneWritesAFileRunApplies) {
   EXPECT_EQ(t["default_skinny_max_rows"], 32);
 
   // The file is keyed on 2 threads: run with 2.
-  CliResult run = shapeshift::testing::RunCommand("OMP_NUM_THREADS=2 " + std::string(SHAPESHIFT_CLI) +
-                                        " run builtin:bert --no-cache --tuning " + file +
-                                        " --input input_ids=1x8 --repeats 1 --check --json 2>/dev/null");
+  CliResult run = RunBertOnTwoThreads("--no-cache --tuning " + file);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   nlohmann::json r = nlohmann::json::parse(run.output);
   EXPECT_TRUE(r["check_passed"].get<bool>());
@@ -156,8 +168,7 @@ TEST(TuneCliTest, BadUsageAndBadFilesAreErrors) {
 
 TEST(TuneCliTest, WithoutAFileTuneWritesIntoTheCacheDirAndRunFindsIt) {
   if (!HasSkinnyCore()) GTEST_SKIP() << "no skinny GEMM core on this CPU: nothing to tune";
-  const std::string dir = ProcessTempPath("tuning-cache");
-  std::filesystem::remove_all(dir);
+  const std::string dir = FreshDir("tuning-cache");
   CliResult tuned = RunShapeshift("tune builtin:bert --cache-dir " + dir + " " + kQuick + " --json");
   ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
   const std::string file = nlohmann::json::parse(tuned.output)["file"].get<std::string>();
@@ -165,10 +176,7 @@ TEST(TuneCliTest, WithoutAFileTuneWritesIntoTheCacheDirAndRunFindsIt) {
   ASSERT_TRUE(std::filesystem::exists(file)) << file;
 
   // The file is keyed on 2 threads: run with 2, the same cache dir, no --tuning.
-  auto run = [&](const std::string& cache) {
-    return shapeshift::testing::RunCommand("OMP_NUM_THREADS=2 " + std::string(SHAPESHIFT_CLI) + " run builtin:bert " +
-                                           cache + " --input input_ids=1x8 --repeats 1 --check --json 2>/dev/null");
-  };
+  const auto run = RunBertOnTwoThreads;
   CliResult found = run("--cache-dir " + dir);
   ASSERT_EQ(found.exit_code, 0) << found.output;
   nlohmann::json r = nlohmann::json::parse(found.output);
@@ -202,12 +210,8 @@ TEST(TuneCliTest, WithoutAFileTuneWritesIntoTheCacheDirAndRunFindsIt) {
 
 TEST(TuneCliTest, RunWithATuneBudgetTunesTheMissingClassesOnceIntoTheCacheDir) {
   if (!HasSkinnyCore()) GTEST_SKIP() << "no skinny GEMM core on this CPU: nothing to tune";
-  const std::string dir = ProcessTempPath("lazy-tuning-cache");
-  std::filesystem::remove_all(dir);
-  auto run = [&](const std::string& flags) {
-    return shapeshift::testing::RunCommand("OMP_NUM_THREADS=2 " + std::string(SHAPESHIFT_CLI) + " run builtin:bert " +
-                                           flags + " --input input_ids=1x8 --repeats 1 --check --json 2>/dev/null");
-  };
+  const std::string dir = FreshDir("lazy-tuning-cache");
+  const auto run = RunBertOnTwoThreads;
   CliResult first = run("--cache-dir " + dir + " --tune-budget-s 60");
   ASSERT_EQ(first.exit_code, 0) << first.output;
   nlohmann::json r = nlohmann::json::parse(first.output);
