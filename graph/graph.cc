@@ -124,6 +124,16 @@ Node* Graph::FindNode(const std::string& name) const {
   return nullptr;
 }
 
+absl::Status Graph::ReplaceConstant(Value* v, Tensor value) {
+  if (v == nullptr || !v->is_constant()) return absl::InvalidArgumentError("ReplaceConstant: not a constant");
+  const Tensor& old = *v->constant_;
+  if (old.dtype() != value.dtype() || old.shape() != value.shape()) {
+    return absl::InvalidArgumentError(absl::StrCat("constant '", v->name(), "': replacement has another type or shape"));
+  }
+  v->constant_ = std::move(value);
+  return absl::OkStatus();
+}
+
 std::unique_ptr<Graph> Graph::Clone() const {
   auto copy = std::make_unique<Graph>(opset_);
   absl::flat_hash_map<const Value*, Value*> map;

@@ -135,6 +135,10 @@ class Graph {
   // An initializer. Integer/bool tensors of up to kMaxElementsTracked
   // elements also get their elements() as constant SymExprs.
   Value* AddConstant(const std::string& name, Tensor value);
+  // Gives constant `v` the storage of `value`, which must hold the same
+  // dtype, shape and bytes (the same weights kept elsewhere:
+  // graph/constant_spill.h). Readers holding the old storage keep it alive.
+  absl::Status ReplaceConstant(Value* v, Tensor value);
   Node* AddNode(const std::string& op_type, std::vector<Value*> inputs, int num_outputs,
                 Attributes attrs = {}, const std::string& name = "",
                 const std::vector<std::string>& output_names = {});

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/status/status.h"
@@ -141,8 +142,12 @@ absl::Status CopyTypedData(const onnx::TensorProto& proto, Tensor* tensor,
 
 }  // namespace
 
-absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
-                                       const std::string& what) {
+namespace {
+
+// Both TensorFromProto forms: `raw`, when given, makes the tensors stored as
+// raw bytes.
+absl::StatusOr<Tensor> DecodeTensorProto(const onnx::TensorProto& proto, const std::string& base_dir,
+                                         const std::string& what, std::optional<RawTensorMaker> raw_maker) {
   std::optional<DType> dtype = DTypeFromOnnx(proto.data_type());
   if (!dtype) {
     const std::string type_name =
@@ -181,6 +186,11 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std
     return absl::InvalidArgumentError(absl::StrCat(what, ": has ", TypedFieldSize(proto, *dtype),
                                                    " values but its shape needs ", *declared));
   }
+  if (raw != nullptr && raw_maker.has_value()) {
+    absl::StatusOr<std::optional<Tensor>> made = (*raw_maker)(*dtype, shape, *raw);
+    if (!made.ok()) return absl::Status(made.status().code(), absl::StrCat(what, ": ", made.status().message()));
+    if (made->has_value()) return **std::move(made);
+  }
   absl::StatusOr<Tensor> tensor = Tensor::Zeros(*dtype, shape);
   if (!tensor.ok()) {
     return absl::Status(tensor.status().code(), absl::StrCat(what, ": ", tensor.status().message()));
@@ -189,6 +199,18 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std
       raw != nullptr ? CopyRawBytes(*raw, &*tensor, what) : CopyTypedData(proto, &*tensor, what);
   if (!copied.ok()) return copied;
   return tensor;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
+                                       const std::string& what) {
+  return DecodeTensorProto(proto, base_dir, what, std::nullopt);
+}
+
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
+                                       const std::string& what, RawTensorMaker raw) {
+  return DecodeTensorProto(proto, base_dir, what, raw);
 }
 
 void TensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto) {

@@ -5,8 +5,11 @@
 #ifndef SHAPESHIFT_GRAPH_TENSOR_PROTO_H_
 #define SHAPESHIFT_GRAPH_TENSOR_PROTO_H_
 
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "graph/tensor.h"
 
@@ -19,6 +22,15 @@ namespace shapeshift {
 // `what` names the tensor in error messages (e.g. "initializer 'bert.w0'").
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
                                        const std::string& what);
+// The same, but a tensor stored as raw bytes (in the message or an external
+// file) is first offered to `raw(dtype, shape, bytes)` once its header and
+// size are checked: a tensor it makes is the result (how the importer writes
+// large weights straight to a spill file, graph/constant_spill.h, never
+// copying them into the heap); nullopt decodes it into memory as usual.
+using RawTensorMaker = absl::FunctionRef<absl::StatusOr<std::optional<Tensor>>(
+    DType, const std::vector<int64_t>&, const std::string& bytes)>;
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
+                                       const std::string& what, RawTensorMaker raw);
 void TensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto);
 // Reads a serialized TensorProto file (e.g. test_data_set_0/input_0.pb).
 absl::StatusOr<Tensor> ReadTensorProtoFile(const std::string& path, std::string* name = nullptr);

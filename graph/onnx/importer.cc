@@ -1,6 +1,7 @@
 #include "graph/onnx/importer.h"
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 
 #include "absl/container/btree_map.h"
@@ -11,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
+#include "graph/constant_spill.h"
 #include "graph/onnx/exporter.h"
 #include "graph/onnx/model_checker.h"
 #include "graph/onnx/node_attributes.h"
@@ -99,8 +101,14 @@ class Importer {
 
   absl::Status AddInitializers() {
     for (onnx::TensorProto& init : *model_.mutable_graph()->mutable_initializer()) {
-      absl::StatusOr<Tensor> t = TensorFromProto(init, options_.base_dir,
-                                                 absl::StrCat("initializer '", init.name(), "'"));
+      const std::string what = absl::StrCat("initializer '", init.name(), "'");
+      absl::StatusOr<Tensor> t =
+          options_.spill == nullptr
+              ? TensorFromProto(init, options_.base_dir, what)
+              : TensorFromProto(init, options_.base_dir, what,
+                                [this](DType dtype, const std::vector<int64_t>& shape, const std::string& bytes) {
+                                  return SpilledOrInMemory(dtype, shape, bytes);
+                                });
       if (!t.ok()) return t.status();
       if (result_.graph->FindValue(init.name()) != nullptr) {
         return absl::InvalidArgumentError(absl::StrCat("initializer '", init.name(), "' is defined twice"));
@@ -115,6 +123,16 @@ class Importer {
       init.clear_double_data();
     }
     return absl::OkStatus();
+  }
+
+  // A raw initializer: written to the spill file when large; nullopt keeps
+  // it in memory (a bias, a norm's scale).
+  absl::StatusOr<std::optional<Tensor>> SpilledOrInMemory(DType dtype, const std::vector<int64_t>& shape,
+                                                          const std::string& bytes) {
+    if (bytes.size() < kSpillMinBytes) return std::nullopt;
+    absl::StatusOr<Tensor> spilled = options_.spill->SpillBytes(dtype, shape, bytes.data(), bytes.size());
+    if (!spilled.ok()) return spilled.status();
+    return std::optional<Tensor>(*std::move(spilled));
   }
 
   absl::StatusOr<SymExpr> DimFromProto(const onnx::TensorShapeProto::Dimension& dim, const std::string& input) {

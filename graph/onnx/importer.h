@@ -43,6 +43,8 @@ class ModelProto;
 
 namespace shapeshift {
 
+class ConstantSpill;  // graph/constant_spill.h
+
 struct DimRange {
   int64_t min = 1;
   int64_t max = 65536;
@@ -65,6 +67,11 @@ struct ImportOptions {
   std::string base_dir;
   // Run onnx::checker::check_model first (on by default).
   bool run_checker = true;
+  // Initializers of kSpillMinBytes or more are written straight from the
+  // message (or external file) to this spill file instead of the heap
+  // (graph/constant_spill.h); null = in memory. Must be open during import
+  // only: the tensors keep their mappings.
+  ConstantSpill* spill = nullptr;
 };
 
 // The result owns both the symbols and the graph that mentions them.

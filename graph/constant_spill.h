@@ -1,0 +1,87 @@
+// ConstantSpill: a model's large constants kept in a file instead of in
+// anonymous memory, paged in when read and given back once packed.
+//
+// Why: a compiled Program reads most weight matrices only through its own
+// packed copy (codegen/cpu/skinny_matmul.h, panel_rows_matmul.h), but the
+// model graph must keep the plain bytes: a later tier's compile packs them
+// again, the interpreter and bundles read them. Held in heap memory, that is
+// a second resident copy of every weight. Here the plain bytes live in an
+// unlinked file of our own (nobody else can change or truncate it), mapped
+// read-only: a page is resident only while something reads it, and
+// ReleaseResidentPages() drops the pages of a constant once its packed copy
+// exists. A later reader faults them back in from the file: releasing is a
+// hint about memory, never a change of a value. An embedding table read
+// through a Gather is likewise resident only in the rows requests touch.
+//
+// The directory must be on a disk: on tmpfs or ramfs the file's pages are
+// memory themselves, so Open() refuses such a directory (FAILED_PRECONDITION)
+// and callers keep the constants in memory.
+#ifndef SHAPESHIFT_GRAPH_CONSTANT_SPILL_H_
+#define SHAPESHIFT_GRAPH_CONSTANT_SPILL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "graph/tensor.h"
+
+namespace shapeshift {
+
+// Constants smaller than this stay in memory: a page of padding each and
+// a mapping per tensor are not worth it for biases and norms.
+inline constexpr size_t kSpillMinBytes = size_t{1} << 20;
+
+class ConstantSpill {
+ public:
+  // An unlinked file in `dir` (created if missing).
+  static absl::StatusOr<std::unique_ptr<ConstantSpill>> Open(const std::string& dir);
+  ~ConstantSpill();
+  ConstantSpill(const ConstantSpill&) = delete;
+  ConstantSpill& operator=(const ConstantSpill&) = delete;
+
+  // The same tensor with its bytes in the file, mapped read-only; the
+  // mapping lives as long as the returned tensor's storage (not this object).
+  // An error (a full disk, say) leaves `tensor` as it was.
+  absl::StatusOr<Tensor> Spill(const Tensor& tensor);
+  // A tensor of `dtype` and `shape` whose bytes are `bytes` (as many as
+  // they need), written straight to the file: the importer's path, so a
+  // weight read from a model is never also copied into the heap.
+  absl::StatusOr<Tensor> SpillBytes(DType dtype, const std::vector<int64_t>& shape, const void* bytes, size_t size);
+
+  const std::string& dir() const { return dir_; }
+  int64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  ConstantSpill(std::string dir, int fd) : dir_(std::move(dir)), fd_(fd) {}
+  std::string dir_;
+  int fd_ = -1;
+  int64_t offset_ = 0;  // next page-aligned write position
+  int64_t bytes_written_ = 0;
+};
+
+struct SpillStats {
+  int64_t constants = 0;  // in a spill file now
+  int64_t bytes = 0;
+  int64_t moved = 0;      // of `constants`, moved there by this call
+};
+
+// Moves every constant of `graph` of at least `min_bytes` into `spill`.
+// Constants already in a spill file stay where they are and are counted.
+absl::StatusOr<SpillStats> SpillLargeConstants(Graph& graph, ConstantSpill& spill, size_t min_bytes = kSpillMinBytes);
+
+// Drops from this process's resident memory the whole pages of
+// [data, data + bytes) that lie in a ConstantSpill mapping, returning how many
+// bytes that was; memory anywhere else is left alone (0). The bytes stay
+// readable: the next read faults them back in from the file.
+int64_t ReleaseResidentPages(const void* data, size_t bytes);
+
+// Whether [data, data + bytes) lies in a ConstantSpill mapping.
+bool IsSpilled(const void* data, size_t bytes);
+
+}  // namespace shapeshift
+
+#endif  // SHAPESHIFT_GRAPH_CONSTANT_SPILL_H_
