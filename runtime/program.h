@@ -52,6 +52,9 @@ struct ProgramStats {
   int64_t skinny_gemms = 0;          // of those, on shapeshift's skinny GEMM (the rest: oneDNN's)
   int64_t tuned_gemms = 0;           // constant-weight GEMM steps whose short-request engine CompileOptions::tuning chose
   int64_t packed_weight_bytes = 0;   // the packed weight copies those hold
+  // Plain weight bytes given back to the OS once their packed copy served
+  // every request (a spilled constant's pages: graph/constant_spill.h).
+  int64_t released_weight_bytes = 0;
   int64_t steps = 0;          // all steps, views excluded
   int64_t groups = 0;         // fusion groups in the plan
   // Each GEMM primitive is run once inside Compile on a small valid shape:

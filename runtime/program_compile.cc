@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "codegen/cpu/parallel_run.h"
 #include "codegen/lower/lower_group.h"
+#include "graph/constant_spill.h"
 #include "graph/op_table.h"
 #include "passes/pipeline.h"
 #include "runtime/program_impl.h"
@@ -413,6 +414,11 @@ class ProgramBuilder {
       step.skinny = skinny;
       step.panel_rows = panel_rows;
       step.packed_b = std::move(packed);
+      // Every request of this step now reads the packed copy: the plain
+      // weights' pages go back to the OS where they lie in a spill file
+      // (graph/constant_spill.h; elsewhere a no-op). Whatever reads them
+      // later (another step, a later tier's compile) pages them back in.
+      if (panel_rows != nullptr) stats_.released_weight_bytes += ReleaseResidentPages(weights, b.constant_bytes);
       ++stats_.skinny_gemms;
       if (record.tuned) ++stats_.tuned_gemms;
     } else {

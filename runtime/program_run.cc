@@ -73,8 +73,9 @@ absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t
     ++skinny_calls;
     return step.skinny->Execute(shape, ops);
   }
-  if (step.panel_rows != nullptr && shape.m > step.skinny->options().max_rows &&
-      cpu::PanelRowsMatmul::HasChunk(shape.m)) {
+  // With panels every other row count reads them too (fewer rows than a
+  // chunk run on the skinny GEMM), so the plain B is never read.
+  if (step.panel_rows != nullptr) {
     ops.b = step.packed_b.data();
     return step.panel_rows->Execute(shape, ops);
   }

@@ -1,6 +1,7 @@
 #include "runtime/session.h"
 
 #include "absl/strings/str_cat.h"
+#include "graph/constant_spill.h"
 #include "graph/interpreter.h"
 #include "graph/onnx/importer.h"
 #include "runtime/dim_ranges.h"
@@ -31,6 +32,31 @@ ModelSource ModelSource::Built(std::unique_ptr<Graph> graph, std::unique_ptr<Sha
   m.env_ = std::move(env);
   return m;
 }
+
+namespace {
+
+// Moves the graph's large constants into a spill file under `dir`; any
+// failure keeps them in memory (a run never fails for want of a disk) and
+// says why.
+WeightsPlacement PlaceWeights(Graph& graph, const std::string& dir) {
+  WeightsPlacement placed;
+  absl::StatusOr<std::unique_ptr<ConstantSpill>> spill = ConstantSpill::Open(dir);
+  if (!spill.ok()) {
+    placed.note = absl::StrCat("weights kept in memory: ", spill.status().message());
+    return placed;
+  }
+  absl::StatusOr<SpillStats> moved = SpillLargeConstants(graph, **spill);
+  if (!moved.ok()) {
+    placed.note = absl::StrCat("weights (some or all) kept in memory: ", moved.status().message());
+    return placed;
+  }
+  placed.dir = dir;
+  placed.constants = moved->constants;
+  placed.bytes = moved->bytes;
+  return placed;
+}
+
+}  // namespace
 
 Session::~Session() {
   polymorphic_.reset();
@@ -74,15 +100,19 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, cons
   }
 
   std::unique_ptr<Session> session(new Session());
+  DispatcherOptions dispatch;
+  dispatch.compile = options.compile;
+  if (!options.weights_dir.empty()) {
+    session->weights_ = PlaceWeights(*graph, options.weights_dir);
+    if (!session->weights_.dir.empty()) dispatch.compile.long_rows_on_panels = true;
+  }
   absl::StatusOr<std::unique_ptr<RecompileLogWriter>> log = options.recompile_log.empty()
                                                                 ? RecompileLogWriter::OpenFromEnvironment()
                                                                 : RecompileLogWriter::Open(options.recompile_log);
   if (!log.ok()) return log.status();
   session->log_ = *std::move(log);
-  DispatcherOptions dispatch;
   dispatch.policy = options.policy;
   dispatch.recompile_limit = options.recompile_limit;
-  dispatch.compile = options.compile;
   dispatch.log = session->log_.get();
   dispatch.buckets = options.buckets;
   dispatch.tier_up = options.tier_up;

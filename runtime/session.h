@@ -90,6 +90,22 @@ struct SessionOptions {
   // fills them). See DispatcherOptions::front_store.
   std::shared_ptr<persist::EntryStore> front_store;
   bool front_store_writable = false;
+  // Keeps the model's large constants in an unlinked file under this
+  // directory (`--weights-dir`; graph/constant_spill.h), resident only while
+  // read: once a GEMM's packed copy exists its plain weights' pages are given
+  // back, so a served model holds about one copy of its weights. Turns on
+  // compile.long_rows_on_panels (the packed copy then serves every request).
+  // Empty = off; a directory that cannot take the file (tmpfs, unwritable)
+  // keeps the weights in memory and says so in weights().note.
+  std::string weights_dir;
+};
+
+// Where the session's weights live (SessionOptions::weights_dir).
+struct WeightsPlacement {
+  std::string dir;        // empty: in memory
+  int64_t constants = 0;  // moved to the file
+  int64_t bytes = 0;
+  std::string note;       // why they stayed in memory although a directory was given
 };
 
 struct SessionStats {
@@ -136,6 +152,7 @@ class Session {
   // polymorphic and auto policies; kept alive by the session), or null when
   // the policy compiled none.
   const Program* program() const;
+  const WeightsPlacement& weights() const { return weights_; }
 
  private:
   Session() = default;
@@ -145,6 +162,7 @@ class Session {
   std::unique_ptr<RecompileLogWriter> log_;  // outlives the dispatcher that appends to it
   std::unique_ptr<Dispatcher> dispatcher_;
   std::shared_ptr<const CacheEntry> polymorphic_;  // null when Create compiled none
+  WeightsPlacement weights_;
   std::atomic<int64_t> requests_{0};
   absl::Mutex mu_;
   std::vector<std::unique_ptr<ExecutionContext>> idle_contexts_ ABSL_GUARDED_BY(mu_);

@@ -4,7 +4,8 @@
 // A Program serves short requests of a constant-weight GEMM on the skinny
 // GEMM (skinny_matmul.h) over B packed into column panels, and long ones on
 // oneDNN's runtime-M GEMM over B as the model holds it: two copies of every
-// weight matrix in memory. The panels are exactly oneDNN's BA16a32b
+// weight matrix in memory, unless long requests read the panels too — then
+// the plain copy's pages can go back to the OS (graph/constant_spill.h). The panels are exactly oneDNN's BA16a32b
 // (BA16a16b on AVX2) layout, which oneDNN's runtime-M GEMM cannot read (it
 // falls back to its reference kernel) but its static-M blocked GEMM
 // (brg:avx512_core) can. So this path runs a request of m rows as chunks of
@@ -47,12 +48,11 @@ class PanelRowsMatmul {
   // skinny GEMM also runs the tail rows and must outlive this object.
   static absl::StatusOr<std::unique_ptr<PanelRowsMatmul>> Create(const SkinnyMatmul& skinny);
 
-  // Whether a request of m rows has at least one chunk. Fewer rows are the
-  // skinny GEMM's or oneDNN's (a tuning can give rows below the smallest
-  // chunk to oneDNN's runtime-M GEMM: the caller keeps that choice).
-  static bool HasChunk(int64_t m) { return m >= kChunkRows.back(); }
-
-  // Runs `shape` (any m >= 1) with ops.b = the skinny GEMM's PackB() data.
+  // Runs `shape` (any m >= 1; fewer rows than the smallest chunk run wholly
+  // on the skinny GEMM) with ops.b = the skinny GEMM's PackB() data. A
+  // Program sends every request its skinny range does not take here, so
+  // the plain weights are never read (graph/constant_spill.h gives their
+  // pages back).
   absl::Status Execute(const MatmulShape& shape, const MatmulOperands& ops) const;
 
   // oneDNN's implementation of the chunks, e.g. "brg:avx512_core".

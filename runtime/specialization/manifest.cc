@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "graph/constant_spill.h"
 #include "nlohmann/json.hpp"
 
 namespace shapeshift::runtime {
@@ -60,6 +61,9 @@ std::string ManifestKey(const Graph& graph, const ShapeEnv& env, const CompileOp
   for (const Value* c : graph.constants()) {
     h.Add(c->name());
     h.Add(absl::string_view(static_cast<const char*>(c->constant()->raw()), c->constant()->byte_size()));
+    // Hashing read every page: a spilled constant's go back (a no-op for
+    // weights in memory), or the key would make the whole model resident.
+    ReleaseResidentPages(c->constant()->raw(), c->constant()->byte_size());
   }
   for (const SymbolInfo& s : env.symbols()) {
     h.Add(absl::StrCat(s.name, "=", s.min, "..", s.max));
