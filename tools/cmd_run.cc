@@ -98,6 +98,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "codegen/cpu/skinny_matmul.h"
+#include "graph/constant_spill.h"
 #include "graph/interpreter.h"
 #include "graph/tensor_compare.h"
 #include "nlohmann/json.hpp"
@@ -136,6 +137,9 @@ constexpr char kUsage[] =
     "         cache:       [--cache-dir DIR | --no-cache]   (default $XDG_CACHE_HOME/shapeshift)\n"
     "         memory:      [--no-small-row-packing]   (no packed weight copy: less memory, slower 4..32-row GEMMs)\n"
     "                      [--panel-long-rows]   (longer requests on the packed copy, not the plain weights)\n"
+    "                      [--weights-dir DIR | --weights-in-memory]   (weights in an unlinked file, paged in\n"
+    "                      while read and given back once packed: about one resident copy; default DIR/weights\n"
+    "                      of the cache dir, or of $XDG_CACHE_HOME/shapeshift with --no-cache)\n"
     "         tuning:      [--tuning FILE]   (this machine's GEMM choices, from `shapeshift tune`;\n"
     "                      default: the one `shapeshift tune` left in the cache dir, if any;\n"
     "                      [--tune-budget-s S]: first measure the classes that file lacks, within S s)\n"
@@ -166,6 +170,7 @@ struct RunFlags {
   bool check = false;
   bool pack_small_row_gemms = true;  // --no-small-row-packing: one copy of the weights, slower short requests
   bool long_rows_on_panels = false;  // --panel-long-rows: long requests on the packed copy
+  std::string weights_dir;           // --weights-dir (default under the cache dir); empty: --weights-in-memory
   std::shared_ptr<const runtime::GemmTuning> tuning;  // --tuning FILE, or the cache dir's, read and parsed
   std::string tuning_file;                            // where `tuning` came from; empty: none
   std::vector<std::string> tuning_notes;              // the cache dir's tuning used, or why not
@@ -270,8 +275,9 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   FlagSpec spec;
   spec.valued = {"dim",   "input", "bind",        "repeats",       "seed",           "print-after",
                  "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag,
-                 "inputs-from", "save-outputs", "tuning", "tune-budget-s"};
-  spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing", "panel-long-rows"};
+                 "inputs-from", "save-outputs", "tuning", "tune-budget-s", kWeightsDirFlag};
+  spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing", "panel-long-rows",
+                   kWeightsInMemoryFlag};
   for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.valued.insert(kSignKeyFileFlag);
   AddDeviceFlags(&spec);
@@ -329,6 +335,9 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   flags.check = args->Has("check");
   flags.pack_small_row_gemms = !args->Has("no-small-row-packing");
   flags.long_rows_on_panels = args->Has("panel-long-rows");
+  absl::StatusOr<std::string> weights_dir = WeightsDirFromFlags(*args, flags.cache_dir);
+  if (!weights_dir.ok()) return weights_dir.status();
+  flags.weights_dir = *std::move(weights_dir);
   if (args->Has("tuning")) {
     if (!flags.pack_small_row_gemms) {
       return absl::InvalidArgumentError("--tuning chooses the short-request path that --no-small-row-packing removes");
@@ -373,6 +382,9 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
                                                        " fixes its domain, policy and code)"));
       }
     }
+    if (args->Has("weights-dir")) {
+      return absl::InvalidArgumentError("--weights-dir: a bundle's session keeps its weights in memory");
+    }
   } else if (!flags.sign_key.empty()) {
     return absl::InvalidArgumentError("--sign-key-file verifies a bundle: MODEL must be a .ssb file");
   }
@@ -401,7 +413,6 @@ struct PreparedModel {
 absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model) {
   PreparedModel prepared;
   prepared.recipes = InputRecipes(*model.graph);
-  prepared.reference = model.graph->Clone();
   for (const Value* v : model.graph->outputs()) prepared.output_names.push_back(v->name());
   runtime::SessionOptions options;
   options.compile.print_after = flags.print_after;
@@ -417,6 +428,7 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   options.recompile_log = flags.recompile_log;
   options.cache_dir = flags.cache_dir;
   options.remote_cache = flags.remote_cache;
+  options.weights_dir = flags.weights_dir;
   Clock::time_point start = Clock::now();
   absl::StatusOr<std::unique_ptr<runtime::Session>> session;
   if (flags.bundle != nullptr) {
@@ -433,6 +445,9 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   if (!session.ok()) return session.status();
   prepared.create_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   prepared.session = *std::move(session);
+  // Cloned from the session's model: the reference shares its (possibly
+  // spilled) weights instead of holding the heap copy alive.
+  prepared.reference = prepared.session->graph().Clone();
   return prepared;
 }
 
@@ -512,6 +527,19 @@ nlohmann::ordered_json ShortRequestGemmsJson(const runtime::Program& program) {
                    {"steps", g.steps}});
   }
   return out;
+}
+
+// Where the weights live (--weights-dir): the spill file's directory, how
+// much it holds and how much of it the program gave back once packed; a
+// directory that could not take them is a note.
+void AddWeightsReport(const runtime::Session& session, const runtime::ProgramStats* program,
+                      nlohmann::ordered_json& r) {
+  const runtime::WeightsPlacement& w = session.weights();
+  if (!w.note.empty()) r["notes"].push_back(w.note);
+  r["weights"] = {{"dir", w.dir},
+                  {"spilled_constants", w.constants},
+                  {"spilled_bytes", w.bytes},
+                  {"released_bytes", program != nullptr ? program->released_weight_bytes : 0}};
 }
 
 // The model's past/present pairs and whether a caller can keep each in its
@@ -620,8 +648,12 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
     reference = *std::move(expected);
   }
 
+  // The first request's outputs are the ones summarized, checked and saved,
+  // right away: holding them through the repeats would double the outputs'
+  // memory in the reported peak RSS (a decode step's presents are most of it).
   std::vector<double> latencies_ms;
-  std::vector<Tensor> outputs;
+  nlohmann::ordered_json output_summaries = nlohmann::ordered_json::array();
+  std::optional<TensorComparison> comparison;
   double first_result_ms = 0;
   for (int64_t i = 0; i <= flags.repeats; ++i) {
     Clock::time_point start = Clock::now();
@@ -629,14 +661,16 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     if (!result.ok()) return Fail(kExitUsage, std::string(result.status().message()));
     latencies_ms.push_back(ms);
-    if (i == 0) {
-      first_result_ms = std::chrono::duration<double, std::milli>(Clock::now() - flags.started).count();
-      outputs = *std::move(result);
+    if (i > 0) continue;
+    first_result_ms = std::chrono::duration<double, std::milli>(Clock::now() - flags.started).count();
+    for (size_t k = 0; k < result->size(); ++k) {
+      output_summaries.push_back(OutputSummary(prepared->output_names.at(k), (*result)[k]));
     }
-  }
-  if (!flags.save_outputs.empty()) {
-    if (absl::Status s = WriteOutputsToDir(flags.save_outputs, prepared->output_names, outputs); !s.ok()) {
-      return Fail(kExitUsage, std::string(s.message()));
+    if (reference) comparison = CompareTensorLists(*result, *reference);
+    if (!flags.save_outputs.empty()) {
+      if (absl::Status s = WriteOutputsToDir(flags.save_outputs, prepared->output_names, *result); !s.ok()) {
+        return Fail(kExitUsage, std::string(s.message()));
+      }
     }
   }
   const runtime::SessionStats stats = session.stats();
@@ -669,11 +703,8 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   r["short_request_gemms"] = entry != nullptr ? ShortRequestGemmsJson(*entry->artifact->program)
                                               : nlohmann::ordered_json::array();
   r["kv_caches"] = entry != nullptr ? KvCachesJson(*entry->artifact->program) : nlohmann::ordered_json::array();
-  r["outputs"] = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = prepared->output_names.at(i);
-    r["outputs"].push_back(OutputSummary(name, outputs[i]));
-  }
+  AddWeightsReport(session, program, r);
+  r["outputs"] = std::move(output_summaries);
   r["first_run_ms"] = latencies_ms[0];
   std::vector<double> steady(latencies_ms.begin() + 1, latencies_ms.end());
   r["repeats"] = flags.repeats;
@@ -681,10 +712,9 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   r["p99_ms"] = Percentile(steady, 0.99);
   r["peak_rss_mb"] = PeakRssMb();
   bool passed = true;
-  if (reference) {
-    TensorComparison comparison = CompareTensorLists(outputs, *reference);
-    r["max_abs_error"] = comparison.max_abs_error;
-    r["check_passed"] = passed = comparison.agree;
+  if (comparison) {
+    r["max_abs_error"] = comparison->max_abs_error;
+    r["check_passed"] = passed = comparison->agree;
   }
   r["create_ms"] = prepared->create_us / 1000.0;
   // Model (or bundle) loading, session creation and the first request.
@@ -727,6 +757,8 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
   setup.create_us = prepared->create_us;
   nlohmann::ordered_json r = ReplayReportJson(setup, *result);
   r["notes"] = notes;
+  const runtime::SessionStats trace_stats = prepared->session->stats();
+  AddWeightsReport(*prepared->session, &trace_stats.program, r);
   r["peak_rss_mb"] = PeakRssMb();
   AddFleetReport(*prepared->session, !flags.remote_cache.url.empty(), r);
   AddDeviceReport(flags, *prepared->session, r);
@@ -760,7 +792,12 @@ int Run(const std::vector<std::string>& raw_args) {
     model = runtime::bundle::ImportBundleModel(*flags->bundle);
     std::string().swap(flags->bundle->model_onnx);  // the weights are held once, by the imported graph
   } else {
-    model = LoadModel(flags->model, flags->dims);
+    // The weights go straight from the file to the spill (never also into
+    // the heap); a directory that cannot take them leaves that to the
+    // session, which keeps them in memory and says why.
+    absl::StatusOr<std::unique_ptr<ConstantSpill>> spill = std::unique_ptr<ConstantSpill>();
+    if (!flags->weights_dir.empty()) spill = ConstantSpill::Open(flags->weights_dir);
+    model = LoadModel(flags->model, flags->dims, spill.ok() ? spill->get() : nullptr);
   }
   if (!model.ok()) return Fail(kExitUsage, std::string(model.status().message()));
   return flags->trace.empty() ? RunOneShape(*flags, *std::move(model)) : RunTrace(*flags, *std::move(model));

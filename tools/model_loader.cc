@@ -67,9 +67,11 @@ absl::StatusOr<ImportedModel> LoadBuiltin(const std::string& arg, const std::str
                                                  absl::StrJoin(BuiltinModelNames(), ", builtin:"), ")"));
 }
 
-absl::StatusOr<ImportedModel> LoadOnnx(const std::string& path, const std::map<std::string, DimRange>& dims) {
+absl::StatusOr<ImportedModel> LoadOnnx(const std::string& path, const std::map<std::string, DimRange>& dims,
+                                       ConstantSpill* spill) {
   ImportOptions options;  // the importer adds the dims recorded in the model's metadata
   options.dim_ranges = dims;
+  options.spill = spill;
   return ImportOnnxFile(path, options);
 }
 
@@ -171,11 +173,12 @@ absl::StatusOr<std::map<std::string, DimRange>> ParseDimFlags(const std::vector<
   return options.dim_ranges;
 }
 
-absl::StatusOr<ImportedModel> LoadModel(const std::string& model_arg, const std::map<std::string, DimRange>& dims) {
+absl::StatusOr<ImportedModel> LoadModel(const std::string& model_arg, const std::map<std::string, DimRange>& dims,
+                                        ConstantSpill* spill) {
   if (absl::StartsWith(model_arg, kBuiltinPrefix)) {
     return LoadBuiltin(model_arg, model_arg.substr(sizeof(kBuiltinPrefix) - 1), dims);
   }
-  return LoadOnnx(model_arg, dims);
+  return LoadOnnx(model_arg, dims, spill);
 }
 
 std::vector<InputRecipe> InputRecipes(const Graph& graph) {

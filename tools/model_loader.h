@@ -39,8 +39,11 @@ absl::StatusOr<std::map<std::string, DimRange>> ParseDimFlags(const std::vector<
 
 // Loads `model_arg` with the declared ranges overridden by `dims`. The
 // result's env holds every symbol with its final range. Errors name the
-// argument (unknown built-in, unreadable file, unknown dim name).
-absl::StatusOr<ImportedModel> LoadModel(const std::string& model_arg, const std::map<std::string, DimRange>& dims);
+// argument (unknown built-in, unreadable file, unknown dim name). With
+// `spill`, an ONNX file's large initializers go straight to it
+// (ImportOptions::spill); built-in models are made in memory.
+absl::StatusOr<ImportedModel> LoadModel(const std::string& model_arg, const std::map<std::string, DimRange>& dims,
+                                        ConstantSpill* spill = nullptr);
 
 // What one graph input is fed with.
 struct InputRecipe {

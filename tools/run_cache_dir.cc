@@ -23,4 +23,19 @@ absl::StatusOr<std::string> CacheDirFromFlags(const ParsedArgs& args) {
   return *dir;
 }
 
+absl::StatusOr<std::string> WeightsDirFromFlags(const ParsedArgs& args, const std::string& cache_dir) {
+  if (args.Has(kWeightsInMemoryFlag)) {
+    if (args.Has(kWeightsDirFlag)) return absl::InvalidArgumentError("--weights-dir and --weights-in-memory are exclusive");
+    return std::string();
+  }
+  if (args.Has(kWeightsDirFlag)) {
+    std::string dir = args.Get(kWeightsDirFlag);
+    if (dir.empty()) return absl::InvalidArgumentError("--weights-dir: empty path (use --weights-in-memory)");
+    return dir;
+  }
+  if (!cache_dir.empty()) return absl::StrCat(cache_dir, "/weights");
+  absl::StatusOr<std::string> dir = runtime::persist::DefaultCacheDir();
+  return dir.ok() ? absl::StrCat(*dir, "/weights") : std::string();
+}
+
 }  // namespace shapeshift::tools

@@ -4,6 +4,8 @@
 // and exit code 2 with a message naming the culprit for every kind of bad
 // argument. Trace replays: trace_cli_test.cc.
 
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +15,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "examples/models/bert.h"
+#include "graph/onnx/exporter.h"
 #include "tests/tools/cli_test_util.h"
 #include "nlohmann/json.hpp"
 
@@ -145,11 +149,66 @@ TEST(RunCliTest, BadArgumentsExitTwoNamingTheCulprit) {
                         Case{"builtin:bert --policy sometimes", "--policy"},
                         Case{"builtin:bert --cache-dir /tmp/x", "--cache-dir and --no-cache are exclusive"},
                         Case{"builtin:bert --bogus", "bogus"},
+                        Case{"builtin:bert --weights-dir /tmp/w --weights-in-memory", "are exclusive"},
+                        Case{"builtin:bert --weights-dir=", "--weights-dir: empty path"},
                         Case{"/nonexistent/model.onnx", "/nonexistent/model.onnx"}}) {
     RunResult r = RunCli(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.out << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
   }
+}
+
+// Under the build tree (a disk; /tmp may be tmpfs).
+std::string WeightsDir(const std::string& name) {
+  std::filesystem::path dir = std::filesystem::current_path() / (std::to_string(getpid()) + "_" + name);
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+TEST(RunCliTest, WeightsOnDiskAreReportedGivenBackAndAgreeWithTheInterpreter) {
+  // An ONNX file (the importer's path: weights straight to the file) and a
+  // built model (the session's path); builtin:bert's 8 MiB embedding and
+  // 1 MiB FFN matrices are over the spill threshold.
+  const std::string onnx = shapeshift::testing::ProcessTempPath("weights_bert.onnx");
+  {
+    absl::StatusOr<ImportedModel> bert = examples::BuildBert(examples::BertConfig{});
+    ASSERT_TRUE(bert.ok()) << bert.status();
+    ASSERT_TRUE(ExportOnnxFile(*bert->graph, *bert->env, onnx).ok());
+  }
+  for (const std::string& model : {std::string("builtin:bert"), onnx}) {
+    const std::string dir = WeightsDir("weights_dir");
+    RunResult r = RunCli(model + " --input input_ids=2x40 --input attention_mask=2x40 --weights-dir " + dir +
+                         " --check --json --repeats 1");
+    ASSERT_EQ(r.exit_code, 0) << model << "\n" << r.out << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(j["check_passed"].get<bool>()) << model;
+    EXPECT_EQ(j["weights"]["dir"], dir) << model;
+    EXPECT_GE(j["weights"]["spilled_constants"].get<int64_t>(), 5) << model;  // 4 layers x 2 FFN + the embedding
+    EXPECT_GE(j["weights"]["spilled_bytes"].get<int64_t>(), int64_t{16} << 20) << model;
+    EXPECT_GE(j["weights"]["released_bytes"].get<int64_t>(), int64_t{8} << 20) << model;
+    for (const auto& g : j["short_request_gemms"]) EXPECT_EQ(g["long_engine"], "onednn-panels") << model;
+    EXPECT_TRUE(std::filesystem::is_empty(dir)) << "the spill file is unlinked";
+    std::filesystem::remove_all(dir);
+
+    RunResult plain = RunCli(model + " --input input_ids=2x40 --input attention_mask=2x40 --weights-in-memory --json --repeats 1");
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    nlohmann::json p = nlohmann::json::parse(plain.out);
+    EXPECT_EQ(p["weights"]["dir"], "");
+    EXPECT_EQ(p["weights"]["spilled_constants"], 0);
+    EXPECT_EQ(p["weights"]["released_bytes"], 0);
+  }
+  // A directory that cannot take the file: the weights stay in memory, the
+  // run succeeds and a note says why.
+  const std::string file = WeightsDir("weights_not_a_dir");
+  std::ofstream(file) << "x";
+  RunResult r = RunCli("builtin:bert --input input_ids=1x8 --weights-dir " + file + " --json --repeats 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["weights"]["dir"], "");
+  ASSERT_FALSE(j["notes"].empty());
+  EXPECT_THAT(j["notes"].back().get<std::string>(), HasSubstr("kept in memory"));
+  std::filesystem::remove(file);
+  std::filesystem::remove(onnx);
 }
 
 TEST(RunCliTest, ADimTheModelDerivesIsRefusedNamingTheRelation) {
