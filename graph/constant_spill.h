@@ -13,6 +13,9 @@
 // hint about memory, never a change of a value. An embedding table read
 // through a Gather is likewise resident only in the rows requests touch.
 //
+// A ConstantSpill is written by one thread at a time (an import, a session's
+// setup); ReleaseResidentPages and IsSpilled are thread-safe.
+//
 // The directory must be on a disk: on tmpfs or ramfs the file's pages are
 // memory themselves, so Open() refuses such a directory (FAILED_PRECONDITION)
 // and callers keep the constants in memory.

@@ -121,6 +121,7 @@
 #include "tools/terminal_text.h"
 #include "tools/trace.h"
 #include "tools/tune_into_file.h"
+#include "tools/weights_json.h"
 
 namespace shapeshift::tools {
 namespace {
@@ -534,12 +535,8 @@ nlohmann::ordered_json ShortRequestGemmsJson(const runtime::Program& program) {
 // directory that could not take them is a note.
 void AddWeightsReport(const runtime::Session& session, const runtime::ProgramStats* program,
                       nlohmann::ordered_json& r) {
-  const runtime::WeightsPlacement& w = session.weights();
-  if (!w.note.empty()) r["notes"].push_back(w.note);
-  r["weights"] = {{"dir", w.dir},
-                  {"spilled_constants", w.constants},
-                  {"spilled_bytes", w.bytes},
-                  {"released_bytes", program != nullptr ? program->released_weight_bytes : 0}};
+  if (!session.weights().note.empty()) r["notes"].push_back(session.weights().note);
+  r["weights"] = WeightsJson(session, program);
 }
 
 // The model's past/present pairs and whether a caller can keep each in its

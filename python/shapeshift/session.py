@@ -119,6 +119,10 @@ class InferenceSession:
     policy: "auto" (default), "polymorphic", "bucketed" or "static".
     cache_dir: persistent compile cache directory (default: none).
     recompile_limit: compiles requests may trigger (the bucketed/static tiers).
+    weights_dir: keep the model's weights in an unlinked file under this directory
+      (on a disk, not tmpfs), resident only while read and given back once packed:
+      about one copy of the weights in memory instead of two (default: none, in
+      memory). A directory that cannot take them keeps them in memory, with a note.
     """
 
     def __init__(
@@ -132,6 +136,7 @@ class InferenceSession:
         policy: str = "auto",
         cache_dir: str | os.PathLike | None = None,
         recompile_limit: int = 64,
+        weights_dir: str | os.PathLike | None = None,
     ) -> None:
         self._options = sess_options or SessionOptions()
         device = _device(providers)
@@ -153,6 +158,7 @@ class InferenceSession:
             int(recompile_limit),
             device,
             threads,
+            os.fspath(weights_dir) if weights_dir is not None else "",
         )
         self._inputs = [NodeArg(n, t, s) for n, t, s in self._model.inputs()]
         self._outputs = [NodeArg(n, t, s) for n, t, s in self._model.outputs()]
@@ -232,6 +238,11 @@ class InferenceSession:
     def wait_for_tier_ups(self) -> None:
         """Blocks until the auto policy's background compiles are done."""
         self._model.wait_for_tier_ups()
+
+    def weights(self) -> dict:
+        """Where the weights live: {"dir": "" (in memory) or the weights_dir,
+        "spilled_constants", "spilled_bytes", "released_bytes" (given back once packed)}."""
+        return json.loads(self._model.weights_json())
 
     @property
     def notes(self) -> list[str]:

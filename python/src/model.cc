@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/constant_spill.h"
 #include "graph/graph.h"
 #include "python/src/errors.h"
 #include "python/src/tensors.h"
@@ -18,6 +19,7 @@
 #include "tools/explain_text.h"
 #include "tools/metrics_json.h"
 #include "tools/prove_report.h"
+#include "tools/weights_json.h"
 
 namespace nb = nanobind;
 
@@ -45,8 +47,14 @@ std::unique_ptr<Model> Model::Load(const std::string& source, bool is_bytes, con
   session.cache_dir = options.cache_dir;
   session.compile.device = OrRaise(runtime::ParseDevice(options.device));
   session.compile.threads = options.intra_op_threads;  // oneDNN's primitives keep the count they are created with
+  session.weights_dir = options.weights_dir;
   ImportOptions import;
   import.dim_ranges = options.dims;
+  // Large initializers go straight to the file; a directory that cannot take
+  // them leaves that to the session, which keeps them in memory with a note.
+  absl::StatusOr<std::unique_ptr<ConstantSpill>> spill = std::unique_ptr<ConstantSpill>();
+  if (!options.weights_dir.empty()) spill = ConstantSpill::Open(options.weights_dir);
+  if (spill.ok()) import.spill = spill->get();
   absl::StatusOr<ImportedModel> result;
   {
     nb::gil_scoped_release release;  // a large model's import and compile take a while
@@ -66,7 +74,13 @@ std::unique_ptr<Model> Model::Load(const std::string& source, bool is_bytes, con
         runtime::ModelSource::Built(std::move(imported.graph), std::move(imported.env), model->name_), session);
   }
   model->session_ = OrRaise(std::move(created));
+  if (!model->session_->weights().note.empty()) model->notes_.push_back(model->session_->weights().note);
   return model;
+}
+
+std::string Model::WeightsJson() const {
+  const runtime::Program* program = session_->program();
+  return tools::WeightsJson(*session_, program != nullptr ? &program->stats() : nullptr).dump();
 }
 
 nb::list Model::Run(nb::list inputs) {

@@ -31,6 +31,9 @@ struct ModelOptions {
   int recompile_limit = 64;
   std::string device = "cpu";
   int intra_op_threads = 0;  // 0: OpenMP's default
+  // The weights in an unlinked file under this directory, resident only
+  // while read (SessionOptions::weights_dir); empty: in memory.
+  std::string weights_dir;
 };
 
 class Model {
@@ -53,6 +56,9 @@ class Model {
   std::vector<std::string> RecompileEventsJson() const;  // one JSON object per event
   std::string Explain(bool summary) const;               // `shapeshift explain` text
   std::string Metrics(const std::string& format) const;  // "json" | "text" | "prometheus"
+  // Where the weights live (WeightsPlacement and the bytes the polymorphic
+  // program gave back), as one JSON object.
+  std::string WeightsJson() const;
   // `prove`'s report for `dims` (each within its declared range; empty: the
   // declared domain), as one JSON object.
   std::string Prove(const std::map<std::string, DimRange>& dims) const;

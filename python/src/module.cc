@@ -65,7 +65,7 @@ NB_MODULE(_core, m) {
           "load",
           [](nb::object source, const std::map<std::string, std::pair<int64_t, int64_t>>& dims,
              const std::string& policy, const std::string& cache_dir, int recompile_limit, const std::string& device,
-             int intra_op_threads) {
+             int intra_op_threads, const std::string& weights_dir) {
             ModelOptions options;
             options.dims = Ranges(dims);
             options.policy = policy;
@@ -73,6 +73,7 @@ NB_MODULE(_core, m) {
             options.recompile_limit = recompile_limit;
             options.device = device;
             options.intra_op_threads = intra_op_threads;
+            options.weights_dir = weights_dir;
             if (nb::isinstance<nb::bytes>(source)) {
               nb::bytes b = nb::borrow<nb::bytes>(source);
               return Model::Load(std::string(b.c_str(), b.size()), /*is_bytes=*/true, options);
@@ -80,7 +81,7 @@ NB_MODULE(_core, m) {
             return Model::Load(nb::cast<std::string>(source), /*is_bytes=*/false, options);
           },
           nb::arg("source"), nb::arg("dims"), nb::arg("policy"), nb::arg("cache_dir"), nb::arg("recompile_limit"),
-          nb::arg("device"), nb::arg("intra_op_threads"))
+          nb::arg("device"), nb::arg("intra_op_threads"), nb::arg("weights_dir"))
       .def("run", &Model::Run, nb::arg("inputs"), "inputs in graph order -> every output in graph order")
       .def("inputs", &Model::Inputs)
       .def("outputs", &Model::Outputs)
@@ -89,6 +90,7 @@ NB_MODULE(_core, m) {
       .def("recompile_events_json", &Model::RecompileEventsJson)
       .def("explain", &Model::Explain, nb::arg("summary") = false)
       .def("metrics", &Model::Metrics, nb::arg("format"))
+      .def("weights_json", &Model::WeightsJson)
       .def(
           "prove",
           [](const Model& model, const std::map<std::string, std::pair<int64_t, int64_t>>& dims) {

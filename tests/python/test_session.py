@@ -205,3 +205,63 @@ def test_cache_dir_lets_a_second_session_compile_nothing(tmp_path):
     m = second.metrics()
     assert (m["compiles"], m["cache_loads"]) == (0, 1)
     np.testing.assert_array_equal(second.run(None, bert_feed(1, 6))[0], expected)
+
+
+def _matmul_model(path, k=1024, n=512):
+    """x[batch, k] @ w[k, n] + b: w is 2 MiB, over the spill threshold."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((k, n), dtype=np.float32) / np.float32(np.sqrt(k))  # outputs of order 1
+    b = rng.standard_normal((n,), dtype=np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["y"])],
+        "spill",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", n])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return k
+
+
+def test_weights_dir_keeps_the_weights_on_disk_with_ort_results(tmp_path):
+    import onnxruntime as ort
+
+    path = str(tmp_path / "matmul.onnx")
+    k = _matmul_model(path)
+    # Beside the CLI in the build tree (ctest sets SHAPESHIFT_CLI), else the
+    # working directory: a disk, where tmp_path may be on tmpfs.
+    build_dir = os.path.dirname(os.environ["SHAPESHIFT_CLI"]) if "SHAPESHIFT_CLI" in os.environ else os.getcwd()
+    weights_dir = os.path.join(build_dir, f"weights_py_{os.getpid()}")
+    on_disk = shapeshift.InferenceSession(path, policy="polymorphic", weights_dir=weights_dir)
+    in_memory = shapeshift.InferenceSession(path, policy="polymorphic")
+    oracle = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    w = on_disk.weights()
+    assert w["dir"] == weights_dir and w["spilled_constants"] == 1 and w["spilled_bytes"] == k * 512 * 4
+    assert w["released_bytes"] >= k * 512 * 4 - 4096
+    assert in_memory.weights() == {"dir": "", "spilled_constants": 0, "spilled_bytes": 0, "released_bytes": 0}
+    assert os.listdir(weights_dir) == []  # the file is unlinked
+    for batch in (1, 3, 40, 300):
+        x = np.random.default_rng(batch).standard_normal((batch, k), dtype=np.float32)
+        (got,) = on_disk.run(None, {"x": x})
+        (want,) = oracle.run(None, {"x": x})
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(got, in_memory.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    del on_disk
+    os.rmdir(weights_dir)
+
+
+def test_weights_dir_that_cannot_take_the_file_keeps_them_in_memory(tmp_path):
+    path = str(tmp_path / "matmul.onnx")
+    _matmul_model(path)
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    sess = shapeshift.InferenceSession(path, policy="polymorphic", weights_dir=not_a_dir)
+    assert sess.weights()["dir"] == ""
+    assert any("kept in memory" in note for note in sess.notes)
+    x = np.ones((2, 1024), dtype=np.float32)
+    assert sess.run(None, {"x": x})[0].shape == (2, 512)
