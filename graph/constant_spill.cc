@@ -50,7 +50,7 @@ absl::Status Errno(const std::string& what) { return absl::InternalError(absl::S
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ConstantSpill>> ConstantSpill::Open(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<ConstantSpill>> ConstantSpill::Open(const std::string& dir, int64_t capacity) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat("weights directory '", dir, "': ", ec.message()));
@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<ConstantSpill>> ConstantSpill::Open(const std::st
     if (fd < 0) return Errno(absl::StrCat("creating a file in weights directory '", dir, "'"));
     unlink(path.c_str());
   }
-  return std::unique_ptr<ConstantSpill>(new ConstantSpill(dir, fd));
+  return std::unique_ptr<ConstantSpill>(new ConstantSpill(dir, fd, capacity));
 }
 
 ConstantSpill::~ConstantSpill() {
@@ -92,6 +92,10 @@ absl::StatusOr<Tensor> ConstantSpill::SpillBytes(DType dtype, const std::vector<
     return absl::InvalidArgumentError(absl::StrCat(bytes, " bytes where the shape needs ", expected));
   }
   if (bytes == 0) return Tensor::Zeros(dtype, shape);
+  if (static_cast<int64_t>(bytes) > capacity_ - bytes_written_) {
+    return absl::ResourceExhaustedError(absl::StrCat("weights directory '", dir_, "': ", bytes,
+                                                     " more bytes would pass the spill's capacity of ", capacity_));
+  }
   const int64_t offset = offset_;
   const char* src = static_cast<const char*>(data);
   // The blocks reserved before the write (ext4 then skips delayed

@@ -23,6 +23,7 @@
 #define SHAPESHIFT_GRAPH_CONSTANT_SPILL_H_
 
 #include <cstddef>
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,8 +41,10 @@ inline constexpr size_t kSpillMinBytes = size_t{1} << 20;
 
 class ConstantSpill {
  public:
-  // An unlinked file in `dir` (created if missing).
-  static absl::StatusOr<std::unique_ptr<ConstantSpill>> Open(const std::string& dir);
+  // An unlinked file in `dir` (created if missing) that takes at most
+  // `capacity` bytes: a write past it fails like a full disk would.
+  static absl::StatusOr<std::unique_ptr<ConstantSpill>> Open(const std::string& dir,
+                                                             int64_t capacity = INT64_MAX);
   ~ConstantSpill();
   ConstantSpill(const ConstantSpill&) = delete;
   ConstantSpill& operator=(const ConstantSpill&) = delete;
@@ -59,9 +62,10 @@ class ConstantSpill {
   int64_t bytes_written() const { return bytes_written_; }
 
  private:
-  ConstantSpill(std::string dir, int fd) : dir_(std::move(dir)), fd_(fd) {}
+  ConstantSpill(std::string dir, int fd, int64_t capacity) : dir_(std::move(dir)), fd_(fd), capacity_(capacity) {}
   std::string dir_;
   int fd_ = -1;
+  int64_t capacity_ = INT64_MAX;
   int64_t offset_ = 0;  // next page-aligned write position
   int64_t bytes_written_ = 0;
 };

@@ -106,8 +106,8 @@ class Importer {
           options_.spill == nullptr
               ? TensorFromProto(init, options_.base_dir, what)
               : TensorFromProto(init, options_.base_dir, what,
-                                [this](DType dtype, const std::vector<int64_t>& shape, const std::string& bytes) {
-                                  return SpilledOrInMemory(dtype, shape, bytes);
+                                [&](DType dtype, const std::vector<int64_t>& shape, const std::string& bytes) {
+                                  return SpilledOrInMemory(dtype, shape, bytes, what);
                                 });
       if (!t.ok()) return t.status();
       if (result_.graph->FindValue(init.name()) != nullptr) {
@@ -126,12 +126,18 @@ class Importer {
   }
 
   // A raw initializer: written to the spill file when large; nullopt keeps
-  // it in memory (a bias, a norm's scale).
+  // it in memory (a bias, a norm's scale). A write that fails (a full disk)
+  // keeps this and every later initializer in memory, with a note: an
+  // import never fails for want of a disk.
   absl::StatusOr<std::optional<Tensor>> SpilledOrInMemory(DType dtype, const std::vector<int64_t>& shape,
-                                                          const std::string& bytes) {
-    if (bytes.size() < kSpillMinBytes) return std::nullopt;
+                                                          const std::string& bytes, const std::string& what) {
+    if (bytes.size() < kSpillMinBytes || spill_failed_) return std::nullopt;
     absl::StatusOr<Tensor> spilled = options_.spill->SpillBytes(dtype, shape, bytes.data(), bytes.size());
-    if (!spilled.ok()) return spilled.status();
+    if (!spilled.ok()) {
+      spill_failed_ = true;
+      result_.notes.push_back(absl::StrCat("weights from ", what, " on kept in memory: ", spilled.status().message()));
+      return std::nullopt;
+    }
     return std::optional<Tensor>(*std::move(spilled));
   }
 
@@ -338,6 +344,7 @@ class Importer {
 
   onnx::ModelProto& model_;
   const ImportOptions& options_;
+  bool spill_failed_ = false;  // a spill write failed: the rest stays in memory
   std::string what_;
   std::string path_;
   // The dims recorded in the model's metadata (`shapeshift.dim.<name>` =

@@ -222,6 +222,30 @@ TEST(ConstantSpillTest, TheImporterWritesLargeInitializersStraightToTheSpill) {
   }
 }
 
+TEST(ConstantSpillTest, AFailedWriteKeepsTheRestOfTheImportInMemoryWithANote) {
+  const std::string dir = DiskDir("import_full");
+  std::filesystem::create_directories(dir);
+  const int64_t k = int64_t{1} << 16;  // w: 1 MiB
+  std::vector<float> weights;
+  const std::string path = MatMulModel(dir, k, /*external=*/false, &weights);
+  // Room for less than w: the write fails as on a full disk.
+  absl::StatusOr<std::unique_ptr<ConstantSpill>> spill =
+      ConstantSpill::Open((std::filesystem::path(dir) / "spill").string(), int64_t{1} << 19);
+  ASSERT_TRUE(spill.ok()) << spill.status();
+  ImportOptions options;
+  options.spill = spill->get();
+  absl::StatusOr<ImportedModel> model = ImportOnnxFile(path, options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const Tensor* w = model->graph->FindValue("w")->constant();
+  EXPECT_FALSE(IsSpilled(w->raw(), w->byte_size()));
+  EXPECT_EQ(std::memcmp(w->raw(), weights.data(), w->byte_size()), 0);
+  ASSERT_FALSE(model->notes.empty());
+  EXPECT_NE(model->notes.back().find("initializer 'w' on kept in memory"), std::string::npos) << model->notes.back();
+  EXPECT_NE(model->notes.back().find("capacity"), std::string::npos) << model->notes.back();
+  EXPECT_EQ((*spill)->bytes_written(), 0);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ConstantSpillTest, SpillBytesRefusesBytesThatAreNotTheShapes) {
   const std::string dir = DiskDir("bad_bytes");
   absl::StatusOr<std::unique_ptr<ConstantSpill>> spill = ConstantSpill::Open(dir);
