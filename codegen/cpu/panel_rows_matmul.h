@@ -13,9 +13,11 @@
 // that fits, the primitives created once at compile time — and the last
 // m mod kChunkRows.back() rows on the skinny GEMM over the same panels.
 //
-// Measured (bench/RESULTS.md, "Long requests over the skinny GEMM's panels"):
-// BERT-base with it takes 1.00-1.03x the time with the runtime-M gemm:jit
-// over the plain weights at 48..512 tokens, batch 1 and 8. Every row
+// Measured (bench/RESULTS.md, "Long requests over the skinny GEMM's panels"
+// and "One resident copy of the weights"): BERT-base with it takes
+// 1.00-1.03x the time with the runtime-M gemm:jit over the plain weights at
+// 48..512 tokens, batch 1 and 8, on an AMD EPYC; 1.07x (1x128) and 1.11x
+// (1x512) on an Intel Xeon. Every row
 // is computed by one primitive or by the skinny GEMM with the configuration's
 // epilogue; rows never mix across chunks, so the result is each row's, as on
 // the other paths (float summation order differs between engines, as it
