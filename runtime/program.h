@@ -69,11 +69,13 @@ struct ShortRequestGemm {
   codegen::cpu::MatmulConfig config;
   std::string engine;           // "skinny-avx512" | "skinny-avx2" | "onednn-small-rows" | "onednn"
   int64_t min_rows = 1;         // requests of min_rows..max_rows rows take `engine`;
-  int64_t max_rows = 0;         // the others oneDNN's runtime-M GEMM
+  int64_t max_rows = 0;         // the others `long_engine`
   int64_t prefetch_rows = 0;    // the skinny GEMM's, else 0
-  // What serves the rows past max_rows: "onednn-panels" (oneDNN's blocked
-  // GEMM over the skinny GEMM's packed copy, codegen/cpu/panel_rows_matmul.h)
-  // or "onednn" (its runtime-M GEMM over the plain weights).
+  // What serves the rows outside min_rows..max_rows: "onednn-panels"
+  // (oneDNN's blocked GEMM over the skinny GEMM's packed copy, fewer rows
+  // than its smallest chunk on the skinny GEMM itself:
+  // codegen/cpu/panel_rows_matmul.h) or "onednn" (its runtime-M GEMM over
+  // the plain weights).
   std::string long_engine = "onednn";
   bool tuned = false;           // from CompileOptions::tuning, else the built-in default
   int64_t steps = 0;            // matmul steps of this class

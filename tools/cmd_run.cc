@@ -576,7 +576,7 @@ void PrintShortRequests(const nlohmann::ordered_json& gemms) {
                 g["engine"].get<std::string>().c_str(),
                 hi == 0 ? " for every row count" : absl::StrCat(" for ", lo, "..", hi, " rows").c_str(),
                 g["tuned"].get<bool>() ? "tuned" : "default",
-                hi == 0 ? "" : absl::StrCat(", longer on ", g["long_engine"].get<std::string>()).c_str());
+                hi == 0 ? "" : absl::StrCat(", other rows on ", g["long_engine"].get<std::string>()).c_str());
   }
 }
 
