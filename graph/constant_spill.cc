@@ -46,7 +46,9 @@ std::pair<uintptr_t, size_t> MappingOf(Registry& r, uintptr_t p, size_t n) {
   return *it;
 }
 
-absl::Status Errno(const std::string& what) { return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno))); }
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
 
 }  // namespace
 
@@ -80,16 +82,11 @@ absl::StatusOr<Tensor> ConstantSpill::Spill(const Tensor& tensor) {
 
 absl::StatusOr<Tensor> ConstantSpill::SpillBytes(DType dtype, const std::vector<int64_t>& shape, const void* data,
                                                  size_t bytes) {
-  // The bytes must be exactly the shape's (Tensor::Uninitialized below
-  // checks the shape itself) before anything is written.
-  int64_t expected = static_cast<int64_t>(DTypeSize(dtype));
-  for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(expected, d, &expected)) {
-      return absl::InvalidArgumentError(absl::StrCat("a ", DTypeName(dtype), " tensor of invalid shape"));
-    }
-  }
-  if (static_cast<size_t>(expected) != bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(bytes, " bytes where the shape needs ", expected));
+  // The bytes must be exactly the shape's before anything is written.
+  absl::StatusOr<size_t> expected = Tensor::ByteSizeOf(dtype, shape);
+  if (!expected.ok()) return expected.status();
+  if (*expected != bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(bytes, " bytes where the shape needs ", *expected));
   }
   if (bytes == 0) return Tensor::Zeros(dtype, shape);
   if (static_cast<int64_t>(bytes) > capacity_ - bytes_written_) {
@@ -166,6 +163,12 @@ bool IsSpilled(const void* data, size_t bytes) {
   Registry& r = Mappings();
   std::lock_guard<std::mutex> lock(r.mu);
   return bytes > 0 && MappingOf(r, reinterpret_cast<uintptr_t>(data), bytes).second != 0;
+}
+
+std::unique_ptr<ConstantSpill> OpenSpillIfAny(const std::string& dir) {
+  if (dir.empty()) return nullptr;
+  absl::StatusOr<std::unique_ptr<ConstantSpill>> spill = ConstantSpill::Open(dir);
+  return spill.ok() ? *std::move(spill) : nullptr;
 }
 
 }  // namespace shapeshift

@@ -58,7 +58,6 @@ class ConstantSpill {
   // weight read from a model is never also copied into the heap.
   absl::StatusOr<Tensor> SpillBytes(DType dtype, const std::vector<int64_t>& shape, const void* bytes, size_t size);
 
-  const std::string& dir() const { return dir_; }
   int64_t bytes_written() const { return bytes_written_; }
 
  private:
@@ -69,6 +68,11 @@ class ConstantSpill {
   int64_t offset_ = 0;  // next page-aligned write position
   int64_t bytes_written_ = 0;
 };
+
+// Open(dir) for a caller that only wants the spill where it can be had: null
+// for an empty `dir` or one Open refuses (whoever reports where the weights
+// are opens it again for the reason: SessionOptions::weights_dir).
+std::unique_ptr<ConstantSpill> OpenSpillIfAny(const std::string& dir);
 
 struct SpillStats {
   int64_t constants = 0;  // in a spill file now

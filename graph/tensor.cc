@@ -50,6 +50,12 @@ absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
+absl::StatusOr<size_t> Tensor::ByteSizeOf(DType dtype, const std::vector<int64_t>& shape) {
+  absl::StatusOr<int64_t> count = CountElements(shape);
+  if (!count.ok()) return count.status();
+  return static_cast<size_t>(*count) * DTypeSize(dtype);
+}
+
 absl::StatusOr<Tensor> Tensor::Uninitialized(DType dtype, std::vector<int64_t> shape,
                                              absl::FunctionRef<std::shared_ptr<std::byte[]>(size_t)> allocate) {
   absl::StatusOr<int64_t> count = CountElements(shape);

@@ -26,6 +26,9 @@ class Tensor {
   // Zero-filled tensor. Fails (returns an error) if the element count
   // overflows or exceeds `kMaxElements`.
   static absl::StatusOr<Tensor> Zeros(DType dtype, std::vector<int64_t> shape);
+  // The bytes a tensor of `dtype` and `shape` holds, with the checks Zeros
+  // makes (no negative dims, at most kMaxElements).
+  static absl::StatusOr<size_t> ByteSizeOf(DType dtype, const std::vector<int64_t>& shape);
   // A tensor whose storage comes from `allocate(byte_size())` (called once the
   // shape is checked, like Zeros) and is not zeroed: the caller is about to
   // write every byte. How a runtime hands out output buffers it recycles

@@ -35,12 +35,12 @@ ModelSource ModelSource::Built(std::unique_ptr<Graph> graph, std::unique_ptr<Sha
 
 namespace {
 
-// Moves the graph's large constants into a spill file under `dir`; any
-// failure keeps them in memory (a run never fails for want of a disk) and
-// says why.
-WeightsPlacement PlaceWeights(Graph& graph, const std::string& dir) {
+// Moves the graph's large constants into `spill` (opened under `dir`; the
+// import may have put them there already); any failure keeps them in memory
+// (a run never fails for want of a disk) and says why.
+WeightsPlacement PlaceWeights(Graph& graph, const std::string& dir,
+                              const absl::StatusOr<std::unique_ptr<ConstantSpill>>& spill) {
   WeightsPlacement placed;
-  absl::StatusOr<std::unique_ptr<ConstantSpill>> spill = ConstantSpill::Open(dir);
   if (!spill.ok()) {
     placed.note = absl::StrCat("weights kept in memory: ", spill.status().message());
     return placed;
@@ -71,6 +71,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, cons
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, const SessionOptions& options) {
+  // The weights' file, if any: an ONNX model's import writes large
+  // initializers straight to it; the rest are moved below.
+  absl::StatusOr<std::unique_ptr<ConstantSpill>> spill = std::unique_ptr<ConstantSpill>();
+  if (!options.weights_dir.empty()) spill = ConstantSpill::Open(options.weights_dir);
   // The model and its env, with the declared ranges applied.
   std::unique_ptr<Graph> graph;
   std::unique_ptr<ShapeEnv> env;
@@ -88,6 +92,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, cons
   } else {
     ImportOptions import;
     import.dim_ranges = options.compile.dims;
+    if (spill.ok()) import.spill = spill->get();
     absl::StatusOr<ImportedModel> imported = model.kind_ == ModelSource::Kind::kOnnxFile
                                                  ? ImportOnnxFile(model.text_, import)
                                                  : ImportOnnxBytes(model.text_, import, model.name_);
@@ -103,7 +108,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, cons
   DispatcherOptions dispatch;
   dispatch.compile = options.compile;
   if (!options.weights_dir.empty()) {
-    session->weights_ = PlaceWeights(*graph, options.weights_dir);
+    session->weights_ = PlaceWeights(*graph, options.weights_dir, spill);
     if (!session->weights_.dir.empty()) dispatch.compile.long_rows_on_panels = true;
   }
   absl::StatusOr<std::unique_ptr<RecompileLogWriter>> log = options.recompile_log.empty()

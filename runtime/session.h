@@ -93,7 +93,8 @@ struct SessionOptions {
   // Keeps the model's large constants in an unlinked file under this
   // directory (`--weights-dir`; graph/constant_spill.h), resident only while
   // read: once a GEMM's packed copy exists its plain weights' pages are given
-  // back, so a served model holds about one copy of its weights. Turns on
+  // back, so a served model holds about one copy of its weights (an ONNX
+  // source's initializers are imported straight into the file). Turns on
   // compile.long_rows_on_panels (the packed copy then serves every request).
   // Empty = off; a directory that cannot take the file (tmpfs, unwritable)
   // keeps the weights in memory and says so in weights().note.

@@ -793,9 +793,8 @@ int Run(const std::vector<std::string>& raw_args) {
     // The weights go straight from the file to the spill (never also into
     // the heap); a directory that cannot take them leaves that to the
     // session, which keeps them in memory and says why.
-    absl::StatusOr<std::unique_ptr<ConstantSpill>> spill = std::unique_ptr<ConstantSpill>();
-    if (!flags->weights_dir.empty()) spill = ConstantSpill::Open(flags->weights_dir);
-    model = LoadModel(flags->model, flags->dims, spill.ok() ? spill->get() : nullptr);
+    std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(flags->weights_dir);
+    model = LoadModel(flags->model, flags->dims, spill.get());
   }
   if (!model.ok()) return Fail(kExitUsage, std::string(model.status().message()));
   return flags->trace.empty() ? RunOneShape(*flags, *std::move(model)) : RunTrace(*flags, *std::move(model));

@@ -135,7 +135,8 @@ class Importer {
     absl::StatusOr<Tensor> spilled = options_.spill->SpillBytes(dtype, shape, bytes.data(), bytes.size());
     if (!spilled.ok()) {
       spill_failed_ = true;
-      result_.notes.push_back(absl::StrCat("weights from ", what, " on kept in memory: ", spilled.status().message()));
+      result_.notes.push_back(
+          absl::StrCat("weights from ", what, " on kept in memory: ", spilled.status().message()));
       return std::nullopt;
     }
     return std::optional<Tensor>(*std::move(spilled));

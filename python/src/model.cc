@@ -52,9 +52,8 @@ std::unique_ptr<Model> Model::Load(const std::string& source, bool is_bytes, con
   import.dim_ranges = options.dims;
   // Large initializers go straight to the file; a directory that cannot take
   // them leaves that to the session, which keeps them in memory with a note.
-  absl::StatusOr<std::unique_ptr<ConstantSpill>> spill = std::unique_ptr<ConstantSpill>();
-  if (!options.weights_dir.empty()) spill = ConstantSpill::Open(options.weights_dir);
-  if (spill.ok()) import.spill = spill->get();
+  std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(options.weights_dir);
+  import.spill = spill.get();
   absl::StatusOr<ImportedModel> result;
   {
     nb::gil_scoped_release release;  // a large model's import and compile take a while

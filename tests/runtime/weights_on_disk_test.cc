@@ -18,6 +18,7 @@
 #include "codegen/cpu/skinny_matmul.h"
 #include "examples/models/bert.h"
 #include "graph/constant_spill.h"
+#include "graph/onnx/exporter.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
 #include "tests/runtime/e2e_util.h"
@@ -105,6 +106,28 @@ TEST(WeightsOnDiskTest, PackedCopiesServeEveryRequestAndThePlainPagesAreGivenBac
   EXPECT_TRUE(any_spilled);
   EXPECT_TRUE(std::filesystem::is_empty(dir));
   spilled.reset();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(WeightsOnDiskTest, AnOnnxSourceIsImportedStraightIntoTheFile) {
+  BertConfig config;
+  absl::StatusOr<ImportedModel> built = BuildBert(config);
+  ASSERT_TRUE(built.ok()) << built.status();
+  absl::StatusOr<std::string> bytes = ExportOnnxBytes(*built->graph, *built->env);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  const std::string dir = DiskDir("onnx_source");
+  runtime::SessionOptions options;
+  options.policy = runtime::SpecializationPolicy::kPolymorphic;
+  options.weights_dir = dir;
+  absl::StatusOr<std::unique_ptr<runtime::Session>> session =
+      runtime::Session::Create(runtime::ModelSource::OnnxBytes(*bytes, "bert.onnx"), options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ((*session)->weights().dir, dir);
+  EXPECT_GE((*session)->weights().constants, 2 * config.layers + 1);
+  EXPECT_GT((*session)->stats().program.released_weight_bytes, 0);
+  std::vector<Tensor> inputs = MakeBertInputs(config, 2, 45, 9, /*padded=*/true);
+  EXPECT_TRUE(CompiledMatchesInterpreter(**session, *built->graph, inputs, 1e-3, 1e-4));
+  session->reset();
   std::filesystem::remove_all(dir);
 }
 
