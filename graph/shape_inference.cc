@@ -5,6 +5,7 @@
 
 #include "absl/container/btree_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "graph/op_table.h"
 
 namespace shapeshift {
@@ -33,6 +34,57 @@ std::optional<int64_t> WidestProvableMax(ShapeEnv& env, const std::string& symbo
     }
   }
   return good;
+}
+
+bool IsOrderQuestion(const Predicate& p) {
+  const PredKind k = p.kind();
+  return k == PredKind::kLe || k == PredKind::kLt || k == PredKind::kGe || k == PredKind::kGt;
+}
+
+// An order question as users read a bound: symbols on the left with positive
+// coefficients where possible, the constant on the right, `<=` / `>=`
+// (`past_sequence + sequence - 1 <= 1023` → `past_sequence + sequence <=
+// 1024`; MPT's `-past_sequence - sequence + 512 >= 0` → `past_sequence +
+// sequence <= 512`). The same set of points: a rewrite of integer
+// inequalities.
+Predicate ReadableBound(const Predicate& p) {
+  SymExpr diff = p.lhs() - p.rhs();  // p: diff OP 0
+  int64_t constant = 0;
+  bool all_negative = true;
+  auto negative_term = [](const SymExpr& t) {
+    if (t.kind() != ExprKind::kMul || t.operands().empty()) return false;
+    std::optional<int64_t> c = t.operands()[0].AsConst();
+    return c.has_value() && *c < 0;
+  };
+  if (std::optional<int64_t> c = diff.AsConst()) return p;  // no symbol: nothing to arrange
+  if (diff.kind() == ExprKind::kAdd) {
+    for (const SymExpr& t : diff.operands()) {
+      if (std::optional<int64_t> c = t.AsConst()) {
+        constant = *c;
+      } else {
+        all_negative = all_negative && negative_term(t);
+      }
+    }
+  } else {
+    all_negative = negative_term(diff);
+  }
+  SymExpr vars = diff - constant;  // p: vars OP -constant
+  PredKind kind = p.kind();
+  int64_t bound = -constant;
+  if (all_negative) {  // -vars OP' constant
+    vars = -vars;
+    bound = constant;
+    kind = kind == PredKind::kLe ? PredKind::kGe
+           : kind == PredKind::kLt ? PredKind::kGt
+           : kind == PredKind::kGe ? PredKind::kLe
+                                   : PredKind::kLt;
+  }
+  switch (kind) {
+    case PredKind::kLt: return Predicate::Le(vars, bound - 1);
+    case PredKind::kGt: return Predicate::Ge(vars, bound + 1);
+    case PredKind::kGe: return Predicate::Ge(vars, bound);
+    default: return Predicate::Le(vars, bound);
+  }
 }
 
 }  // namespace
@@ -119,6 +171,7 @@ absl::Status InferenceContext::NarrowToProve(const Predicate& question, absl::St
   if (narrowing_ == nullptr) return error;
   absl::btree_set<std::string> symbols;
   question.CollectSymbols(&symbols);
+  if (symbols.size() > 1) return ConstrainToProve(question, symbols, std::move(error), need);
   if (symbols.size() != 1) return error;
   const std::string& name = *symbols.begin();
   bool undeclared = narrowing_->undeclared.contains(name);
@@ -153,6 +206,68 @@ absl::Status InferenceContext::NarrowToProve(const Predicate& question, absl::St
   // The env keeps the note with the range, so a request outside it is
   // refused naming the node that limits the dim (runtime/README.md).
   if (absl::Status s = env_.NarrowRange(name, min, *max, note); !s.ok()) return Error(s.message());
+  narrowing_->notes.push_back(std::move(note));
+  return absl::OkStatus();
+}
+
+absl::Status InferenceContext::ConstrainToProve(const Predicate& question, const absl::btree_set<std::string>& symbols,
+                                                absl::Status error, absl::string_view need) {
+  if (!IsOrderQuestion(question)) return error;  // equalities between dims stay errors (a broadcast)
+  std::vector<std::string> declared;
+  for (const std::string& name : symbols) {
+    if (narrowing_->undeclared.contains(name)) continue;
+    if (!narrowing_->declared.contains(name)) return error;  // dyn<n>, unk<n>: not an input dim
+    declared.push_back(name);
+  }
+  // The relation must leave some point of the domain, and both ends of every
+  // declared range: a declared range is the caller's promise to send those
+  // values, so a relation that excludes one of them is the error, as for one dim.
+  auto satisfiable_at = [&](std::optional<Predicate> at) {
+    std::optional<ShapeEnv::Scope> scope;
+    if (at) scope.emplace(&env_, *at);
+    return !env_.CanProve(Predicate::Not(question));
+  };
+  if (!satisfiable_at(std::nullopt)) return error;
+  const Predicate relation = ReadableBound(question);
+  for (const std::string& name : declared) {
+    const SymbolInfo* info = env_.FindSymbol(name);
+    for (int64_t end : {info->min, info->max}) {
+      if (satisfiable_at(Predicate::Eq(SymExpr::Symbol(name), end))) continue;
+      return absl::Status(error.code(),
+                          absl::StrCat(error.message(), "; the model serves only ", relation.ToString(),
+                                       ", which no request with ", name, " = ", end,
+                                       " meets within the declared ranges; declare --dim ranges inside it"));
+    }
+  }
+  std::vector<std::string> quoted;
+  for (const std::string& name : symbols) quoted.push_back(absl::StrCat("'", name, "'"));
+  std::string note = absl::StrCat("dims ", absl::StrJoin(quoted, " and "), " limited to ", relation.ToString(),
+                                  ": node '", node_.name(), "' (", node_.op_type(), ") ",
+                                  need.empty() ? absl::StrCat("needs ", question.ToString()) : std::string(need),
+                                  "; declare --dim ranges inside it to choose");
+  if (absl::Status s = env_.AddDomainConstraint({relation, note}); !s.ok()) return Error(s.message());
+  // Each undeclared dim's range shrinks to the values the relation leaves it
+  // (past_sequence + sequence <= 1024 with sequence >= 1: past_sequence <=
+  // 1023), the smallest upper bound the env proves: range analysis then sees
+  // what Z3 would, and `inspect` shows it.
+  for (const std::string& name : symbols) {
+    if (!narrowing_->undeclared.contains(name)) continue;
+    const SymbolInfo* info = env_.FindSymbol(name);
+    const SymExpr sym = SymExpr::Symbol(name);
+    int64_t lo = info->min, hi = info->max;  // sym <= hi is proven (the range)
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (env_.CanProve(Predicate::Le(sym, mid))) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    if (hi < info->max) {
+      if (absl::Status s = env_.NarrowRange(name, info->min, hi, note); !s.ok()) return Error(s.message());
+    }
+  }
+  if (!env_.CanProve(question)) return error;  // the relation implies it; never expected
   narrowing_->notes.push_back(std::move(note));
   return absl::OkStatus();
 }

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
@@ -93,7 +94,9 @@ class InferenceContext {
   // lower bound some smaller maximum makes the question provable, an
   // undeclared dim is narrowed to the widest such range (with a note) and the
   // result is OK; for a declared dim `error` is returned extended by the
-  // range that works. Otherwise (no import, other symbols, no such range)
+  // range that works. An order question on several input dims (`past_sequence
+  // + sequence - 1 <= 1023`) becomes a DomainConstraint of the env instead
+  // (ConstrainToProve). Otherwise (no import, other symbols, no such range)
   // `error` unchanged. `need` says in the note what the node needs (default
   // "needs <question>").
   absl::Status NarrowToProve(const Predicate& question, absl::Status error, absl::string_view need = {});
@@ -102,6 +105,15 @@ class InferenceContext {
   void Note(absl::string_view text);
 
  private:
+  // NarrowToProve's case of several input dims: the question, as a bound
+  // users read (`past_sequence + sequence <= 1024`), becomes a relation of
+  // the domain with a note — when it leaves some point of the domain and
+  // both ends of every declared range (else `error`, extended by the
+  // relation) — and each undeclared dim's range shrinks to what the
+  // relation leaves it. Equalities between dims (broadcasts) stay `error`.
+  absl::Status ConstrainToProve(const Predicate& question, const absl::btree_set<std::string>& symbols,
+                                absl::Status error, absl::string_view need);
+
   Node& node_;
   ShapeEnv& env_;
   int opset_;

@@ -29,6 +29,8 @@ absl::StatusOr<std::unique_ptr<ShapeEnv>> RedeclareWithRanges(
     absl::StatusOr<SymExpr> declared = out->DeclareSymbol(info);
     if (!declared.ok()) return declared.status();
   }
+  // The model's relations between dims hold whatever ranges are declared.
+  if (absl::Status s = out->CopyDomainConstraintsFrom(env); !s.ok()) return s;
   return out;
 }
 

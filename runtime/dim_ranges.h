@@ -19,8 +19,9 @@ namespace shapeshift::runtime {
 absl::Status UnknownDimError(const std::string& name, const ShapeEnv& env);
 
 // A fresh ShapeEnv declaring `env`'s symbols with `dims` overriding their
-// ranges (the graph refers to symbols by name, so the new env serves it); a
-// hint outside its new range is dropped. An unknown name is an error.
+// ranges (the graph refers to symbols by name, so the new env serves it) and
+// `env`'s relations between dims; a hint outside its new range is dropped.
+// An unknown name is an error.
 absl::StatusOr<std::unique_ptr<ShapeEnv>> RedeclareWithRanges(
     const ShapeEnv& env, const std::map<std::string, DimRange>& dims);
 

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -38,7 +39,47 @@ absl::StatusOr<InputBinder> InputBinder::Create(const Graph& graph, const ShapeE
     }
     binder.inputs_.push_back(std::move(spec));
   }
+  // The relations, over the bound symbols. A static entry's program pins
+  // dims to constants (no input binds them): their values go in, and a
+  // relation left with no symbol holds (the dispatcher bound the request
+  // that pinned them) or is the caller's error.
+  absl::flat_hash_map<std::string, SymExpr> pinned;
+  for (const SymbolInfo& s : env.symbols()) {
+    if (s.min == s.max && !slot_of.contains(s.name)) pinned[s.name] = SymExpr(s.min);
+  }
+  std::vector<Predicate> atoms;
+  std::vector<DomainConstraint> constraints;
+  for (const DomainConstraint& c : env.domain_constraints()) {
+    Predicate p = pinned.empty() ? c.predicate : c.predicate.Substitute(pinned);
+    absl::btree_set<std::string> left;
+    p.CollectSymbols(&left);
+    if (left.empty()) {
+      absl::StatusOr<bool> holds = p.Evaluate({});
+      if (holds.ok() && *holds) continue;
+      return absl::InvalidArgumentError(absl::StrCat("the pinned dims break the domain's relation ",
+                                                     c.predicate.ToString()));
+    }
+    atoms.push_back(std::move(p));
+    constraints.push_back(c);
+  }
+  if (!atoms.empty()) {
+    // Every other symbol of a relation is an input dim (the importer makes
+    // them only of those), so bound here; one that is not is the caller's error.
+    absl::StatusOr<GuardProgram> program = GuardProgram::Compile(atoms, binder.symbol_names());
+    if (!program.ok()) {
+      return absl::Status(program.status().code(),
+                          absl::StrCat("the domain's relations: ", program.status().message()));
+    }
+    binder.relations_ = BoundRelations{*std::move(program), std::move(constraints)};
+  }
   return binder;
+}
+
+absl::Status InputBinder::RelationError(size_t failed, absl::Span<const int64_t> values) const {
+  if (failed >= relations_->constraints.size()) return absl::InternalError("binding the domain's relations");
+  Assignment bound;
+  for (size_t i = 0; i < symbols_.size(); ++i) bound[symbols_[i].name] = values[i];
+  return RelationRefusal(relations_->constraints[failed], bound);
 }
 
 std::vector<std::string> InputBinder::symbol_names() const {
@@ -93,6 +134,10 @@ absl::Status InputBinder::Bind(absl::Span<const TensorView> inputs, absl::Span<i
                                                      inputs[i].shape[k], " but input '", inputs_[s.input].name,
                                                      "' dim ", s.dim, " says ", s.name, " = ", values[r]));
     }
+  }
+  if (relations_.has_value()) {
+    const GuardVerdict verdict = relations_->program.Evaluate(values);
+    if (!verdict.pass) return RelationError(verdict.failed_atom, values);
   }
   return absl::OkStatus();
 }

@@ -6,8 +6,11 @@
 // order, then dim order) that is exactly that symbol. Every other
 // occurrence of a bound symbol must agree with it, a constant dim must
 // equal its constant, and each bound value must lie in its symbol's
-// declared range. Dims that are expressions of symbols (`past + seq`,
-// `2*seq`) are checked by whoever evaluates sizes (the Program's SymTape).
+// declared range, and the bound values together must meet the domain's
+// relations (ShapeEnv::domain_constraints(): GPT-2 with past serves
+// `past_sequence + sequence <= 1024`). Dims that are expressions of symbols
+// (`past + seq`, `2*seq`) are checked by whoever evaluates sizes (the
+// Program's SymTape).
 //
 // Why one class: the Dispatcher binds a request before choosing an entry,
 // and a Program binds the same request when it is run on its own; the CLI
@@ -28,6 +31,7 @@
 #include "graph/dtype.h"
 #include "graph/graph.h"
 #include "runtime/tensor_view.h"
+#include "shapes/guard_program.h"
 #include "shapes/shape_env.h"
 
 namespace shapeshift::runtime {
@@ -50,6 +54,13 @@ struct BoundInputDim {
   std::optional<int64_t> fixed;
 };
 
+// The domain's relations between bound symbols, compiled once (a flat
+// evaluator over the binder's slots: no allocation per request).
+struct BoundRelations {
+  GuardProgram program;  // atom k checks constraints[k] (pinned dims substituted)
+  std::vector<DomainConstraint> constraints;
+};
+
 struct BoundInput {
   std::string name;
   DType dtype = DType::kF32;
@@ -64,18 +75,24 @@ class InputBinder {
 
   // Checks the input count, each input's dtype, rank and constant dims,
   // binds each symbol into values[slot] (values.size() == symbols().size())
-  // and checks its range and every repeated occurrence. Errors name the
-  // input, dim, symbol and range.
+  // and checks its range, every repeated occurrence and the domain's
+  // relations. Errors name the input, dim, symbol and range (a relation's
+  // error: the symbols, their values, the relation and its note).
   absl::Status Bind(absl::Span<const TensorView> inputs, absl::Span<int64_t> values) const;
 
   // In binding order: slot i holds symbols()[i].
   const std::vector<SymbolBinding>& symbols() const { return symbols_; }
   const std::vector<BoundInput>& inputs() const { return inputs_; }
   std::vector<std::string> symbol_names() const;
+  // The relations Bind checks (none: nullopt).
+  const std::optional<BoundRelations>& relations() const { return relations_; }
 
  private:
+  absl::Status RelationError(size_t failed, absl::Span<const int64_t> values) const;
+
   std::vector<SymbolBinding> symbols_;
   std::vector<BoundInput> inputs_;
+  std::optional<BoundRelations> relations_;
 };
 
 }  // namespace shapeshift::runtime

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "shapes/analysis_prover.h"
 #include "shapes/symbol_facts.h"
 #include "shapes/z3_bridge.h"
@@ -25,6 +26,19 @@ std::string ProvenanceText(const Provenance& p) {
 
 std::string RangeNoteSuffix(const SymbolInfo& info) {
   return info.range_note.empty() ? std::string() : absl::StrCat("; ", info.range_note);
+}
+
+absl::Status RelationRefusal(const DomainConstraint& constraint, const Assignment& values) {
+  absl::btree_set<std::string> names;
+  constraint.predicate.CollectSymbols(&names);
+  std::vector<std::string> bound;
+  for (const std::string& name : names) {
+    auto it = values.find(name);
+    bound.push_back(it == values.end() ? name : absl::StrCat(name, " = ", it->second));
+  }
+  return absl::OutOfRangeError(absl::StrCat("dims ", absl::StrJoin(bound, ", "), " are outside the model's domain: ",
+                                            constraint.predicate.ToString(), " does not hold",
+                                            constraint.note.empty() ? "" : absl::StrCat("; ", constraint.note)));
 }
 
 const char* AnswerName(Answer a) {
@@ -82,6 +96,7 @@ struct ShapeEnv::Impl {
   std::vector<Predicate> facts;  // scoped assumptions, innermost last
   std::vector<GuardAtom> guards;
   absl::flat_hash_set<Predicate> guard_set;  // dedupe
+  std::vector<DomainConstraint> constraints;
   std::unique_ptr<Z3Bridge> z3;
   int fresh_counter = 0;
 
@@ -97,6 +112,7 @@ struct ShapeEnv::Impl {
   SymbolFacts CheapFacts() const {
     SymbolFacts f;
     for (const SymbolInfo& s : symbols) f.Declare(s.name, s.min, s.max);
+    for (const DomainConstraint& c : constraints) f.Assume(c.predicate);
     for (const Predicate& p : facts) f.Assume(p);
     for (const GuardAtom& g : guards) f.Assume(g.predicate);
     return f;
@@ -205,6 +221,31 @@ absl::Status ShapeEnv::SetPolicy(absl::string_view name, SymbolPolicy policy) {
   return absl::OkStatus();
 }
 
+absl::Status ShapeEnv::AddDomainConstraint(DomainConstraint constraint) {
+  absl::btree_set<std::string> names;
+  constraint.predicate.CollectSymbols(&names);
+  for (const std::string& name : names) {
+    if (!HasSymbol(name)) {
+      return absl::NotFoundError(absl::StrCat("domain constraint ", constraint.predicate.ToString(),
+                                              ": unknown symbol '", name, "'"));
+    }
+  }
+  for (const DomainConstraint& c : impl_->constraints) {
+    if (c.predicate == constraint.predicate) return absl::OkStatus();
+  }
+  impl_->constraints.push_back(std::move(constraint));
+  return absl::OkStatus();
+}
+
+const std::vector<DomainConstraint>& ShapeEnv::domain_constraints() const { return impl_->constraints; }
+
+absl::Status ShapeEnv::CopyDomainConstraintsFrom(const ShapeEnv& other) {
+  for (const DomainConstraint& c : other.domain_constraints()) {
+    if (absl::Status s = AddDomainConstraint(c); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 std::optional<bool> ShapeEnv::ProveCheaply(const Predicate& p) const {
   SymbolFacts facts = impl_->CheapFacts();
   AnalysisProver prover(&facts);
@@ -277,6 +318,7 @@ Predicate ShapeEnv::DomainPredicate() const {
     parts.push_back(Predicate::Ge(sym, s.min));
     parts.push_back(Predicate::Le(sym, s.max));
   }
+  for (const DomainConstraint& c : impl_->constraints) parts.push_back(c.predicate);
   return Predicate::And(std::move(parts));
 }
 

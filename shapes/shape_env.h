@@ -64,6 +64,23 @@ struct SymbolInfo {
 // outside the symbol's range.
 std::string RangeNoteSuffix(const SymbolInfo& info);
 
+// A relation between symbols that bounds the domain where no range of one
+// symbol can: GPT-2 with past reads position rows up to `past_sequence +
+// sequence - 1` of a 1024-row table, so it serves `past_sequence + sequence
+// <= 1024` — every pair on one side, none on the other. Part of the domain
+// like the ranges: every question assumes it, DomainPredicate() includes it,
+// and each request is checked against it (runtime::InputBinder).
+struct DomainConstraint {
+  Predicate predicate;
+  // Why the model implies it (the importer's note naming the node).
+  std::string note;
+};
+
+// OutOfRange: the values of the symbols of `constraint` (from `values`), the
+// relation and its note — the one text every domain check gives a request
+// outside a relation.
+absl::Status RelationRefusal(const DomainConstraint& constraint, const Assignment& values);
+
 // Who asked a question and why; carried by every recorded guard atom.
 struct Provenance {
   std::string pass;    // e.g. "fusion", "shape-inference", "codegen/cpu"
@@ -119,6 +136,15 @@ class ShapeEnv {
   // (why) becomes the symbol's range_note.
   absl::Status NarrowRange(absl::string_view name, int64_t min, int64_t max, absl::string_view note = {});
   absl::Status SetPolicy(absl::string_view name, SymbolPolicy policy);
+  // Adds a relation to the domain (see DomainConstraint). Like NarrowRange
+  // it only shrinks the domain, which keeps every earlier answer sound. Its
+  // symbols must be declared; an equal predicate is added once (the first
+  // note stays).
+  absl::Status AddDomainConstraint(DomainConstraint constraint);
+  const std::vector<DomainConstraint>& domain_constraints() const;
+  // Declares `other`'s relations here too (the copies a compile makes of a
+  // model's env: tiers, redeclared ranges). Symbols must be declared first.
+  absl::Status CopyDomainConstraintsFrom(const ShapeEnv& other);
 
   // The question interface (see top of file).
   Answer Query(const Predicate& question, const Provenance& provenance);
@@ -128,7 +154,8 @@ class ShapeEnv {
 
   // Recorded guard atoms, in the order they were asked.
   const std::vector<GuardAtom>& guards() const;
-  // The declared ranges as one predicate (min <= s && s <= max for each s).
+  // The domain as one predicate: min <= s && s <= max for each symbol s,
+  // and every DomainConstraint.
   Predicate DomainPredicate() const;
 
   // Facts assumed true while a scope is alive (RAII).

@@ -24,6 +24,7 @@
 #include "tools/check_report.h"
 #include "tools/command.h"
 #include "tools/model_loader.h"
+#include "tools/prove_report.h"
 #include "tools/terminal_text.h"
 
 namespace shapeshift::tools {
@@ -113,6 +114,7 @@ int RunCheck(const std::vector<std::string>& raw_args) {
                           {"importable", true},
                           {"device", runtime::DeviceName(*device)},
                           {"domain", domain},
+                          {"domain_relations", DomainRelationsJson(*model->env)},
                           {"notes", model->notes},
                           {"compilable_default_policy", default_ok},
                           {"compilable_every_policy", all_ok}};
@@ -123,6 +125,9 @@ int RunCheck(const std::vector<std::string>& raw_args) {
     for (const SymbolInfo& s : model->env->symbols()) {
       std::printf("  %s in [%lld, %lld]\n", Escaped(s.name).c_str(), static_cast<long long>(s.min),
                   static_cast<long long>(s.max));
+    }
+    for (const DomainConstraint& c : model->env->domain_constraints()) {
+      std::printf("  where %s\n", Escaped(c.predicate.ToString()).c_str());
     }
     std::printf("notes:%s\n", model->notes.empty() ? " none" : "");
     for (const std::string& note : model->notes) std::printf("  %s\n", Escaped(note).c_str());

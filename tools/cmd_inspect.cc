@@ -67,6 +67,9 @@ void PrintModel(const ImportedModel& model) {
     std::printf("  %s in [%lld, %lld]\n", Escaped(s.name).c_str(), static_cast<long long>(s.min),
                 static_cast<long long>(s.max));
   }
+  for (const DomainConstraint& c : model.env->domain_constraints()) {
+    std::printf("  where %s\n", Escaped(c.predicate.ToString()).c_str());
+  }
   std::printf("inputs:\n");
   for (const Value* v : model.graph->inputs()) std::printf("  %s\n", Escaped(PrintValueDecl(*v)).c_str());
   std::printf("outputs:\n");

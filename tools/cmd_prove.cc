@@ -184,17 +184,6 @@ int ProveGuardText(const ParsedArgs& args) {
   return covered ? kExitOk : kExitNegative;
 }
 
-// The model's declared domain: every symbol within its range.
-Predicate DeclaredDomain(const ShapeEnv& env) {
-  std::vector<Predicate> parts;
-  for (const SymbolInfo& s : env.symbols()) {
-    SymExpr symbol = SymExpr::Symbol(s.name);
-    parts.push_back(Predicate::Ge(symbol, s.min));
-    parts.push_back(Predicate::Le(symbol, s.max));
-  }
-  return Predicate::And(parts);
-}
-
 // The model form: `MODEL [--dim ...] [--policy P] [--warm TRACE] [--json]`.
 int ProveModel(const ParsedArgs& args) {
   if (args.positional.size() != 1) return UsageError("expected exactly one MODEL argument");
@@ -233,12 +222,13 @@ int ProveModel(const ParsedArgs& args) {
   const ShapeEnv& env = (*session)->dispatcher().env();
   const runtime::SpecializationCache& cache = (*session)->dispatcher().cache();
   Z3Bridge z3(kProveTimeoutMs);
-  CoverageResult r = runtime::ProveCacheCoverage(cache, DeclaredDomain(env), z3);
+  CoverageResult r = runtime::ProveCacheCoverage(cache, env.DomainPredicate(), z3);
   const bool covered = r.verdict == Verdict::kProven;
   nlohmann::ordered_json out = CoverageVerdictJson(r, env);
   out["model"] = model_arg;
   out["policy"] = runtime::SpecializationPolicyName(policy);
   out["domain"] = DomainJson(env);
+  out["domain_relations"] = DomainRelationsJson(env);
   out["notes"] = notes;
   out["compiles"] = (*session)->stats().dispatcher.compiles;
   out["cache_loads"] = (*session)->stats().dispatcher.cache_loads;
@@ -257,8 +247,10 @@ int ProveModel(const ParsedArgs& args) {
     }
     std::vector<std::string> domain;
     for (const auto& [name, range] : out["domain"].items()) domain.push_back(absl::StrCat(name, "=", range.get<std::string>()));
-    std::printf("  model %s, policy %s, domain %s\n", Escaped(model_arg).c_str(),
-                out["policy"].get<std::string>().c_str(), Escaped(absl::StrJoin(domain, " ")).c_str());
+    const std::vector<std::string> relations = out["domain_relations"].get<std::vector<std::string>>();
+    std::printf("  model %s, policy %s, domain %s%s\n", Escaped(model_arg).c_str(),
+                out["policy"].get<std::string>().c_str(), Escaped(absl::StrJoin(domain, " ")).c_str(),
+                relations.empty() ? "" : Escaped(absl::StrCat(" where ", absl::StrJoin(relations, " && "))).c_str());
     for (const std::string& note : notes) std::printf("  note: %s\n", Escaped(note).c_str());
     if (!options.cache_dir.empty()) {
       std::printf("  persistent cache %s: %lld entr%s loaded\n", Escaped(options.cache_dir).c_str(),

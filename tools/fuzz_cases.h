@@ -15,27 +15,37 @@
 #define SHAPESHIFT_TOOLS_FUZZ_CASES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "shapes/guard_program.h"
 
 namespace shapeshift::tools {
 
 // The dynamic dims a request binds, in the dispatcher's slot order, with
-// their declared inclusive ranges.
+// their declared inclusive ranges and the domain's relations between them
+// (ShapeEnv::domain_constraints(): GPT-2 with past serves `past_sequence +
+// sequence <= 1024`).
 struct FuzzDomain {
   std::vector<std::string> slots;
   std::vector<int64_t> min;
   std::vector<int64_t> max;
+  std::optional<GuardProgram> relations;  // over `slots`; none: nullopt
+  std::vector<std::string> relation_texts;  // atom k of `relations`, as a refusal names it
 
-  bool Contains(const std::vector<int64_t>& values) const;
+  bool InRanges(const std::vector<int64_t>& values) const;
+  bool MeetsRelations(const std::vector<int64_t>& values) const;
+  bool Contains(const std::vector<int64_t>& values) const { return InRanges(values) && MeetsRelations(values); }
 };
 
 enum class CaseKind {
-  kInDomain,     // every dim uniform in its range
+  kInDomain,     // every dim uniform in its range (redrawn until the relations hold)
   kEdge,         // dims drawn from EdgeValues (each with probability 1/2)
   kOutOfDomain,  // one dim just outside its range (max+1, or min-1 when >= 0)
+  kOutsideRelation,  // every dim in its range, together outside a relation
+                     // (an edge or --case that breaks one)
   kWrongRank,    // an in-domain shape, but the first input gets an extra dim
   kWrongDtype,   // an in-domain shape, but the first input has another dtype
 };
@@ -51,12 +61,13 @@ struct FuzzCase {
 std::vector<int64_t> EdgeValues(int64_t min, int64_t max);
 
 // `count` cases from `seed`: about 60% in-domain, 25% edges, 10% outside
-// the domain, 5% wrong rank or dtype.
+// the domain, 5% wrong rank or dtype. An edge that breaks a relation is
+// kept as a kOutsideRelation case (the corners are where relations bite).
 std::vector<FuzzCase> GenerateCases(const FuzzDomain& domain, int64_t count, uint64_t seed);
 
 // A `--case` value, `batch=2,seq=65`: every slot named once. Values outside
-// the declared range make an out-of-domain case; the kind is otherwise
-// in-domain.
+// the declared range make an out-of-domain case, values in range that break
+// a relation an outside-relation case; the kind is otherwise in-domain.
 absl::StatusOr<FuzzCase> ParseCaseFlag(const std::string& text, const FuzzDomain& domain);
 // The `--case` text of `values`.
 std::string CaseFlagText(const FuzzDomain& domain, const std::vector<int64_t>& values);

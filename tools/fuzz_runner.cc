@@ -78,6 +78,16 @@ absl::StatusOr<std::unique_ptr<FuzzRunner>> FuzzRunner::Create(const FuzzOptions
     domain.min.push_back(info->min);
     domain.max.push_back(info->max);
   }
+  if (!dispatcher.env().domain_constraints().empty()) {
+    std::vector<Predicate> atoms;
+    for (const DomainConstraint& c : dispatcher.env().domain_constraints()) {
+      atoms.push_back(c.predicate);
+      domain.relation_texts.push_back(c.predicate.ToString());
+    }
+    absl::StatusOr<GuardProgram> relations = GuardProgram::Compile(atoms, domain.slots);
+    if (!relations.ok()) return relations.status();
+    domain.relations = *std::move(relations);
+  }
   auto oracle = std::make_unique<ReferenceOracle>(std::move(reference_graph), std::move(recipes), domain.slots,
                                                   options.seed, options.reference_cache_bytes);
   return std::unique_ptr<FuzzRunner>(new FuzzRunner(options, std::move(domain), std::move(input_names),
@@ -189,6 +199,11 @@ absl::StatusOr<FuzzRunner::Checked> FuzzRunner::SendAndCheck(const FuzzCase& c) 
   if (c.kind == CaseKind::kOutOfDomain) {
     must_name = domain_.slots[c.bad_slot];
     outputs = session_->Run(**inputs);
+  } else if (c.kind == CaseKind::kOutsideRelation) {
+    const size_t broken = domain_.relations.has_value() ? domain_.relations->Evaluate(c.values).failed_atom : 0;
+    if (broken >= domain_.relation_texts.size()) return absl::InternalError("an outside-relation case meets them all");
+    must_name = domain_.relation_texts[broken];
+    outputs = session_->Run(**inputs);
   } else {
     absl::StatusOr<std::vector<Tensor>> bad = Malformed(**inputs, c.kind);
     if (!bad.ok() && absl::IsResourceExhausted(bad.status())) return allocation_failed(bad.status(), "malformed inputs");
@@ -202,6 +217,8 @@ absl::StatusOr<FuzzRunner::Checked> FuzzRunner::SendAndCheck(const FuzzCase& c) 
     checked.detail = c.kind == CaseKind::kOutOfDomain
                          ? absl::StrCat(must_name, " = ", c.values[c.bad_slot], " is outside ",
                                         domain_.min[c.bad_slot], "..", domain_.max[c.bad_slot])
+                     : c.kind == CaseKind::kOutsideRelation
+                         ? absl::StrCat(CaseFlagText(domain_, c.values), " breaks ", must_name)
                          : absl::StrCat("input '", must_name, "' was given a wrong ",
                                         c.kind == CaseKind::kWrongRank ? "rank" : "dtype");
     return checked;

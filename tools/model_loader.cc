@@ -233,6 +233,10 @@ absl::StatusOr<Assignment> BindRequestDims(const std::vector<InputRecipe>& recip
                                                 RangeNoteSuffix(s)));
     }
   }
+  for (const DomainConstraint& c : env.domain_constraints()) {
+    absl::StatusOr<bool> holds = c.predicate.Evaluate(dims);
+    if (!holds.ok() || !*holds) return RelationRefusal(c, dims);
+  }
   for (const DerivedDim& d : derived) {
     absl::StatusOr<int64_t> value = d.dim.Evaluate(dims);
     if (!value.ok() || *value != d.given) {

@@ -29,6 +29,12 @@ nlohmann::ordered_json DomainJson(const ShapeEnv& env) {
   return out;
 }
 
+nlohmann::ordered_json DomainRelationsJson(const ShapeEnv& env) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const DomainConstraint& c : env.domain_constraints()) out.push_back(c.predicate.ToString());
+  return out;
+}
+
 nlohmann::ordered_json EntriesJson(const runtime::SpecializationCache& cache, Z3Bridge& z3) {
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   for (const std::shared_ptr<const runtime::CacheEntry>& e : cache.entries()) {

@@ -19,6 +19,9 @@ namespace shapeshift::tools {
 nlohmann::ordered_json CoverageVerdictJson(const CoverageResult& result, const ShapeEnv& env);
 // {symbol: "lo..hi"} for every symbol of `env`.
 nlohmann::ordered_json DomainJson(const ShapeEnv& env);
+// ["past_sequence + sequence <= 1024", ...]: the domain's relations between
+// dims (ShapeEnv::domain_constraints()), which the ranges do not show.
+nlohmann::ordered_json DomainRelationsJson(const ShapeEnv& env);
 // [{"id", "tier", "guards"[, "cuda_graphs"]}] for every entry of `cache`.
 nlohmann::ordered_json EntriesJson(const runtime::SpecializationCache& cache, Z3Bridge& z3);
 

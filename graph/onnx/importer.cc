@@ -295,14 +295,16 @@ class Importer {
   }
 
   // The ranges of the dims shape inference may narrow (the undeclared input
-  // dims): what it assumed about them. Data-dependent dims it creates on the
-  // way do not count.
+  // dims) and the number of relations between dims: what it assumed about
+  // them. Data-dependent dims it creates on the way do not count.
   std::vector<std::pair<int64_t, int64_t>> Domain() const {
     std::vector<std::pair<int64_t, int64_t>> ranges;
     for (const std::string& name : narrowing_.undeclared) {
       const SymbolInfo* s = result_.env->FindSymbol(name);
       if (s != nullptr) ranges.emplace_back(s->min, s->max);
     }
+    // A relation between dims narrows the domain too.
+    ranges.emplace_back(static_cast<int64_t>(result_.env->domain_constraints().size()), 0);
     return ranges;
   }
 

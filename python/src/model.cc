@@ -174,6 +174,7 @@ std::string Model::Prove(const std::map<std::string, DimRange>& dims) const {
     parts.push_back(Predicate::Le(SymExpr::Symbol(s.name), hi));
     domain[s.name] = absl::StrCat(lo, "..", hi);
   }
+  for (const DomainConstraint& c : env.domain_constraints()) parts.push_back(c.predicate);
   std::string text;
   {
     nb::gil_scoped_release release;  // Z3 may take seconds
@@ -185,6 +186,7 @@ std::string Model::Prove(const std::map<std::string, DimRange>& dims) const {
     out["policy"] = runtime::SpecializationPolicyName(policy_);
     out["domain"] = domain;
     out["declared_domain"] = tools::DomainJson(env);
+    out["domain_relations"] = tools::DomainRelationsJson(env);
     out["notes"] = notes_;
     out["compiles"] = session_->stats().dispatcher.compiles;
     out["cache_loads"] = session_->stats().dispatcher.cache_loads;

@@ -74,6 +74,9 @@ absl::StatusOr<TierModel> PrepareTierModel(const Graph& model, const ShapeEnv& e
     absl::StatusOr<SymExpr> declared = out.env->DeclareSymbol(info);
     if (!declared.ok()) return declared.status();
   }
+  // The model's relations between dims (domain facts, not guards: every
+  // request the dispatcher binds meets them).
+  if (absl::Status s = out.env->CopyDomainConstraintsFrom(env); !s.ok()) return s;
   if (!pins.empty()) {
     if (absl::Status s = PinDims(*out.graph, pins); !s.ok()) return s;
   }

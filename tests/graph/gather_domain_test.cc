@@ -5,7 +5,8 @@
 // dim passes N minus the offset. At import an undeclared dim is narrowed to
 // where every index provably stays inside, with a note naming the Gather and
 // its table; a declared range that goes past it is an error naming the range
-// that works; indices read from data are left to the run-time check.
+// that works; indices read from data are left to the run-time check. A
+// bound on a sum of dims (GPT-2 with past) becomes a relation of the domain.
 #include <string>
 
 #include "gmock/gmock.h"
@@ -128,13 +129,13 @@ TEST(GatherDomainTest, ADeclaredRangeInsideTheTableImportsUnchanged) {
   EXPECT_THAT(model->notes, IsEmpty());
 }
 
-// positions = Range(past, past + seq): a bound on a sum of two dims is not a
-// range of either, so nothing is narrowed; a note says the Gather checks it.
-TEST(GatherDomainTest, ABoundOnTwoDimsIsANoteNotANarrowing) {
+// ids i64[batch, seq], past f32[batch, past_seq] → rows Range(past_seq,
+// past_seq + seq) of a `rows`-row table (GPT-2 with past's positions).
+std::string PastPositionModel(int64_t rows) {
   OnnxTestModel m(17);
   m.Input("ids", onnx::TensorProto::INT64, {"batch", "seq"});
   m.Input("past", onnx::TensorProto::FLOAT, {"batch", "past_seq"});
-  m.FloatInitializer("table", {64, 4}, std::vector<float>(256, 0.25f));
+  m.FloatInitializer("table", {rows, 4}, std::vector<float>(rows * 4, 0.25f));
   m.IntInitializer("one", {}, {1});
   m.IntInitializer("axis0", {1}, {0});
   m.Node("Shape", {"ids"}, {"shape"}, "shape");
@@ -146,13 +147,68 @@ TEST(GatherDomainTest, ABoundOnTwoDimsIsANoteNotANarrowing) {
   m.Node("Unsqueeze", {"range", "axis0"}, {"pos"}, "unsqueeze");
   m.Node("Gather", {"table", "pos"}, {"y"}, "gather_positions");
   m.Output("y", onnx::TensorProto::FLOAT, {"", "", ""});
-  absl::StatusOr<ImportedModel> model = ImportOnnxBytes(m.Bytes());
+  return m.Bytes();
+}
+
+// A bound on the sum of two dims is no range of either: it becomes a
+// relation of the domain (ShapeEnv::domain_constraints()), each dim's range
+// shrinks to what the relation leaves it, and the note names the Gather.
+TEST(GatherDomainTest, ABoundOnTwoDimsBecomesARelationOfTheDomain) {
+  absl::StatusOr<ImportedModel> model = ImportOnnxBytes(PastPositionModel(64));
   ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(RangeOf(*model, "seq"), "1..65536");
-  EXPECT_EQ(RangeOf(*model, "past_seq"), "1..65536");
+  ASSERT_EQ(model->env->domain_constraints().size(), 1u);
+  const DomainConstraint& relation = model->env->domain_constraints()[0];
+  EXPECT_EQ(relation.predicate.ToString(), "past_seq + seq <= 64");
+  // past_seq >= 1 and seq >= 1 (the default lower bound): each is at most 63.
+  EXPECT_EQ(RangeOf(*model, "seq"), "1..63");
+  EXPECT_EQ(RangeOf(*model, "past_seq"), "1..63");
+  EXPECT_EQ(RangeOf(*model, "batch"), "1..65536");
   ASSERT_EQ(model->notes.size(), 1u);
-  EXPECT_THAT(model->notes[0], HasSubstr("node 'gather_positions' (Gather) reads rows up to "));
-  EXPECT_THAT(model->notes[0], HasSubstr("refused at run time by this node"));
+  EXPECT_THAT(model->notes[0], HasSubstr("dims 'past_seq' and 'seq' limited to past_seq + seq <= 64: node "
+                                         "'gather_positions' (Gather) reads rows up to past_seq + seq - 1 of table "
+                                         "'table' (64 rows)"));
+  EXPECT_EQ(relation.note, model->notes[0]);
+  EXPECT_EQ(model->env->FindSymbol("seq")->range_note, model->notes[0]);
+  // Every question assumes it, and the domain predicate holds it.
+  EXPECT_TRUE(model->env->CanProve(Predicate::Le(SymExpr::Symbol("past_seq") + SymExpr::Symbol("seq"), 64)));
+  EXPECT_FALSE(model->env->CanProve(Predicate::Le(SymExpr::Symbol("seq"), 62)));
+  EXPECT_THAT(model->env->DomainPredicate().ToString(), HasSubstr("past_seq + seq <= 64"));
+}
+
+TEST(GatherDomainTest, DeclaredRangesWhoseEveryValueTheRelationLeavesKeepItAsARelation) {
+  // seq 1..32 and past_seq 0..40: each value of each range meets
+  // past_seq + seq <= 64 with some value of the other, not every pair does.
+  ImportOptions options;
+  options.dim_ranges["seq"] = {1, 32};
+  options.dim_ranges["past_seq"] = {0, 40};
+  absl::StatusOr<ImportedModel> model = ImportOnnxBytes(PastPositionModel(64), options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(RangeOf(*model, "seq"), "1..32");  // declared ranges are never narrowed
+  EXPECT_EQ(RangeOf(*model, "past_seq"), "0..40");
+  ASSERT_EQ(model->env->domain_constraints().size(), 1u);
+  EXPECT_EQ(model->env->domain_constraints()[0].predicate.ToString(), "past_seq + seq <= 64");
+}
+
+TEST(GatherDomainTest, ADeclaredValueNoRequestCanHaveIsAnErrorNamingTheRelation) {
+  // seq = 80 meets past_seq + seq <= 64 with no past_seq >= 0.
+  ImportOptions options;
+  options.dim_ranges["seq"] = {1, 80};
+  options.dim_ranges["past_seq"] = {0, 40};
+  absl::StatusOr<ImportedModel> model = ImportOnnxBytes(PastPositionModel(64), options);
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(model.status().message(), HasSubstr("node 'gather_positions' (Gather): indices 'pos' reach "));
+  EXPECT_THAT(model.status().message(), HasSubstr("; the model serves only past_seq + seq <= 64, which no request "
+                                                  "with seq = 80 meets within the declared ranges"));
+}
+
+TEST(GatherDomainTest, ARelationWithOneDimDeclaredNarrowsTheOther) {
+  ImportOptions options;
+  options.dim_ranges["past_seq"] = {0, 40};
+  absl::StatusOr<ImportedModel> model = ImportOnnxBytes(PastPositionModel(64), options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(RangeOf(*model, "past_seq"), "0..40");
+  EXPECT_EQ(RangeOf(*model, "seq"), "1..64");  // at past_seq = 0
+  ASSERT_EQ(model->env->domain_constraints().size(), 1u);
 }
 
 // The committed exports (tests/data/models): GPT-2's 1024-row position
@@ -194,6 +250,22 @@ TEST(GatherDomainTest, BertExportsStillServeUpTo512) {
     absl::StatusOr<ImportedModel> model = ImportOnnxFile(ExportPath(name));
     ASSERT_TRUE(model.ok()) << name << ": " << model.status();
     EXPECT_EQ(RangeOf(*model, "sequence"), "1..512") << name;
+  }
+}
+
+// GPT-2 with past reads rows past_sequence .. past_sequence + sequence - 1
+// of its 1024-row table: that sum is the limit (ORT fails past it too).
+TEST(GatherDomainTest, Gpt2PastExportsServePastPlusNewTokensUpTo1024) {
+  for (const char* name : {"gpt2-past-torchscript", "gpt2-past-dynamo"}) {
+    absl::StatusOr<ImportedModel> model = ImportOnnxFile(ExportPath(name));
+    ASSERT_TRUE(model.ok()) << name << ": " << model.status();
+    ASSERT_EQ(model->env->domain_constraints().size(), 1u) << name;
+    EXPECT_EQ(model->env->domain_constraints()[0].predicate.ToString(), "past_sequence + sequence <= 1024") << name;
+    // Undeclared dims start at 1 (graph/README.md), so each is at most 1023.
+    EXPECT_EQ(RangeOf(*model, "sequence"), "1..1023") << name;
+    EXPECT_EQ(RangeOf(*model, "past_sequence"), "1..1023") << name;
+    EXPECT_THAT(model->env->domain_constraints()[0].note, HasSubstr("(Gather) reads rows up to ")) << name;
+    EXPECT_THAT(model->env->domain_constraints()[0].note, HasSubstr("(1024 rows)")) << name;
   }
 }
 

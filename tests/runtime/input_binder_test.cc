@@ -126,5 +126,43 @@ TEST(InputBinderTest, DerivedDimsAreCheckedAfterBindingOnEveryPolicy) {
   }
 }
 
+// A relation of the domain (past + seq <= 12 here; GPT-2 with past's
+// `past_sequence + sequence <= 1024`) is checked on every request, on the
+// binder and through a Session on every policy, naming the dims, their
+// values, the relation and its note.
+TEST(InputBinderTest, TheDomainsRelationsAreCheckedAfterTheRanges) {
+  for (SpecializationPolicy policy : {SpecializationPolicy::kAuto, SpecializationPolicy::kStatic}) {
+    testing::BuiltModel model = PastModel();
+    const Predicate relation = Predicate::Le(SymExpr::Symbol("past") + SymExpr::Symbol("seq"), 12);
+    ASSERT_TRUE(model.env->AddDomainConstraint({relation, "node 'pos' (Gather) reads 12 rows"}).ok());
+    InputBinder binder = *InputBinder::Create(*model.graph, *model.env);
+    ASSERT_TRUE(binder.relations().has_value());
+    int64_t values[3];
+    Views inside({RandomF32({2, 3, 4}, 1), RandomF32({2, 12, 4}, 2), RandomF32({2, 9, 4}, 3)});
+    EXPECT_TRUE(binder.Bind(inside.views, absl::MakeSpan(values)).ok());
+    Views outside({RandomF32({2, 4, 4}, 1), RandomF32({2, 13, 4}, 2), RandomF32({2, 9, 4}, 3)});
+    absl::Status refused = binder.Bind(outside.views, absl::MakeSpan(values));
+    EXPECT_EQ(refused.code(), absl::StatusCode::kOutOfRange);
+    EXPECT_EQ(refused.message(),
+              "dims past = 9, seq = 4 are outside the model's domain: past + seq <= 12 does not hold; "
+              "node 'pos' (Gather) reads 12 rows");
+
+    SessionOptions options;
+    options.policy = policy;
+    absl::StatusOr<std::unique_ptr<Session>> session =
+        Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    absl::StatusOr<std::vector<Tensor>> good =
+        (*session)->Run({RandomF32({2, 3, 4}, 1), RandomF32({2, 12, 4}, 2), RandomF32({2, 9, 4}, 3)});
+    EXPECT_TRUE(good.ok()) << SpecializationPolicyName(policy) << ": " << good.status();
+    absl::StatusOr<std::vector<Tensor>> bad =
+        (*session)->Run({RandomF32({2, 4, 4}, 1), RandomF32({2, 13, 4}, 2), RandomF32({2, 9, 4}, 3)});
+    ASSERT_FALSE(bad.ok()) << SpecializationPolicyName(policy);
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("past + seq <= 12 does not hold"));
+    // Refused before any compile: the one compile is the first request's.
+    EXPECT_EQ((*session)->stats().dispatcher.compiles, 1) << SpecializationPolicyName(policy);
+  }
+}
+
 }  // namespace
 }  // namespace shapeshift::runtime

@@ -38,6 +38,46 @@ TEST(ShapeEnvTest, DeclaresSymbolsAndRejectsConflicts) {
   EXPECT_NE(env.FreshSymbol("d", 1, 8), fresh);
 }
 
+// A relation between symbols (GPT-2 with past: past + seq <= 1024) is part
+// of the domain: questions assume it, DomainPredicate() holds it, copies
+// carry it; it names only declared symbols and is added once.
+TEST(ShapeEnvTest, DomainConstraintsAreAssumedByEveryQuestion) {
+  ShapeEnv env;
+  ASSERT_TRUE(env.DeclareSymbol(Info("past", 0, 4096)).ok());
+  ASSERT_TRUE(env.DeclareSymbol(Info("seq", 1, 4096)).ok());
+  const SymExpr past = SymExpr::Symbol("past"), seq = SymExpr::Symbol("seq");
+  const Predicate sum_le = Predicate::Le(past + seq, 1024);
+  EXPECT_FALSE(env.CanProve(Predicate::Le(seq, 1024)));
+  ASSERT_TRUE(env.AddDomainConstraint({sum_le, "because"}).ok());
+  EXPECT_TRUE(env.AddDomainConstraint({sum_le, "again"}).ok());
+  ASSERT_EQ(env.domain_constraints().size(), 1u);
+  EXPECT_EQ(env.domain_constraints()[0].note, "because");
+  EXPECT_TRUE(env.CanProve(Predicate::Le(seq, 1024)));
+  EXPECT_TRUE(env.CanProve(Predicate::Lt(past, 1024)));
+  EXPECT_EQ(env.Query(Predicate::Le(past + seq, 2000), kWho), Answer::kProvenTrue);
+  EXPECT_TRUE(env.guards().empty());
+  absl::StatusOr<bool> at_corner = env.DomainPredicate().Evaluate({{"past", 1000}, {"seq", 100}});
+  ASSERT_TRUE(at_corner.ok());
+  EXPECT_FALSE(*at_corner);  // in both ranges, outside the relation
+  EXPECT_EQ(env.AddDomainConstraint({Predicate::Le(SymExpr::Symbol("other"), 3), ""}).code(),
+            absl::StatusCode::kNotFound);
+
+  ShapeEnv copy;
+  ASSERT_TRUE(copy.DeclareSymbol(Info("past", 0, 4096)).ok());
+  EXPECT_FALSE(copy.CopyDomainConstraintsFrom(env).ok());  // seq is not declared there
+  ASSERT_TRUE(copy.DeclareSymbol(Info("seq", 1, 4096)).ok());
+  ASSERT_TRUE(copy.CopyDomainConstraintsFrom(env).ok());
+  EXPECT_TRUE(copy.CanProve(Predicate::Le(seq, 1024)));
+}
+
+TEST(ShapeEnvTest, ARelationRefusalNamesTheValuesTheRelationAndTheNote) {
+  DomainConstraint c{Predicate::Le(SymExpr::Symbol("past") + SymExpr::Symbol("seq"), 1024), "node 'g' reads 1024 rows"};
+  absl::Status s = RelationRefusal(c, {{"past", 1000}, {"seq", 30}, {"batch", 2}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(s.message(), "dims past = 1000, seq = 30 are outside the model's domain: past + seq <= 1024 does not "
+                         "hold; node 'g' reads 1024 rows");
+}
+
 TEST(ShapeEnvTest, ProvesFromRanges) {
   ShapeEnv env;
   SymExpr seq = *env.DeclareSymbol(Info("seq", 1, 512));

@@ -156,5 +156,80 @@ TEST(ImportNarrowingCliTest, RequestPastAGatherTableIsRefusedNamingTheDimTheBoun
   EXPECT_TRUE(nlohmann::json::parse(last.out)["check_passed"].get<bool>());
 }
 
+// GPT-2 with past reads rows past_sequence .. past_sequence + sequence - 1
+// of the same table: the domain is the relation past_sequence + sequence
+// <= 1024 (graph/README.md, "Relations between dims"), not a range.
+const std::string& Gpt2PastExport() {
+  static const std::string path =
+      std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/gpt2-past-torchscript/model.onnx";
+  return path;
+}
+
+std::string Gpt2PastInputs(int past, int sequence) {
+  std::string flags = " --input input_ids=1x" + std::to_string(sequence) +
+                      " --input attention_mask=1x" + std::to_string(past + sequence);
+  for (int layer = 0; layer < 2; ++layer) {
+    for (const char* kv : {"key", "value"}) {
+      flags += " --input past_key_values." + std::to_string(layer) + "." + kv + "=1x4x" + std::to_string(past) + "x16";
+    }
+  }
+  return flags;
+}
+
+TEST(ImportNarrowingCliTest, ProveCertifiesOnlyThePairsAPastModelServes) {
+  Outputs r = RunCli("prove " + Gpt2PastExport() + " --no-cache");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("covered\n"));
+  EXPECT_THAT(r.out, HasSubstr("sequence=1..1023"));
+  EXPECT_THAT(r.out, HasSubstr("past_sequence=1..1023"));
+  EXPECT_THAT(r.out, HasSubstr(" where past_sequence + sequence <= 1024\n"));
+  EXPECT_THAT(r.out, HasSubstr("note: dims 'past_sequence' and 'sequence' limited to past_sequence + sequence <= "
+                               "1024: node '"));
+  Outputs j = RunCli("prove " + Gpt2PastExport() + " --no-cache --json");
+  ASSERT_EQ(j.exit_code, 0) << j.out << j.err;
+  nlohmann::json out = nlohmann::json::parse(j.out);
+  EXPECT_EQ(out["domain_relations"], nlohmann::json::array({"past_sequence + sequence <= 1024"}));
+  EXPECT_TRUE(out["covered"].get<bool>());
+}
+
+TEST(ImportNarrowingCliTest, CheckAndInspectShowTheRelation) {
+  Outputs check = RunCli("check " + Gpt2PastExport());
+  EXPECT_THAT(check.out, HasSubstr("  where past_sequence + sequence <= 1024\n"));
+  Outputs inspect = RunCli("inspect " + Gpt2PastExport());
+  EXPECT_THAT(inspect.out, HasSubstr("  past_sequence in [1, 1023]\n"));
+  EXPECT_THAT(inspect.out, HasSubstr("  where past_sequence + sequence <= 1024\n"));
+}
+
+TEST(ImportNarrowingCliTest, ARequestOutsideTheRelationIsRefusedAndTheLastPairIsServed) {
+  Outputs r = RunCli("run " + Gpt2PastExport() + Gpt2PastInputs(1000, 25) + " --no-cache");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("dims past_sequence = 1000, sequence = 25 are outside the model's domain: "
+                               "past_sequence + sequence <= 1024 does not hold; dims 'past_sequence' and "
+                               "'sequence' limited to"));
+  EXPECT_THAT(r.err, HasSubstr("(Gather) reads rows up to past_sequence + sequence - 1 of table '"));
+  Outputs last = RunCli("run " + Gpt2PastExport() + Gpt2PastInputs(1000, 24) + " --check --json --no-cache");
+  ASSERT_EQ(last.exit_code, 0) << last.out << last.err;
+  EXPECT_TRUE(nlohmann::json::parse(last.out)["check_passed"].get<bool>());
+}
+
+TEST(ImportNarrowingCliTest, FuzzServesInsideTheRelationAndRefusesOutsideIt) {
+  // Replayed: the last pair the table holds, one past it, and one outside a range.
+  Outputs replay = RunCli("fuzz " + Gpt2PastExport() +
+                          " --case batch=1,sequence=24,past_sequence=1000 --case batch=1,sequence=25,past_sequence=1000"
+                          " --case batch=1,sequence=1025,past_sequence=0 --json");
+  ASSERT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  nlohmann::json j = nlohmann::json::parse(replay.out);
+  EXPECT_EQ(j["cases"], 3);
+  EXPECT_EQ(j["served"], 1);
+  EXPECT_EQ(j["rejected_as_expected"], 2);
+  // Generated: no failure, and the corners outside the relation are among them.
+  Outputs generated = RunCli("fuzz " + Gpt2PastExport() + " --cases 40 --seed 3 --dim batch=1..2 --json");
+  ASSERT_EQ(generated.exit_code, 0) << generated.out << generated.err;
+  nlohmann::json g = nlohmann::json::parse(generated.out);
+  EXPECT_EQ(g["failures"].size(), 0u) << generated.out;
+  EXPECT_GT(g["served"].get<int>(), 0);
+  EXPECT_GT(g["rejected_as_expected"].get<int>(), 0);
+}
+
 }  // namespace
 }  // namespace shapeshift
