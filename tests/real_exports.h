@@ -25,7 +25,7 @@ inline constexpr const char* kPastExports[] = {
     "gemma-past-torchscript",       "gemma-past-dynamo",       "phi-past-torchscript",      "phi-past-dynamo",
     "gpt-neox-past-torchscript",    "gpt-neox-past-dynamo",    "stablelm-past-torchscript", "stablelm-past-dynamo",
     "falcon-past-torchscript",      "falcon-past-dynamo",      "gpt-bigcode-past-torchscript",
-    "gpt-bigcode-past-dynamo",      "bloom-past-torchscript",  "bloom-past-dynamo"};
+    "gpt-bigcode-past-dynamo",      "bloom-past-torchscript",  "bloom-past-dynamo",       "mpt-past-torchscript"};
 
 // A gtest-legal name for the export directory `info.param` ('-' → '_').
 inline std::string RealExportTestName(const ::testing::TestParamInfo<const char*>& info) {

@@ -93,11 +93,13 @@ ZOO = {
         ModelSpec("falcon", "falcon"),
         ModelSpec("stablelm", "stablelm"),
         ModelSpec("mpt", "mpt"),
-        # With past key/values: every decoder family whose export works
-        # (not MPT: TorchScript slices its ALiBi table at 512 - (past +
-        # sequence), two dims shapeshift cannot narrow; dynamo fails to export).
+        # With past key/values: every decoder family (MPT's dynamo export
+        # fails in torch.export; its TorchScript export slices the ALiBi table
+        # at 512 - (past + sequence), which shapeshift keeps as the domain's
+        # relation past_sequence + sequence <= 512).
         *(ModelSpec(f"{family}-past", family, with_past=True)
-          for family in ("mistral", "gemma", "phi", "gpt-neox", "stablelm", "falcon", "gpt-bigcode", "bloom")),
+          for family in ("mistral", "gemma", "phi", "gpt-neox", "stablelm", "falcon", "gpt-bigcode", "bloom",
+                         "mpt")),
         ModelSpec("deberta-v2", "deberta-v2"),
         ModelSpec("t5-encoder", "t5-encoder"),
         ModelSpec("bart", "bart"),
