@@ -2,9 +2,14 @@
 
 #include <exception>
 #include <fstream>
+#include <utility>
 #include <variant>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "graph/tensor_proto.h"
 #include "onnx/checker.h"
 #include "onnx/onnx_pb.h"
@@ -41,8 +46,45 @@ void SetAttribute(const std::string& name, const AttrValue& value, onnx::Attribu
   }
 }
 
-// A value's type as value_info: symbols by name, derived dims by their text.
-void SetValueInfo(const Value& v, onnx::ValueInfoProto* info) {
+// The derived dims of the graph's inputs, by the names they are written
+// under: an input dim that is a sum of symbols (GPT-2 with past's mask,
+// `past_sequence + sequence`) is a dim_param of its own, recorded as
+// `shapeshift.dim.<name>` = `a+b` — the form the importer reads back as that
+// sum (a dim_param must be a name, and torch's exports record such dims the
+// same way).
+struct DerivedDims {
+  absl::flat_hash_map<SymExpr, std::string> name_of;
+  std::vector<std::pair<std::string, std::string>> metadata;  // name, "a+b"
+};
+
+absl::StatusOr<DerivedDims> NameDerivedInputDims(const Graph& graph, const ShapeEnv& env) {
+  DerivedDims out;
+  for (const Value* v : graph.inputs()) {
+    for (size_t k = 0; k < v->type().shape.size(); ++k) {
+      const SymExpr& dim = v->type().shape[k];
+      if (dim.IsConst() || dim.IsSymbol() || out.name_of.contains(dim)) continue;
+      std::vector<std::string> terms;
+      for (const SymExpr& t : dim.kind() == ExprKind::kAdd ? dim.operands() : absl::Span<const SymExpr>()) {
+        if (t.IsSymbol()) terms.push_back(t.symbol_name());
+      }
+      if (terms.empty() || terms.size() != dim.operands().size()) {
+        return absl::InvalidArgumentError(absl::StrCat("input '", v->name(), "' dim ", k, " is ", dim.ToString(),
+                                                       ": ONNX declares an input dim by a name, and only a sum of "
+                                                       "dims can be recorded for one"));
+      }
+      std::string name = absl::StrJoin(terms, "_plus_");
+      while (env.HasSymbol(name)) name += "_";
+      out.name_of[dim] = name;
+      out.metadata.emplace_back(name, absl::StrJoin(terms, "+"));
+    }
+  }
+  return out;
+}
+
+// A value's type as value_info: symbols by name, derived input dims by
+// their recorded names, other derived dims (outputs only) by their text,
+// which importers read as documentation.
+void SetValueInfo(const Value& v, const DerivedDims& derived, onnx::ValueInfoProto* info) {
   info->set_name(v.name());
   onnx::TypeProto::Tensor* tt = info->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(DTypeToOnnx(v.type().dtype));
@@ -53,6 +95,8 @@ void SetValueInfo(const Value& v, onnx::ValueInfoProto* info) {
       d->set_dim_value(*c);
     } else if (dim.IsSymbol()) {
       d->set_dim_param(dim.symbol_name());
+    } else if (auto it = derived.name_of.find(dim); it != derived.name_of.end()) {
+      d->set_dim_param(it->second);
     } else {
       d->set_dim_param(dim.ToString());
     }
@@ -74,10 +118,17 @@ absl::Status ExportOnnxModel(const Graph& graph, const ShapeEnv& env, const Expo
     entry->set_key(absl::StrCat(kDimRangeMetadataPrefix, s.name));
     entry->set_value(absl::StrCat(s.min, "..", s.max));
   }
+  absl::StatusOr<DerivedDims> derived = NameDerivedInputDims(graph, env);
+  if (!derived.ok()) return derived.status();
+  for (const auto& [name, sum] : derived->metadata) {
+    onnx::StringStringEntryProto* entry = model->add_metadata_props();
+    entry->set_key(absl::StrCat(kDimRangeMetadataPrefix, name));
+    entry->set_value(sum);
+  }
 
   onnx::GraphProto* g = model->mutable_graph();
   g->set_name(options.graph_name);
-  for (const Value* v : graph.inputs()) SetValueInfo(*v, g->add_input());
+  for (const Value* v : graph.inputs()) SetValueInfo(*v, *derived, g->add_input());
   for (const Value* v : graph.constants()) TensorToProto(*v->constant(), v->name(), g->add_initializer());
   for (const Node* node : graph.nodes()) {
     onnx::NodeProto* n = g->add_node();
@@ -87,7 +138,7 @@ absl::Status ExportOnnxModel(const Graph& graph, const ShapeEnv& env, const Expo
     for (const Value* out : node->outputs()) n->add_output(out->name());
     for (const auto& [name, value] : node->attrs().all()) SetAttribute(name, value, n->add_attribute());
   }
-  for (const Value* v : graph.outputs()) SetValueInfo(*v, g->add_output());
+  for (const Value* v : graph.outputs()) SetValueInfo(*v, *derived, g->add_output());
 
   try {
     onnx::checker::check_model(*model);

@@ -6,9 +6,13 @@
 // importer proves the builder graph and the importer agree on semantics.
 //
 // Constants become initializers; inputs and outputs get value_info whose
-// symbolic dims are written as `dim_param` (a symbol by its name, a derived
-// dim such as `past + seq` by its text, the way torch's exporter writes
-// them), constant dims as `dim_value`. The declared ranges of the symbols are
+// symbolic dims are written as `dim_param`, constant dims as `dim_value`. A
+// symbol is written by its name; a derived input dim that is a sum of
+// symbols (`past + seq`) by a name of its own (`past_plus_seq`) recorded as
+// metadata_props `shapeshift.dim.past_plus_seq` = `past+seq`, which the
+// importer reads back as the sum (any other derived input dim is an error:
+// ONNX names an input's dims); a derived output dim by its text
+// (documentation to importers). The declared ranges of the symbols are
 // recorded as metadata_props `shapeshift.dim.<name>` = `lo..hi` (ONNX has no
 // field for them; other tools ignore the entries). The result passes the ONNX
 // checker, which the exporter runs before returning.

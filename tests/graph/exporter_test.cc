@@ -127,6 +127,49 @@ TEST(ExporterTest, RoundTripsThroughTheImporterWithIdenticalOutputs) {
   }
 }
 
+// GPT-2 with past's mask is [batch, past + seq]: a derived input dim gets a
+// name of its own, recorded as the sum, and imports back as that sum.
+TEST(ExporterTest, ADerivedInputDimIsWrittenAsANamedSumAndImportsBack) {
+  ShapeEnv env;
+  SymExpr past = env.DeclareSymbol({"past", 0, 8}).value();
+  SymExpr seq = env.DeclareSymbol({"seq", 1, 8}).value();
+  Graph g(17);
+  Value* mask = g.AddInput("mask", TensorType(DType::kF32, {past + seq}));
+  Value* kv = g.AddInput("kv", TensorType(DType::kF32, {past}));
+  Value* ids = g.AddInput("ids", TensorType(DType::kF32, {seq}));
+  Attributes axis;
+  axis.Set("axis", int64_t{0});
+  Value* joined = g.AddNode("Concat", {kv, ids}, 1, axis)->output(0);
+  g.AddOutput(g.AddNode("Add", {mask, joined}, 1, {}, "add", {"y"})->output(0));
+  ASSERT_TRUE(InferShapes(g, env).ok());
+  onnx::ModelProto proto;
+  ASSERT_TRUE(ExportOnnxModel(g, env, {}, &proto).ok());
+  EXPECT_EQ(proto.graph().input(0).type().tensor_type().shape().dim(0).dim_param(), "past_plus_seq");
+  EXPECT_EQ(proto.graph().output(0).type().tensor_type().shape().dim(0).dim_param(), "past_plus_seq");
+  std::map<std::string, std::string> metadata;
+  for (const auto& entry : proto.metadata_props()) metadata[entry.key()] = entry.value();
+  EXPECT_EQ(metadata["shapeshift.dim.past_plus_seq"], "past+seq");
+  std::string bytes;
+  ASSERT_TRUE(proto.SerializeToString(&bytes));
+  absl::StatusOr<ImportedModel> imported = ImportOnnxBytes(bytes, {}, "exported");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->graph->inputs()[0]->type().ToString(), "f32[past + seq]");
+  EXPECT_FALSE(imported->env->HasSymbol("past_plus_seq"));
+}
+
+TEST(ExporterTest, ADerivedInputDimThatIsNoSumIsAnErrorNamingIt) {
+  ShapeEnv env;
+  SymExpr seq = env.DeclareSymbol({"seq", 1, 8}).value();
+  Graph g(17);
+  Value* x = g.AddInput("x", TensorType(DType::kF32, {2 * seq}));
+  g.AddOutput(g.AddNode("Relu", {x}, 1)->output(0));
+  ASSERT_TRUE(InferShapes(g, env).ok());
+  onnx::ModelProto proto;
+  absl::Status s = ExportOnnxModel(g, env, {}, &proto);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("input 'x' dim 0 is 2*seq"));
+}
+
 TEST(ExporterTest, WritesEveryAttributeKind) {
   Graph g(17);
   ShapeEnv env;

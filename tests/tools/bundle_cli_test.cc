@@ -46,6 +46,28 @@ TEST(BundleCliTest, CompileRunAndProveABundle) {
   EXPECT_THAT(prove.output, HasSubstr("check exactly the certified guards"));
 }
 
+// A decoder with past key/values: its mask is [batch, past_sequence +
+// sequence] (a derived dim the bundle's ONNX records as a named sum) and its
+// domain holds the relation past_sequence + sequence <= 1024, which the
+// bundle's certificate covers and its requests are checked against.
+TEST(BundleCliTest, ADecoderWithPastCompilesServesAndProvesFromABundle) {
+  const std::string model =
+      std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/gpt2-past-torchscript/";
+  const std::string bundle = ProcessTempPath("gpt2-past.ssb");
+  shapeshift::testing::CliResult compiled =
+      RunShapeshift("compile " + model + "model.onnx --dim batch=1..2 --no-cache -o " + bundle, "2>&1");
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.output;
+  shapeshift::testing::CliResult run = RunShapeshift(
+      "run " + bundle + " --inputs-from " + model + "test_data_set_1 --check --json --repeats 1 --no-cache");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json j = nlohmann::json::parse(run.output);
+  EXPECT_EQ(j["compiles"], 0);
+  EXPECT_TRUE(j["check_passed"].get<bool>());
+  shapeshift::testing::CliResult prove = RunShapeshift("prove --bundle " + bundle, "2>&1");
+  EXPECT_EQ(prove.exit_code, 0) << prove.output;
+  EXPECT_THAT(prove.output, HasSubstr("covered\n"));
+}
+
 // The compiler identity is a digest of the code generator's sources, not of
 // one binary: a bundle the CLI compiled loads, with 0 compiles, in this test
 // binary (as it does in the Python module) — built from the same tree.
