@@ -31,6 +31,12 @@ testing::BuiltModel PastModel() {
   return m.Finish();
 }
 
+absl::StatusOr<std::unique_ptr<Session>> SessionOf(testing::BuiltModel model, SpecializationPolicy policy) {
+  SessionOptions options;
+  options.policy = policy;
+  return Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
+}
+
 struct Views {
   std::vector<Tensor> tensors;
   std::vector<TensorView> views;
@@ -106,11 +112,7 @@ TEST(InputBinderTest, AnUndeclaredSymbolIsAnErrorUnlessAllowed) {
 // tape, on both doors: Program::Run and the Dispatcher's RunBound.
 TEST(InputBinderTest, DerivedDimsAreCheckedAfterBindingOnEveryPolicy) {
   for (SpecializationPolicy policy : {SpecializationPolicy::kPolymorphic, SpecializationPolicy::kStatic}) {
-    testing::BuiltModel model = PastModel();
-    SessionOptions options;
-    options.policy = policy;
-    absl::StatusOr<std::unique_ptr<Session>> session =
-        Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
+    absl::StatusOr<std::unique_ptr<Session>> session = SessionOf(PastModel(), policy);
     ASSERT_TRUE(session.ok()) << session.status();
     absl::StatusOr<std::vector<Tensor>> good =
         (*session)->Run({RandomF32({2, 3, 4}, 1), RandomF32({2, 8, 4}, 2), RandomF32({2, 5, 4}, 3)});
@@ -147,10 +149,7 @@ TEST(InputBinderTest, TheDomainsRelationsAreCheckedAfterTheRanges) {
               "dims past = 9, seq = 4 are outside the model's domain: past + seq <= 12 does not hold; "
               "node 'pos' (Gather) reads 12 rows");
 
-    SessionOptions options;
-    options.policy = policy;
-    absl::StatusOr<std::unique_ptr<Session>> session =
-        Session::Create(ModelSource::Built(std::move(model.graph), std::move(model.env)), options);
+    absl::StatusOr<std::unique_ptr<Session>> session = SessionOf(std::move(model), policy);
     ASSERT_TRUE(session.ok()) << session.status();
     absl::StatusOr<std::vector<Tensor>> good =
         (*session)->Run({RandomF32({2, 3, 4}, 1), RandomF32({2, 12, 4}, 2), RandomF32({2, 9, 4}, 3)});
