@@ -140,6 +140,9 @@ std::optional<Value*> UniformSource(Value* v, int depth = 0) {
   if (v == nullptr || depth > kMaxDepth) return std::nullopt;
   if (v->is_constant() && v->constant()->num_elements() == 1) return v;
   if (KnownScalar(v)) return v;
+  bool one = true;
+  for (SymExpr d : v->type().shape) one = one && d.AsConst() == 1;
+  if (one) return v;  // one element, computed at run time
   Node* p = v->producer();
   if (p == nullptr) return std::nullopt;
   if (p->op_type() == "ConstantOfShape") return v;  // handled by the caller: its `value`
@@ -685,18 +688,23 @@ std::vector<Node*> RelativePositionMaskNodes(const Value* mask, const std::vecto
 
 std::vector<Node*> RelativePositionIndexNodes(const Value* indices, ShapeEnv& env) {
   std::vector<Node*> nodes;
-  for (const Value* v = indices; v != nullptr && static_cast<int>(nodes.size()) < kMaxDepth;) {
+  for (const Value* v = indices;;) {
     Node* p = v->producer();
-    if (p == nullptr || (p->op_type() != kExpand && p->op_type() != "Expand")) return {};
-    // Every element of the input is read by some output element: no dim is 0.
+    if (p == nullptr || (p->op_type() != kExpand && p->op_type() != "Expand") ||
+        static_cast<int>(nodes.size()) >= kMaxDepth) {
+      return {};
+    }
+    nodes.push_back(p);
+    if (p->op_type() == kExpand) break;
+    v = p->input(0);
+  }
+  // Every element of the positions is read by some index: no dim is 0.
+  for (const Node* p : nodes) {
     for (SymExpr d : p->output(0)->type().shape) {
       if (!IsTrue(env.Query(Predicate::Ge(d, 1), Why(*p, "the remap reads every relative position")))) return {};
     }
-    nodes.push_back(p);
-    if (p->op_type() == kExpand) return nodes;
-    v = p->input(0);
   }
-  return {};
+  return nodes;
 }
 
 absl::StatusOr<bool> RecognizeRelativePositions(Graph& graph, ShapeEnv& env) {
