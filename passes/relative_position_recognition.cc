@@ -191,28 +191,31 @@ class RegionRewriter {
   }
 
   // Clones the region onto the differences and points every reader outside
-  // it at the expansions. False (the graph's meaning untouched, at most a
-  // few unread scalar nodes added) when a position bound or length is not a
-  // known scalar of the positions' dtype.
+  // it at the expansions. False — the graph's meaning untouched, at most a
+  // few unread nodes added, which `dce` removes — when a position bound or
+  // length is not a known scalar of the positions' dtype, or a clone's shape
+  // rule refuses it: nothing is rewired before every expansion is built and
+  // has the shape of the value it replaces.
   absl::StatusOr<bool> Rewrite() {
     absl::StatusOr<Value*> rows = Length(d_.rows);
-    if (!rows.ok() || *rows == nullptr) return rows.status();
+    if (!rows.ok() || *rows == nullptr) return false;
     absl::StatusOr<Value*> cols = Length(d_.cols);
-    if (!cols.ok() || *cols == nullptr) return cols.status();
+    if (!cols.ok() || *cols == nullptr) return false;
     rows_value_ = *rows;
     cols_value_ = *cols;
     absl::StatusOr<Value*> diffs = Differences();
-    if (!diffs.ok() || *diffs == nullptr) return diffs.status();
+    if (!diffs.ok() || *diffs == nullptr) return false;
     members_[d_.sub->output(0)].clone = *diffs;
     for (Node* node : nodes_) {
       absl::StatusOr<Value*> c = Clone(*node);
-      if (!c.ok()) return c.status();
+      if (!c.ok()) return false;
       members_[node->output(0)].clone = *c;
     }
     absl::flat_hash_set<const Node*> in_region(nodes_.begin(), nodes_.end());
     in_region.insert(d_.sub);
     std::vector<Value*> values = {d_.sub->output(0)};
     for (Node* node : nodes_) values.push_back(node->output(0));
+    std::vector<std::pair<Use, Value*>> rewires;
     for (Value* v : values) {
       std::vector<Use> outside;
       for (const Use& u : v->uses()) {
@@ -223,13 +226,13 @@ class RegionRewriter {
       Attributes attrs;
       attrs.Set("axis", m.s_axis);
       absl::StatusOr<Value*> e = Op(*v->producer(), kExpand, {m.clone, rows_value_, cols_value_}, attrs);
-      if (!e.ok()) return e.status();
-      if (!ShapesEqual(env_, (*e)->type().shape, v->type().shape,
-                       Why(*v->producer(), "the expansion has the value's shape"))) {
-        return Internal(*v->producer(), "the expansion's shape differs from the value's");
+      if (!e.ok() || !ShapesEqual(env_, (*e)->type().shape, v->type().shape,
+                                  Why(*v->producer(), "the expansion has the value's shape"))) {
+        return false;
       }
-      for (const Use& u : outside) u.user->SetInput(u.input_index, *e);
+      for (const Use& u : outside) rewires.emplace_back(u, *e);
     }
+    for (const auto& [u, e] : rewires) u.user->SetInput(u.input_index, e);
     if (absl::Status s = graph_.TopologicalSort(); !s.ok()) return s;
     return true;
   }
@@ -245,7 +248,7 @@ class RegionRewriter {
     return *v;
   }
 
-  // `x` (a one-element integer value) as a scalar of `dtype`.
+  // `x` (a one-element value) as a scalar.
   absl::StatusOr<Value*> Scalar(const Node& at, Value* x) {
     if (x->type().rank() == 0) return x;
     return Op(at, "Reshape", {x, b_.Constant("", Tensor::FromVector<int64_t>(DType::kI64, {0}, {}))});
@@ -333,10 +336,14 @@ class RegionRewriter {
     return Unsqueeze(*d_.sub, *range, axes);
   }
 
+  Value* AxesConstant(const std::vector<int64_t>& axes) {
+    return b_.Constant("", Tensor::FromVector<int64_t>(DType::kI64, {static_cast<int64_t>(axes.size())}, axes));
+  }
+
   absl::StatusOr<Value*> Unsqueeze(const Node& at, Value* x, const std::vector<int64_t>& axes) {
     if (graph_.opset() >= 13) {
       return Op(at, "Unsqueeze",
-                {x, b_.Constant("", Tensor::FromVector<int64_t>(DType::kI64, {static_cast<int64_t>(axes.size())}, axes))});
+                {x, AxesConstant(axes)});
     }
     Attributes attrs;
     attrs.Set("axes", axes);
@@ -360,7 +367,7 @@ class RegionRewriter {
   absl::StatusOr<Value*> Squeeze(const Node& at, Value* x, const std::vector<int64_t>& axes) {
     if (graph_.opset() >= 13) {
       return Op(at, "Squeeze",
-                {x, b_.Constant("", Tensor::FromVector<int64_t>(DType::kI64, {static_cast<int64_t>(axes.size())}, axes))});
+                {x, AxesConstant(axes)});
     }
     Attributes attrs;
     attrs.Set("axes", axes);
@@ -409,7 +416,8 @@ class RegionRewriter {
     auto keeps_st = [&](int64_t s) {
       return s >= 0 && s + 1 < out_rank &&
              DimsEqual(env_, out->type().shape[s], rows_, Why(node, "the op keeps the relative positions' rows")) &&
-             DimsEqual(env_, out->type().shape[s + 1], cols_, Why(node, "the op keeps the relative positions' columns"));
+             DimsEqual(env_, out->type().shape[s + 1], cols_,
+                       Why(node, "the op keeps the relative positions' columns"));
     };
     if (IsElementwiseOp(node) && op != "Expand" && op != "Range" && op != "ConstantOfShape") {
       std::optional<int64_t> from_end;

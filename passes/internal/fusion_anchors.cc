@@ -379,7 +379,8 @@ bool BuildAnchoredGroup(Grouping& g, Node* node) {
   } else if (IsViewOp(*node)) {
     g.NewGroup(IsGraphOutput(g.graph(), node->output(0)) ? GroupKind::kCopy : GroupKind::kView, node);
   } else if (op == "Gather" || op == "GatherElements") {
-    bool embedding = op == "Gather" && node->input(0)->is_constant() && node->attrs().GetInt("axis", 0).value_or(1) == 0;
+    bool embedding =
+        op == "Gather" && node->input(0)->is_constant() && node->attrs().GetInt("axis", 0).value_or(1) == 0;
     int gid = g.NewGroup(embedding ? GroupKind::kGather : GroupKind::kOther, node);
     // Indices expanded from relative positions: read per element from the
     // S + T - 1 positions, never stored (lower_indexing.cc).

@@ -47,7 +47,8 @@ TEST_P(RelativePositionDeviceTest, MatchesOnnxRuntimeOnTheEmulatedGpu) {
     options.cuda.device = std::make_shared<codegen::cuda::testing::EmulatedDevice>(
         codegen::cuda::testing::EmulatedDeviceOptions{reverse});
     options.cuda.graphs = false;
-    absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(ModelSource::OnnxFile(dir + "model.onnx"), options);
+    absl::StatusOr<std::unique_ptr<Session>> session =
+        Session::Create(ModelSource::OnnxFile(dir + "model.onnx"), options);
     ASSERT_TRUE(session.ok()) << session.status();
     ASSERT_EQ((*session)->stats().program.device, "cuda");
     // (1, 5) and (2, 37) with the second row padded: ONNX Runtime's outputs.

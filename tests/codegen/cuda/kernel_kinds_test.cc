@@ -434,7 +434,8 @@ bool KernelKindsTest::Build(int index, KindCase* kind) {
       GraphValue* scores = In("scores", {2, 2, 3, n});
       GraphValue* pad = In("pad", {2, 1, 1, n}, DType::kBool);
       GraphValue* bias = In("bias", {1, 2, n + 2});
-      GraphValue* keys = Op("Gather", {Op("Shape", {scores})->output(0), g.AddConstant("", Tensor::ScalarI64(3))})->output(0);
+      GraphValue* three = g.AddConstant("", Tensor::ScalarI64(3));
+      GraphValue* keys = Op("Gather", {Op("Shape", {scores})->output(0), three})->output(0);
       Node* expand = Op("RelativePositionExpand", {bias, g.AddConstant("", Tensor::ScalarI64(3)), keys},
                         Attr("axis", int64_t{2}));
       Node* where = Op("Where", {pad, expand->output(0), Scalar(-1e9f)});
@@ -457,14 +458,16 @@ bool KernelKindsTest::Build(int index, KindCase* kind) {
       GraphValue* scores = In("scores", {2, 3, 16});
       GraphValue* positions = In("positions", {1, n + 2}, DType::kI64);
       GraphValue* like = In("like", {2, 3, n});  // its shape only
-      GraphValue* keys = Op("Gather", {Op("Shape", {like})->output(0), g.AddConstant("", Tensor::ScalarI64(2))})->output(0);
+      GraphValue* two = g.AddConstant("", Tensor::ScalarI64(2));
+      GraphValue* keys = Op("Gather", {Op("Shape", {like})->output(0), two})->output(0);
       Node* expand = Op("RelativePositionExpand", {positions, g.AddConstant("", Tensor::ScalarI64(3)), keys},
                         Attr("axis", int64_t{1}));
       Node* broadcast = Op("Expand", {expand->output(0), Op("Shape", {like})->output(0)});
       Node* gather = Op("GatherElements", {scores, broadcast->output(0)}, Attr("axis", int64_t{-1}));
       g.AddOutput(gather->output(0));
       passes::Group group = MakeGroup(GroupKind::kOther, {expand, broadcast, gather}, {scores, positions});
-      *kind = {"gather elements at relative positions (index check on the positions)", Lower(group), [this](int64_t len) {
+      *kind = {"gather elements at relative positions (index check on the positions)", Lower(group),
+               [this](int64_t len) {
                  return std::vector<Tensor>{RandomTensor({2, 3, 16}, 41), Ints({1, len + 2}, 16),
                                             RandomTensor({2, 3, len}, 42)};
                }};
