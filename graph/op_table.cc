@@ -151,6 +151,11 @@ const Row kRows[] = {
      "when its part sizes are known at compile time (`split-to-slices` turns it into Slices)"},
     {"Tile", C::kLayout, 2, 2, 1, 1, rules::Tile, In(1), L::kCompiled},
     {"Trilu", C::kLayout, 1, 2, 1, 1, rules::Trilu, In(1), L::kCompiled},
+    // Not an ONNX op: out[.., i, j, ..] = X[.., j - i + S - 1, ..], a tensor
+    // whose elements depend only on j - i, built from its S + T - 1 distinct
+    // values (`relative-position-recognition`: T5's and DeBERTa's
+    // relative-position buckets); S and T are shape operands.
+    {"RelativePositionExpand", C::kLayout, 3, 3, 1, 1, rules::RelativePositionExpand, In(1) | In(2), L::kCompiled},
     // Indexing.
     {"Gather", C::kIndexing, 2, 2, 1, 1, rules::Gather, 0, L::kCompiled},
     {"GatherElements", C::kIndexing, 2, 2, 1, 1, rules::GatherElements, 0, L::kCompiled},

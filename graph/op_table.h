@@ -46,7 +46,8 @@ enum class OpClass : uint8_t {
                    // RotateHalfMulAdd, RotateEveryTwoMulAdd (fused RoPE), CausalSoftmax
                    // (index-masked): not ONNX ops
   kReduction,      // Reduce*, ArgMax, ArgMin
-  kLayout,         // data moves without arithmetic: Transpose, Concat, Slice, Split, Tile, Trilu
+  kLayout,         // data moves without arithmetic: Transpose, Concat, Slice, Split, Tile, Trilu,
+                   // RelativePositionExpand (not an ONNX op)
   kIndexing,       // data-dependent addressing: Gather, GatherElements, GatherND
   kScan,           // CumSum
   kShapeValue,     // Shape, Size, Constant: values known while compiling

@@ -25,7 +25,9 @@ void GrowElementwiseGroup(Grouping& g, int gid) {
         Value* v = n->input(i);
         if (v == nullptr || IsShapeOperand(*n, i)) continue;
         Node* p = v->producer();
-        if (p == nullptr || p->num_outputs() != 1 || !IsElementwiseOp(*p) || !g.ReadOnlyBy(v, gid) ||
+        // A RelativePositionExpand is an index remap the emitter inlines like Transpose.
+        const bool remap = p != nullptr && p->op_type() == "RelativePositionExpand";
+        if (p == nullptr || p->num_outputs() != 1 || !(IsElementwiseOp(*p) || remap) || !g.ReadOnlyBy(v, gid) ||
             !g.CanAdd(p, gid) ||
             !ShapesEqual(g.env(), v->type().shape, domain,
                          Provenance{"fusion", p->name(), "producer has the group's domain"})) {

@@ -9,15 +9,20 @@
 //     other reader; a B operand that is a Transpose of the last two dims
 //     (read only by the matmul) becomes transpose_b. A Softmax over the last
 //     axis absorbs backward an Add of a mask that broadcasts to the scores
-//     and a scale by a constant scalar. A LayerNormalization or
+//     and a scale by a constant scalar; a relative-position mask
+//     (relative_position_recognition.h) with the nodes computing it, which
+//     the matmul producing the scores then leaves to it (no residual). A LayerNormalization or
 //     RMSNormalization over the last axis absorbs backward an Add of two same-shape tensors (the residual
 //     sum; if the sum is read elsewhere it is also a group output). A
 //     trailing-axes Reduce* absorbs forward a chain of elementwise ops over
 //     its result. A RotateHalfMulAdd or RotateEveryTwoMulAdd (the fused
 //     RoPEs) is a row kernel of its own. Transpose, views, Gather (embedding), Concat and Slice
-//     become their own groups; anything else is kOther.
+//     become their own groups; anything else is kOther (a Gather or
+//     GatherElements with the RelativePositionExpand and Expand computing
+//     its indices from relative positions).
 //  2. Elementwise. Remaining elementwise nodes are grouped consumer-first:
-//     a producer joins its consumer's group when it is elementwise, every
+//     a producer joins its consumer's group when it is elementwise (or a
+//     RelativePositionExpand, an index remap), every
 //     runtime reader of its output is in that group, and its output has the
 //     group's iteration domain (an env question, provenance "fusion").
 // Multi-use values: a value read by two groups is computed once, by its

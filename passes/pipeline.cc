@@ -17,6 +17,7 @@
 #include "passes/matmul_layout.h"
 #include "passes/matmul_operand_scale.h"
 #include "passes/pass_manager.h"
+#include "passes/relative_position_recognition.h"
 #include "passes/rms_norm_recognition.h"
 #include "passes/rotary_embedding_recognition.h"
 #include "passes/shape_value_folding.h"
@@ -55,6 +56,7 @@ PassManager Recognition(const PassManagerOptions& options) {
   pm.Add("rotary-embedding-recognition", RecognizeRotaryEmbedding);
   pm.Add("softmax-recognition", RecognizeSoftmax);
   pm.Add("causal-mask-recognition", RecognizeCausalMask);
+  pm.Add("relative-position-recognition", RecognizeRelativePositions);
   pm.Add("gelu-recognition", RecognizeGelu);
   pm.Add("matmul-operand-scale", HoistMatmulOperandScales);
   pm.Add("grouped-query-matmul", GroupQueryMatmuls);
@@ -67,7 +69,7 @@ PassManager Recognition(const PassManagerOptions& options) {
 
 std::vector<std::string> PipelinePassNames() {
   return {"shape-value-folding",    "gather-as-view", "split-to-slices", "uniform-gather", "constant-folding", "simplify",      "cse",    "dce",
-          "cumsum-as-matmul", "layer-norm-recognition", "rms-norm-recognition", "rotary-embedding-recognition", "softmax-recognition", "causal-mask-recognition", "gelu-recognition", "matmul-operand-scale", "grouped-query-matmul", "matmul-layout", "fusion",
+          "cumsum-as-matmul", "layer-norm-recognition", "rms-norm-recognition", "rotary-embedding-recognition", "softmax-recognition", "causal-mask-recognition", "relative-position-recognition", "gelu-recognition", "matmul-operand-scale", "grouped-query-matmul", "matmul-layout", "fusion",
           "memory-plan"};
 }
 

@@ -379,6 +379,23 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
     for (int64_t k = 0; k < rank; ++k) in_idx[p[k]] = idx[k];
     return Emit(node->input(0), in_idx);
   }
+  if (op == "RelativePositionExpand") {
+    // out[p, i, j, q] = x[p, j - i + S - 1, q]: a load whose index is a sum
+    // of loop indices (contiguous in j), so no [S, T] tensor is read.
+    const GraphValue* x = node->input(0);
+    absl::StatusOr<int64_t> axis = node->attrs().GetInt("axis", 0);
+    if (!axis.ok()) return axis.status();
+    const int64_t a = *axis < 0 ? *axis + x->type().rank() : *axis;
+    const auto& rows = node->input(1)->elements();
+    if (a < 0 || a >= x->type().rank() || !rows || rows->size() != 1 ||
+        static_cast<int64_t>(idx.size()) != x->type().rank() + 1) {
+      return Unsupported(node, "axis and rows must be known and fit the input");
+    }
+    std::vector<SymExpr> in_idx(idx.begin(), idx.begin() + a);
+    in_idx.push_back(idx[a + 1] - idx[a] + dims_.Bind((*rows)[0]) - 1);
+    in_idx.insert(in_idx.end(), idx.begin() + a + 2, idx.end());
+    return Emit(x, in_idx);
+  }
   if (op == "Range") {
     const auto& start = node->input(0)->elements();
     const auto& delta = node->input(2)->elements();

@@ -6,7 +6,8 @@
 // are all "the value of v at index idx", where v is either computed by a node
 // inside the group (recursively: the node's op applied to its inputs at their
 // broadcast indices) or read from a buffer (a Value defined outside the
-// group). Index-remapping ops (Transpose, Reshape/Squeeze/Unsqueeze, Expand)
+// group). Index-remapping ops (Transpose, Reshape/Squeeze/Unsqueeze, Expand,
+// RelativePositionExpand: x[.., j - i + S - 1, ..])
 // and generators (Range, ConstantOfShape) are expressed the same way, so
 // they fuse for free.
 //

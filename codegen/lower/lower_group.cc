@@ -122,7 +122,8 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGroup(const passes::Group& group, 
       return steps;
     }
     case passes::GroupKind::kOther:
-      if (group.nodes.size() == 1 && IsDataMovementOp(*group.nodes[0])) return LowerDataMovement(group, env);
+      // One data-movement node (a gather with the nodes computing its indices before it).
+      if (!group.nodes.empty() && IsDataMovementOp(*group.nodes.back())) return LowerDataMovement(group, env);
       break;
   }
   return GroupError(group, "no compiled lowering for this op");

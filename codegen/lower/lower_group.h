@@ -37,9 +37,11 @@ absl::StatusOr<KernelCall> LowerRotary(const passes::Group& group, ShapeEnv* env
 absl::StatusOr<KernelCall> LowerScan(const passes::Group& group, ShapeEnv* env);
 
 // One Gather (any axis, any data), GatherElements, GatherND, Tile or Trilu
-// node as a kernel over its output, after an IndexCheckCall for the
-// gathers; ScatterND as a check, a copy and a scatter kernel
-// (lower_indexing.cc). IsDataMovementOp: whether it handles the node.
+// node as a kernel over its output, after an
+// IndexCheckCall for the gathers (a Gather or GatherElements group may also
+// hold the remaps computing its indices from a relative-position vector,
+// which the check then reads); ScatterND as a check, a copy and a scatter
+// kernel (lower_indexing.cc). IsDataMovementOp: whether it handles the node.
 bool IsDataMovementOp(const Node& node);
 absl::StatusOr<std::vector<LoweredStep>> LowerDataMovement(const passes::Group& group, ShapeEnv* env);
 

@@ -11,6 +11,7 @@
 // node and the offending index (what the interpreter and ONNX Runtime do),
 // and the kernel clamps every index into [0, dim) so that no input, however
 // the steps are reordered later, can read outside the buffer.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,9 +62,25 @@ absl::Status CheckIndexType(const Node* node, const GraphValue* indices) {
   return absl::OkStatus();
 }
 
-IndexCheckCall Check(const Node* node, std::vector<SymExpr> dims, std::vector<int64_t> axes) {
+// The buffer the index check reads: the gather's indices, or, when the
+// group computes them inline from a relative-position vector (fusion's
+// RelativePositionExpand and Expand chain: every element of the
+// vector is read by some index, passes/fusion.h), that vector, which holds
+// exactly the same index values in (S + T - 1) elements instead of S * T.
+const GraphValue* IndexRoot(const Node* node, const std::vector<Node*>& group) {
+  const GraphValue* v = node->input(1);
+  for (const Node* p = v->producer(); p != nullptr && p != node &&
+                                      std::find(group.begin(), group.end(), p) != group.end();
+       p = v->producer()) {
+    v = p->input(0);
+  }
+  return v;
+}
+
+IndexCheckCall Check(const Node* node, std::vector<SymExpr> dims, std::vector<int64_t> axes,
+                     const std::vector<Node*>& group = {}) {
   IndexCheckCall check;
-  check.indices = node->input(1);
+  check.indices = IndexRoot(node, group);
   check.dims = std::move(dims);
   check.axes = std::move(axes);
   check.node_name = node->name();
@@ -99,7 +116,8 @@ std::vector<LoweredStep> CheckedKernel(IndexCheckCall check, KernelCall kernel, 
 // index check on that axis.
 absl::StatusOr<std::vector<LoweredStep>> FinishAxisGather(const Node* node, ShapeEnv* env, Builder& b,
                                                           const RowLoop& loop, int64_t axis, Value id,
-                                                          const std::vector<SymExpr>& data_at) {
+                                                          const std::vector<SymExpr>& data_at,
+                                                          const std::vector<Node*>& group) {
   const GraphValue* data = node->input(0);
   const std::vector<SymExpr>& d = data->type().shape;
   SS_ASSIGN_OR_RETURN(table, b.em.InputBuffer(data));
@@ -107,11 +125,14 @@ absl::StatusOr<std::vector<LoweredStep>> FinishAxisGather(const Node* node, Shap
   Value at = IndexValue(b.em.Linear(d, data_at)) + ClampedIndex(id, b.em.dims().Bind(d[axis])) * IndexValue(stride);
   SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(node->output(0)));
   b.call->kernel.body = {Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, LoadAt(table, at))})};
-  return CheckedKernel(Check(node, {d[axis]}, {axis}), b.Take(), env);
+  return CheckedKernel(Check(node, {d[axis]}, {axis}, group), b.Take(), env);
 }
 
 // out[o_pre, o_idx, o_post] = data[o_pre, indices[o_idx], o_post].
-absl::StatusOr<std::vector<LoweredStep>> LowerGatherAxis(const Node* node, ShapeEnv* env) {
+// `group`: the gather's group; nodes other than the gather compute its
+// indices inline (a relative-position index, see IndexRoot).
+absl::StatusOr<std::vector<LoweredStep>> LowerGatherAxis(const Node* node, const std::vector<Node*>& group,
+                                                         ShapeEnv* env) {
   const GraphValue* data = node->input(0);
   const GraphValue* indices = node->input(1);
   const GraphValue* out = node->output(0);
@@ -119,19 +140,20 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGatherAxis(const Node* node, Shape
   const std::vector<SymExpr>& d = data->type().shape;
   const int64_t q = indices->type().rank();
   SS_ASSIGN_OR_RETURN(axis, Axis(node, static_cast<int64_t>(d.size())));
-  Builder b(env, {}, "gather");
+  Builder b(env, group, "gather");
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, out->type().shape, 1);
   std::vector<SymExpr> idx_at(loop.idx.begin() + axis, loop.idx.begin() + axis + q);
   SS_ASSIGN_OR_RETURN(id, b.em.Emit(indices, idx_at));
   std::vector<SymExpr> data_at(loop.idx.begin(), loop.idx.begin() + axis);
   data_at.push_back(0);
   data_at.insert(data_at.end(), loop.idx.begin() + axis + q, loop.idx.end());
-  return FinishAxisGather(node, env, b, loop, axis, id, data_at);
+  return FinishAxisGather(node, env, b, loop, axis, id, data_at, group);
 }
 
 // out[o] = data[o with o[axis] replaced by indices[o]]; indices may be
 // smaller than the data on the other axes (never larger: asked below).
-absl::StatusOr<std::vector<LoweredStep>> LowerGatherElements(const Node* node, ShapeEnv* env) {
+absl::StatusOr<std::vector<LoweredStep>> LowerGatherElements(const Node* node, const std::vector<Node*>& group,
+                                                             ShapeEnv* env) {
   const GraphValue* data = node->input(0);
   const GraphValue* indices = node->input(1);
   const GraphValue* out = node->output(0);
@@ -148,12 +170,12 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGatherElements(const Node* node, S
                                           ") is at most the data's (", d[k].ToString(), ")"));
     }
   }
-  Builder b(env, {}, "gather_elements");
+  Builder b(env, group, "gather_elements");
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, out->type().shape, 1);
   SS_ASSIGN_OR_RETURN(id, b.em.Emit(indices, loop.idx));
   std::vector<SymExpr> data_at = loop.idx;
   data_at[axis] = 0;
-  return FinishAxisGather(node, env, b, loop, axis, id, data_at);
+  return FinishAxisGather(node, env, b, loop, axis, id, data_at, group);
 }
 
 // out[o_batch, o_mid, o_rest] = data[o_batch, indices[o_batch, o_mid, :], o_rest]
@@ -321,13 +343,17 @@ bool IsDataMovementOp(const Node& node) {
 }
 
 absl::StatusOr<std::vector<LoweredStep>> LowerDataMovement(const passes::Group& group, ShapeEnv* env) {
-  if (group.nodes.size() != 1 || group.outputs.size() != 1) {
+  // A gather may carry the nodes that compute its indices (before it, in
+  // topological order); every other op is one node.
+  Node* node = group.nodes.empty() ? nullptr : group.nodes.back();
+  const bool gather = node != nullptr && (node->op_type() == "Gather" || node->op_type() == "GatherElements");
+  if (node == nullptr || group.outputs.size() != 1 || group.outputs[0] != node->output(0) ||
+      (group.nodes.size() != 1 && !gather)) {
     return absl::UnimplementedError(absl::StrCat("cannot lower group #", group.id, ": expects one node"));
   }
-  const Node* node = group.nodes[0];
   const std::string& op = node->op_type();
-  if (op == "Gather") return LowerGatherAxis(node, env);
-  if (op == "GatherElements") return LowerGatherElements(node, env);
+  if (op == "Gather") return LowerGatherAxis(node, group.nodes, env);
+  if (op == "GatherElements") return LowerGatherElements(node, group.nodes, env);
   if (op == "GatherND") return LowerGatherND(node, env);
   if (op == "ScatterND") return LowerScatterND(node, env);
   if (op == "Tile") return One(LowerTile(node, env));

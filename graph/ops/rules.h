@@ -44,6 +44,7 @@ absl::Status Unsqueeze(InferenceContext& ctx);
 absl::Status Transpose(InferenceContext& ctx);
 absl::Status Expand(InferenceContext& ctx);
 absl::Status Tile(InferenceContext& ctx);
+absl::Status RelativePositionExpand(InferenceContext& ctx);  // out[.., i, j, ..] = x[.., j - i + S - 1, ..]
 absl::Status Concat(InferenceContext& ctx);
 absl::Status Split(InferenceContext& ctx);
 // indexing.cc, gather_nd.cc

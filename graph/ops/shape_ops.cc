@@ -237,6 +237,43 @@ absl::Status rules::Tile(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// RelativePositionExpand(X, S, T) {axis = a} (shapeshift's op, not ONNX's;
+// what `relative-position-recognition` writes): X is [p..., L, q...] with L
+// at `axis`, S and T one-element integer shape values, and the output is
+// [p..., S, T, q...] with out[p, i, j, q] = X[p, j - i + S - 1, q]: L must be
+// S + T - 1, one entry per difference j - i of a row i < S and a column j < T.
+absl::Status rules::RelativePositionExpand(InferenceContext& ctx) {
+  const int64_t rank = ctx.input_rank(0);
+  if (rank < 1) return ctx.Error("X must have rank >= 1");
+  absl::StatusOr<int64_t> axis_attr = ctx.attrs().GetInt("axis", 0);
+  if (!axis_attr.ok()) return ctx.Error(axis_attr.status().message());
+  absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, *axis_attr, rank);
+  if (!axis.ok()) return axis.status();
+  SymExpr lengths[2];
+  for (int i : {1, 2}) {
+    if (!ctx.HasInput(i) || (ctx.input_dtype(i) != DType::kI64 && ctx.input_dtype(i) != DType::kI32)) {
+      return ctx.Error(absl::StrCat("input ", i, " must be an integer length"));
+    }
+    const auto& e = ctx.input_elements(i);
+    if (!e || e->size() != 1) {
+      return ctx.Error(absl::StrCat("input ", i, " must be one length known while compiling"));
+    }
+    lengths[i - 1] = (*e)[0];
+  }
+  const std::vector<SymExpr>& x = ctx.input_shape(0);
+  if (absl::Status s = RequireEqualDims(ctx, x[*axis], lengths[0] + lengths[1] - 1,
+                                        "the relative positions span rows + columns - 1 differences");
+      !s.ok()) {
+    return s;
+  }
+  std::vector<SymExpr> shape(x.begin(), x.begin() + *axis);
+  shape.push_back(lengths[0]);
+  shape.push_back(lengths[1]);
+  shape.insert(shape.end(), x.begin() + *axis + 1, x.end());
+  ctx.SetOutput(0, TensorType(ctx.input_dtype(0), std::move(shape)));
+  return absl::OkStatus();
+}
+
 absl::Status rules::Concat(InferenceContext& ctx) {
   absl::StatusOr<int64_t> axis_attr = ctx.attrs().GetInt("axis");
   if (!axis_attr.ok()) return ctx.Error(axis_attr.status().message());

@@ -1,7 +1,7 @@
 // Ops that rearrange or relabel elements without computing on them:
 // Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Expand, Tile, Shape,
-// Size, Identity, Dropout (inference). Element bytes are moved as opaque
-// units, so every dtype (including f16/bf16) is supported.
+// Size, Identity, Dropout (inference), and shapeshift's RelativePositionExpand.
+// Element bytes are moved as opaque units, so every dtype (including f16/bf16) is supported.
 //
 // Opset differences: Reshape's target was an attribute before opset 5;
 // Squeeze/Unsqueeze axes became an input at opset 13; Shape gained
@@ -288,6 +288,51 @@ KernelResult Dropout(const KernelArgs& args) {
 
 }  // namespace
 
+// RelativePositionExpand(X, S, T) {axis} (graph/ops/rules.h): out[p, i, j, q]
+// = X[p, j - i + S - 1, q], X's `axis` of length S + T - 1.
+KernelResult RelativePositionExpand(const KernelArgs& args) {
+  absl::StatusOr<const Tensor*> x = RequiredInput(args, 0);
+  if (!x.ok()) return x.status();
+  int64_t lengths[2];
+  for (int i : {1, 2}) {
+    absl::StatusOr<const Tensor*> t = RequiredInput(args, i);
+    if (!t.ok()) return t.status();
+    absl::StatusOr<int64_t> v = ToScalarInt64(**t, i == 1 ? "rows input" : "columns input");
+    if (!v.ok()) return v.status();
+    if (*v < 0) return Invalid("length ", *v, " is negative");
+    lengths[i - 1] = *v;
+  }
+  const std::vector<int64_t>& in_shape = (*x)->shape();
+  absl::StatusOr<int64_t> axis = NormalizeAxis(args.attrs->GetInt("axis", 0).value_or(0),
+                                               static_cast<int64_t>(in_shape.size()));
+  if (!axis.ok()) return axis.status();
+  const int64_t rows = lengths[0], cols = lengths[1];
+  if (in_shape[*axis] != rows + cols - 1 && rows * cols != 0) {
+    return Invalid("axis ", *axis, " of ", ShapeToString(in_shape), " must have rows + columns - 1 = ",
+                   rows + cols - 1, " entries");
+  }
+  std::vector<int64_t> out_shape(in_shape.begin(), in_shape.begin() + *axis);
+  out_shape.push_back(rows);
+  out_shape.push_back(cols);
+  out_shape.insert(out_shape.end(), in_shape.begin() + *axis + 1, in_shape.end());
+  absl::StatusOr<Tensor> out = NewOutput((*x)->dtype(), out_shape);
+  if (!out.ok()) return out.status();
+  const std::vector<int64_t> in_strides = RowMajorStrides(in_shape);
+  const size_t size = DTypeSize((*x)->dtype());
+  const auto* src = static_cast<const std::byte*>((*x)->raw());
+  auto* dst = static_cast<std::byte*>(out->mutable_raw());
+  IndexWalker walk(out_shape, {});
+  for (int64_t e = 0; e < out->num_elements(); ++e, walk.Next()) {
+    const std::vector<int64_t>& o = walk.index();
+    int64_t offset = 0;
+    for (int64_t d = 0; d < *axis; ++d) offset += o[d] * in_strides[d];
+    offset += (o[*axis + 1] - o[*axis] + rows - 1) * in_strides[*axis];
+    for (size_t d = *axis + 1; d < in_shape.size(); ++d) offset += o[d + 1] * in_strides[d];
+    std::memcpy(dst + e * size, src + offset * size, size);
+  }
+  return std::vector<Tensor>{*std::move(out)};
+}
+
 void RegisterShapeKernels(KernelRegistry& registry) {
   registry.Add("Reshape", Reshape);
   registry.Add("Flatten", Flatten);
@@ -296,6 +341,7 @@ void RegisterShapeKernels(KernelRegistry& registry) {
   registry.Add("Transpose", Transpose);
   registry.Add("Expand", Expand);
   registry.Add("Tile", Tile);
+  registry.Add("RelativePositionExpand", RelativePositionExpand);
   registry.Add("Shape", Shape);
   registry.Add("Size", Size);
   registry.Add("Identity", Identity);

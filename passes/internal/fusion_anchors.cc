@@ -6,6 +6,7 @@
 #include "graph/op_table.h"
 #include "passes/graph_rewrite.h"
 #include "passes/op_classes.h"
+#include "passes/relative_position_recognition.h"
 
 namespace shapeshift::passes::internal {
 namespace {
@@ -40,6 +41,29 @@ std::optional<float> ScaleOf(const Node& node, const Value* v) {
 
 bool SameShape(Grouping& g, const Value* a, const Value* b, const Node& node, const char* reason) {
   return ShapesEqual(g.env(), a->type().shape, b->type().shape, Provenance{kPass, node.name(), reason});
+}
+
+// Adds `nodes` (a value's producers, consumers first) to `gid` while each
+// output is read only inside the group: the group then computes the value
+// per element (relative_position_recognition.h).
+void AbsorbRecomputed(Grouping& g, int gid, const std::vector<Node*>& nodes) {
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (Node* n : nodes) {
+      if (!g.IsAssigned(n) && g.ReadOnlyBy(n->output(0), gid) && g.CanAdd(n, gid)) {
+        g.Add(n, gid);
+        grew = true;
+      }
+    }
+  }
+}
+
+// An Add whose other operand is a relative-position mask the Softmax reading
+// the Add computes per element: left to the softmax, not a matmul residual.
+bool LeftToSoftmax(const Node& add, const Value* mask) {
+  const Node* softmax = SingleUser(add.output(0));
+  return softmax != nullptr && softmax->op_type() == "Softmax" &&
+         !RelativePositionMaskNodes(mask, add.output(0)->type().shape).empty();
 }
 
 // True when perm swaps the last two dims and keeps the others.
@@ -100,7 +124,7 @@ void AbsorbEpilogue(Grouping& g, int gid, Value* out) {
   }
   if (Node* c = AbsorbableConsumer(g, cur, gid); c && c->op_type() == "Add") {
     Value* residual = OtherOperand(*c, cur);
-    if (residual && residual != cur && residual->type().dtype == DType::kF32 &&
+    if (residual && residual != cur && residual->type().dtype == DType::kF32 && !LeftToSoftmax(*c, residual) &&
         SameShape(g, residual, out, *c, "residual has the matmul output's shape") &&
         SameShape(g, c->output(0), out, *c, "residual add keeps the shape")) {
       mm.residual = residual;
@@ -178,7 +202,12 @@ void BuildSoftmax(Grouping& g, Node* node) {
     sm.window = node->attrs().GetInt("window", 0).value_or(0);
     sm.fill = node->attrs().GetFloat("fill", 0.0f).value_or(0.0f);
   } else if (Node* add = ProducerIs(x, "Add"); add && AbsorbableProducer(g, x, reader, gid) == add) {
-    for (int i = 0; i < 2; ++i) {
+    // A relative-position mask is the mask whichever side it is on; the
+    // group computes it per element (relative_position_recognition.h).
+    std::vector<Node*> recomputed = RelativePositionMaskNodes(add->input(0), x->type().shape);
+    const int first = recomputed.empty() ? 0 : 1;
+    for (int k = 0; k < 2; ++k) {
+      const int i = (first + k) % 2;
       Value* scores = add->input(i);
       Value* mask = add->input(1 - i);
       if (mask->type().dtype == DType::kF32 && SameShape(g, scores, x, *add, "softmax scores keep their shape")) {
@@ -186,6 +215,7 @@ void BuildSoftmax(Grouping& g, Node* node) {
         sm.mask = mask;
         x = scores;
         reader = add;
+        AbsorbRecomputed(g, gid, RelativePositionMaskNodes(mask, x->type().shape));
         break;
       }
     }
@@ -348,9 +378,15 @@ bool BuildAnchoredGroup(Grouping& g, Node* node) {
     g.group(gid).transpose.perm = *perm;
   } else if (IsViewOp(*node)) {
     g.NewGroup(IsGraphOutput(g.graph(), node->output(0)) ? GroupKind::kCopy : GroupKind::kView, node);
-  } else if (op == "Gather") {
-    bool embedding = node->input(0)->is_constant() && node->attrs().GetInt("axis", 0).value_or(1) == 0;
-    g.NewGroup(embedding ? GroupKind::kGather : GroupKind::kOther, node);
+  } else if (op == "Gather" || op == "GatherElements") {
+    bool embedding =
+        op == "Gather" && node->input(0)->is_constant() && node->attrs().GetInt("axis", 0).value_or(1) == 0;
+    int gid = g.NewGroup(embedding ? GroupKind::kGather : GroupKind::kOther, node);
+    // Indices expanded from relative positions: read per element from the
+    // S + T - 1 positions, never stored (lower_indexing.cc).
+    if (!embedding) AbsorbRecomputed(g, gid, RelativePositionIndexNodes(node->input(1), g.env()));
+  } else if (op == "RelativePositionExpand") {
+    return false;  // an index remap: computed by the group that reads it, or an elementwise group of its own
   } else if (op == "Concat") {
     int gid = g.NewGroup(GroupKind::kConcat, node);
     int64_t rank = node->output(0)->type().rank();

@@ -160,6 +160,11 @@ std::optional<std::vector<Value*>> BuildSample(const std::string& op, SampleCont
   }
   if (op == "Tile") return std::vector<Value*>{c.Target(op, {c.X(), m.Ints({1, 2, 1})})};
   if (op == "Trilu") return std::vector<Value*>{c.Target(op, {m.In("x", {c.b, c.s, c.s})})};
+  if (op == "RelativePositionExpand") {  // seq rows over 8 columns: t holds the seq + 7 differences, 4 channels each
+    Value* rows = m.Op("Gather", {m.Op("Shape", {c.X()}), m.graph().AddConstant("", Tensor::ScalarI64(1))});
+    Value* cols = m.graph().AddConstant("", Tensor::ScalarI64(8));
+    return std::vector<Value*>{c.Target(op, {m.In("t", {c.b, c.s + 7, 4}), rows, cols}, A("axis", int64_t{1}))};
+  }
   if (op == "Gather") {
     return std::vector<Value*>{c.Target(op, {m.Weights({16, 8}), m.In("ids", {c.b, c.s}, DType::kI64)})};
   }

@@ -9,7 +9,9 @@
 // recognized into, GPT-J's partial every-two RoPE too),
 // the GEMM epilogue kernels of
 // the CUDA GEMM plan, the embedding gather, ScatterND (with the index
-// check kernel a device program runs before it), and the kernel library.
+// check kernel a device program runs before it), the relative-position
+// forms (T5's bias in the softmax, DeBERTa's indices in the gather), and
+// the kernel library.
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -427,11 +429,55 @@ bool KernelKindsTest::Build(int index, KindCase* kind) {
                }};
       return true;
     }
+    case 24: {  // T5's relative-position bias in the softmax (relative-position-recognition): 3 query rows
+                // over n keys, the bias per head and difference j - i read at an index of the loop indices
+      GraphValue* scores = In("scores", {2, 2, 3, n});
+      GraphValue* pad = In("pad", {2, 1, 1, n}, DType::kBool);
+      GraphValue* bias = In("bias", {1, 2, n + 2});
+      GraphValue* three = g.AddConstant("", Tensor::ScalarI64(3));
+      GraphValue* keys = Op("Gather", {Op("Shape", {scores})->output(0), three})->output(0);
+      Node* expand = Op("RelativePositionExpand", {bias, g.AddConstant("", Tensor::ScalarI64(3)), keys},
+                        Attr("axis", int64_t{2}));
+      Node* where = Op("Where", {pad, expand->output(0), Scalar(-1e9f)});
+      Node* add = Op("Add", {scores, where->output(0)});
+      Node* softmax = Op("Softmax", {add->output(0)}, Attr("axis", int64_t{-1}));
+      g.AddOutput(softmax->output(0));
+      passes::Group group = MakeGroup(GroupKind::kSoftmax, {expand, where, add, softmax}, {scores, pad, bias});
+      group.softmax.x = scores;
+      group.softmax.mask = where->output(0);
+      *kind = {"softmax + relative-position bias", Lower(group), [this](int64_t len) {
+                 Tensor mask = Ints({2, 1, 1, len}, 5, DType::kI64);
+                 Tensor keep = Tensor::Zeros(DType::kBool, {2, 1, 1, len}).value();
+                 for (int64_t i = 0; i < 2 * len; ++i) keep.mutable_data<uint8_t>()[i] = mask.GetAsInt64(i) != 0;
+                 return std::vector<Tensor>{RandomTensor({2, 2, 3, len}, 39), keep, RandomTensor({1, 2, len + 2}, 40)};
+               }};
+      return true;
+    }
+    case 25: {  // DeBERTa's relative-position gather: GatherElements over 16 position scores with indices
+                // Expand(positions[j - i + 2]) computed in the kernel; the index check reads the positions
+      GraphValue* scores = In("scores", {2, 3, 16});
+      GraphValue* positions = In("positions", {1, n + 2}, DType::kI64);
+      GraphValue* like = In("like", {2, 3, n});  // its shape only
+      GraphValue* two = g.AddConstant("", Tensor::ScalarI64(2));
+      GraphValue* keys = Op("Gather", {Op("Shape", {like})->output(0), two})->output(0);
+      Node* expand = Op("RelativePositionExpand", {positions, g.AddConstant("", Tensor::ScalarI64(3)), keys},
+                        Attr("axis", int64_t{1}));
+      Node* broadcast = Op("Expand", {expand->output(0), Op("Shape", {like})->output(0)});
+      Node* gather = Op("GatherElements", {scores, broadcast->output(0)}, Attr("axis", int64_t{-1}));
+      g.AddOutput(gather->output(0));
+      passes::Group group = MakeGroup(GroupKind::kOther, {expand, broadcast, gather}, {scores, positions});
+      *kind = {"gather elements at relative positions (index check on the positions)", Lower(group),
+               [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({2, 3, 16}, 41), Ints({1, len + 2}, 16),
+                                            RandomTensor({2, 3, len}, 42)};
+               }};
+      return true;
+    }
     default: return false;
   }
 }
 
-constexpr int kLoweredKinds = 24;
+constexpr int kLoweredKinds = 26;
 
 TEST_F(KernelKindsTest, EveryKindMatchesTheInterpreterOnCpuAndUnderCudaEmulation) {
   int kinds = 0;
