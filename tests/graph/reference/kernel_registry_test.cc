@@ -13,7 +13,8 @@ using namespace shapeshift::kernel_testing;
 
 // The op set the IR and the kernels both promise (issue 3; GatherND for the
 // dynamo exporter's mask lookup, issue 7; ScatterND, RMSNormalization and
-// shapeshift's fused RoPEs RotateHalfMulAdd and RotateEveryTwoMulAdd, index-masked CausalSoftmax, issue 13).
+// shapeshift's fused RoPEs RotateHalfMulAdd and RotateEveryTwoMulAdd, index-masked CausalSoftmax,
+// RelativePositionExpand (T5/DeBERTa's relative positions), issue 13).
 constexpr const char* kOpSet[] = {
     "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Neg", "Abs", "Exp", "Log", "Tanh",
     "Erf", "Sigmoid", "Relu", "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum",
@@ -27,7 +28,7 @@ constexpr const char* kOpSet[] = {
     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax",
     "ArgMin", "LogSoftmax", "Tile", "Sum", "Mean", "GatherElements", "GatherND", "Dropout", "Gelu",
     "ScatterND", "RMSNormalization", "RotateHalfMulAdd",
-    "RotateEveryTwoMulAdd", "CausalSoftmax"};
+    "RotateEveryTwoMulAdd", "CausalSoftmax", "RelativePositionExpand"};
 
 TEST(KernelRegistryTest, EveryOpOfTheOpSetHasAKernel) {
   for (const char* op : kOpSet) {
