@@ -201,7 +201,8 @@ std::optional<TableRead> TableReadOf(const Graph& graph, ShapeEnv& env, const Va
     if (!IsTrue(env.Query(Predicate::Ge(start, 0), why)) || !IsTrue(env.Query(Predicate::Le(start, dim), why))) {
       return std::nullopt;
     }
-    (axes[k] == rank - 2 ? read->row0 : read->col0) = (axes[k] == rank - 2 ? read->row0 : read->col0) + start;
+    SymExpr& first = axes[k] == rank - 2 ? read->row0 : read->col0;
+    first = first + start;
   }
   return read;
 }
