@@ -128,7 +128,10 @@ const Row kRows[] = {
     // the query and key indices, what `causal-mask-recognition` rewrites a
     // decoder's Softmax(scores + Where(causal [and padding], 0, fill)) into;
     // with a bool M, of (allowed and M) ? X : fill (masked_fill's form, MPT's
-    // Softmax(Where(not (causal and padding), fill, scores))).
+    // Softmax(Where(not (causal and padding), fill, scores))). With
+    // keep_fill, X is first replaced by keep(i, j) ? X : keep_fill, keep a
+    // second causal predicate (its own keep_window): GPT-Neo's
+    // Where(bias[..., T-S:T, :T], scores, min) before the additive mask.
     {"CausalSoftmax", C::kNormalization, 1, 2, 1, 1, rules::CausalSoftmax, 0, L::kCompiled},
     // Reductions (axes: attribute, or input 1 from opset 13/18).
     {"ReduceMean", C::kReduction, 1, 2, 1, 1, rules::Reduce, In(1), L::kCompiled},

@@ -107,6 +107,129 @@ std::optional<Bound> BoundOf(ShapeEnv& env, const Value* v) {
   return bound;
 }
 
+// A bool table [1, ..., 1, R, C] that is constant along every diagonal
+// (table[r][c] depends only on c - r) and true exactly on the diagonals
+// lo..hi: c - r <= hi, and c - r >= lo unless lo is the table's last
+// diagonal -(R - 1) (then the bound says nothing inside the table).
+struct Band {
+  int64_t lo = 0, hi = 0;
+  bool bounded_below = false;
+};
+
+std::optional<Band> BandOf(const Tensor& table) {
+  const std::vector<int64_t>& shape = table.shape();
+  if (table.dtype() != DType::kBool || shape.size() < 2) return std::nullopt;
+  for (size_t d = 0; d + 2 < shape.size(); ++d) {
+    if (shape[d] != 1) return std::nullopt;
+  }
+  const int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  if (rows <= 0 || cols <= 0) return std::nullopt;
+  // diagonal[c - r + rows - 1]: -1 unseen, else its value.
+  std::vector<int8_t> diagonal(static_cast<size_t>(rows + cols - 1), -1);
+  const uint8_t* data = table.data<uint8_t>();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const int8_t v = data[r * cols + c] != 0 ? 1 : 0;
+      int8_t& seen = diagonal[static_cast<size_t>(c - r + rows - 1)];
+      if (seen >= 0 && seen != v) return std::nullopt;  // not constant along a diagonal
+      seen = v;
+    }
+  }
+  std::optional<int64_t> lo, hi;
+  for (int64_t k = 0; k < rows + cols - 1; ++k) {
+    if (diagonal[static_cast<size_t>(k)] == 0) continue;
+    if (hi && *hi != k - 1) return std::nullopt;  // the true diagonals are not one run
+    if (!lo) lo = k;
+    hi = k;
+  }
+  if (!lo) return std::nullopt;  // nothing allowed
+  return Band{*lo - (rows - 1), *hi - (rows - 1), *lo != 0};
+}
+
+// A window of a constant bool table seen through Slices of step 1: element
+// (..., i, j) of the value is table[row0 + i][col0 + j], for i < rows and
+// j < cols (the value's last two dims).
+struct TableRead {
+  const Tensor* table = nullptr;
+  SymExpr row0 = 0, col0 = 0;
+};
+
+std::optional<TableRead> TableReadOf(const Graph& graph, ShapeEnv& env, const Value* v, int depth) {
+  if (v == nullptr || depth > kMaxDepth || v->type().dtype != DType::kBool || v->type().rank() < 2) {
+    return std::nullopt;
+  }
+  if (v->is_constant()) return TableRead{v->constant(), 0, 0};
+  const Node* p = v->producer();
+  if (p == nullptr || p->op_type() != "Slice" || graph.opset() < 10) return std::nullopt;
+  std::optional<TableRead> read = TableReadOf(graph, env, p->input(0), depth + 1);
+  if (!read) return std::nullopt;
+  auto elements = [&](int i) -> std::optional<std::vector<SymExpr>> {
+    const Value* in = i < p->num_inputs() ? p->input(i) : nullptr;
+    if (in == nullptr || !in->elements()) return std::nullopt;
+    return *in->elements();
+  };
+  const std::vector<SymExpr>& shape = p->input(0)->type().shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::optional<std::vector<SymExpr>> starts = elements(1);
+  if (!starts) return std::nullopt;
+  std::vector<int64_t> axes;
+  if (p->num_inputs() > 3 && p->input(3) != nullptr) {
+    std::optional<std::vector<SymExpr>> a = elements(3);
+    if (!a || a->size() != starts->size()) return std::nullopt;
+    for (SymExpr e : *a) {
+      std::optional<int64_t> axis = e.AsConst();
+      if (!axis || *axis < -rank || *axis >= rank) return std::nullopt;
+      axes.push_back(*axis < 0 ? *axis + rank : *axis);
+    }
+  } else {
+    for (size_t k = 0; k < starts->size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  }
+  std::optional<std::vector<SymExpr>> steps;
+  if (p->num_inputs() > 4 && p->input(4) != nullptr) {
+    steps = elements(4);
+    if (!steps || steps->size() != starts->size()) return std::nullopt;
+  }
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (steps && (*steps)[k].AsConst() != 1) return std::nullopt;
+    if (axes[k] < rank - 2) continue;  // a leading axis of 1: the value's dim 1 is checked by the caller
+    // The rows (cols) read start at the normalized start: exactly when it
+    // lies within the axis, which the ShapeEnv must prove.
+    SymExpr start = (*starts)[k];
+    const SymExpr dim = shape[axes[k]];
+    Provenance why{kPass, p->name(), "a slice of the mask table starts within its axis"};
+    if (IsTrue(env.Query(Predicate::Lt(start, 0), why))) start = start + dim;
+    if (!IsTrue(env.Query(Predicate::Ge(start, 0), why)) || !IsTrue(env.Query(Predicate::Le(start, dim), why))) {
+      return std::nullopt;
+    }
+    SymExpr& first = axes[k] == rank - 2 ? read->row0 : read->col0;
+    first = first + start;
+  }
+  return read;
+}
+
+// The causal bounds a slice of a constant band table states: with the
+// table true exactly on diagonals lo..hi, table[row0 + i][col0 + j] is
+// j <= i + (row0 - col0 + hi) and, when bounded below,
+// j > i + (row0 - col0 + lo - 1). What the table says outside the rows and
+// columns the slice reads does not matter, so the whole table is checked.
+bool TableBounds(const Graph& graph, ShapeEnv& env, const Value* v, std::optional<Bound>& upper,
+                 std::optional<Bound>& lower) {
+  const std::vector<SymExpr>& shape = v->type().shape;
+  if (shape.size() < 2) return false;
+  for (size_t d = 0; d + 2 < shape.size(); ++d) {
+    if (shape[d].AsConst() != 1) return false;
+  }
+  std::optional<TableRead> read = TableReadOf(graph, env, v, 0);
+  if (!read) return false;
+  std::optional<Band> band = BandOf(*read->table);
+  if (!band) return false;
+  const SymExpr shift = read->row0 - read->col0;
+  const SymExpr keys = shape.back(), queries = shape[shape.size() - 2];
+  upper = Bound{true, shift + band->hi, keys, queries};
+  if (band->bounded_below) lower = Bound{false, shift + (band->lo - 1), keys, queries};
+  return true;
+}
+
 // The operands of a tree of And (through Expand, which only broadcasts).
 void AndLeaves(Value* v, int depth, std::vector<Value*>& leaves) {
   Node* p = v->producer();
@@ -125,6 +248,11 @@ struct CausalMatch {
   std::vector<Value*> padding;  // the And operands that are not index bounds
   float fill = 0;
   int64_t window = 0;
+  // x was Where(keep, scores, keep_fill) with keep a causal (window)
+  // predicate: x is now the scores (CausalSoftmax's keep stage).
+  bool keep = false;
+  int64_t keep_window = 0;
+  float keep_fill = 0;
   bool select = false;       // masked_fill's form: (allowed ? x : fill), M a bool
   std::vector<Node*> nodes;  // Add (select: the scores' Where), Softmax
 };
@@ -139,7 +267,7 @@ bool IsLastAxisSoftmax(const Graph& graph, const Node& node) {
 // Splits Where's condition into the causal bound, an optional window bound
 // and the rest; false unless the bounds are exactly a causal (window) mask
 // of scores x.
-bool MatchCondition(ShapeEnv& env, const Node& add, Value* cond, CausalMatch& m) {
+bool MatchCondition(const Graph& graph, ShapeEnv& env, const Node& add, Value* cond, CausalMatch& m) {
   const std::vector<SymExpr>& shape = m.x->type().shape;
   const SymExpr queries = shape[shape.size() - 2];
   const SymExpr keys = shape.back();
@@ -148,6 +276,14 @@ bool MatchCondition(ShapeEnv& env, const Node& add, Value* cond, CausalMatch& m)
   std::optional<Bound> upper, lower;
   for (Value* leaf : leaves) {
     if (ConstantScalar(leaf) == 1.0) continue;  // the exporters' `new_ones` start
+    if (!upper && !lower) {  // GPT-Neo's bias[:, :, T-S:T, :T]: both bounds at once
+      std::optional<Bound> table_upper, table_lower;
+      if (TableBounds(graph, env, leaf, table_upper, table_lower)) {
+        upper = table_upper;
+        lower = table_lower;
+        continue;
+      }
+    }
     std::optional<Bound> b = BoundOf(env, leaf);
     std::optional<Bound>& slot = !b ? upper : b->upper ? upper : lower;
     if (!b || slot) {
@@ -196,7 +332,7 @@ std::optional<CausalMatch> MatchAt(const Graph& graph, ShapeEnv& env, Node* soft
     m.fill = static_cast<float>(*fill);
     if (!ShapesEqual(env, m.x->type().shape, add->output(0)->type().shape,
                      Provenance{kPass, add->name(), "the scores keep their shape"}) ||
-        !MatchCondition(env, *add, m.where->input(0), m)) {
+        !MatchCondition(graph, env, *add, m.where->input(0), m)) {
       continue;
     }
     m.nodes = {add, softmax};
@@ -255,13 +391,39 @@ std::optional<CausalMatch> MatchSelectAt(const Graph& graph, ShapeEnv& env, Node
     m.fill = static_cast<float>(*fill);
     if (!ShapesEqual(env, m.x->type().shape, where->output(0)->type().shape,
                      Provenance{kPass, where->name(), "the scores keep their shape"}) ||
-        !MatchCondition(env, *where, allowed, m)) {
+        !MatchCondition(graph, env, *where, allowed, m)) {
       continue;
     }
     m.nodes = {where, softmax};
     return m;
   }
   return std::nullopt;
+}
+
+// GPT-Neo's scores: m.x = Where(keep, scores, keep_fill), read only by the
+// matched node, keep a causal (window) predicate with nothing else in it
+// (its table slice or position comparisons): the Where becomes
+// CausalSoftmax's keep stage, so its [batch, heads, S, T] output and the
+// [S, T] slice it reads go. Exact: the stage selects the same value.
+void FoldKeepStage(const Graph& graph, ShapeEnv& env, CausalMatch& m) {
+  Node* where = ProducerIs(m.x, "Where");
+  if (where == nullptr || SingleUser(m.x) != m.nodes.front() || IsGraphOutput(graph, m.x)) return;
+  Value* scores = where->input(1);
+  std::optional<double> fill = ConstantScalar(where->input(2));
+  if (!fill || where->input(2)->type().dtype != DType::kF32 || scores->type().dtype != DType::kF32 ||
+      where->input(0)->type().dtype != DType::kBool ||
+      !ShapesEqual(env, scores->type().shape, m.x->type().shape,
+                   Provenance{kPass, where->name(), "the kept scores have the scores' shape"})) {
+    return;
+  }
+  CausalMatch keep;
+  keep.x = scores;
+  if (!MatchCondition(graph, env, *where, where->input(0), keep) || !keep.padding.empty()) return;
+  m.keep = true;
+  m.keep_window = keep.window;
+  m.keep_fill = static_cast<float>(*fill);
+  m.x = scores;
+  m.nodes.insert(m.nodes.begin(), where);
 }
 
 // Where(padding..., zero, fill): the mask without its causal part, built
@@ -304,6 +466,7 @@ absl::StatusOr<bool> RecognizeCausalMask(Graph& graph, ShapeEnv& env) {
     std::optional<CausalMatch> m = MatchAt(graph, env, node);
     if (!m) m = MatchSelectAt(graph, env, node);
     if (!m) continue;
+    FoldKeepStage(graph, env, *m);
     Value*& padding = padding_of[m->select ? static_cast<const void*>(m->allowed) : m->where];
     if (padding == nullptr) {
       absl::StatusOr<Value*> built = PaddingMask(graph, env, *m);
@@ -313,6 +476,10 @@ absl::StatusOr<bool> RecognizeCausalMask(Graph& graph, ShapeEnv& env) {
     Attributes attrs;
     attrs.Set("fill", m->fill);
     if (m->window > 0) attrs.Set("window", m->window);
+    if (m->keep) {
+      attrs.Set("keep_fill", m->keep_fill);
+      if (m->keep_window > 0) attrs.Set("keep_window", m->keep_window);
+    }
     absl::StatusOr<Node*> fused = ReplaceWithNewNode(graph, env, node->output(0), m->nodes, "CausalSoftmax",
                                                      {m->x, padding}, attrs, kPass);
     if (!fused.ok()) return fused.status();

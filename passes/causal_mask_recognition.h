@@ -15,6 +15,23 @@
 // →
 //   y = CausalSoftmax(x, And(padding...) or true) {window = W, fill}
 //
+// A bound may also be a slice of a constant bool table (GPT-Neo's `bias`
+// buffer, bias[:, :, T-S:T, :T]): the table must be constant along every
+// diagonal and true on one run of them (tril: c - r <= 0; GPT-Neo's local
+// layers' bias ^ tril(bias, -W): -W < c - r <= 0), which the pass checks
+// element by element over the whole table; the slices' starts (proven within
+// their axes) give the rows and columns read, and the bound they imply must
+// be T - S like any other. And the scores may themselves be
+//
+//   x = Where(keep, scores, keep_fill)   (keep: such a causal bound alone)
+// →
+//   CausalSoftmax(scores, ...) {..., keep_window, keep_fill}
+//
+// (GPT-Neo's Where(bias slice, scores, min) before its additive mask): the
+// keep stage selects each score or keep_fill by the index predicate before
+// the mask is added, so the Where's [batch, heads, S, T] output and the
+// [S, T] slice go too.
+//
 // CausalSoftmax (graph/op_table.h; shapeshift's op, not ONNX's) adds
 // `allowed(i, j) ? M : fill` to x and takes the softmax over the last axis,
 // where allowed(i, j) is j <= i + (T - S) [and j > i + (T - S) - W]. Every
@@ -28,7 +45,8 @@
 // Exact: Where(c ∧ p, 0, fill) = c ? Where(p, 0, fill) : fill element for
 // element, so the new op adds the same f32 value to each score the graph's
 // Add did; Where(c ∧ p, x, fill) = c ? Where(p, x, fill) : fill selects
-// the same values, NaN and infinite scores included. Each comparison's form is matched structurally (a Range of step
+// the same values, NaN and infinite scores included; the keep stage is the
+// Where it replaces. Each comparison's form is matched structurally (a Range of step
 // 1 seen through views, shifted by known scalars); the conditions the match
 // needs (the comparison's bound is T - S, the ranges span S and T) are
 // ShapeEnv questions with provenance, so a wrong offset or a non-causal

@@ -46,10 +46,15 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env) {
   Grouping g(graph, env);
   std::vector<Node*> order = graph.nodes();
   // Matmuls first: their operand transposes and epilogues take precedence.
-  for (bool matmuls : {true, false}) {
+  // Softmaxes second: the views between a softmax and the Add of its bias
+  // (BLOOM's ALiBi) join the softmax's group before they anchor views.
+  auto phase = [](const Node& node) {
+    if (IsMatmulOp(node)) return 0;
+    return node.op_type() == "Softmax" || node.op_type() == "CausalSoftmax" ? 1 : 2;
+  };
+  for (int current : {0, 1, 2}) {
     for (Node* node : order) {
-      bool is_matmul = IsMatmulOp(*node);
-      if (is_matmul != matmuls || g.IsAssigned(node) || g.IsCompileTime(node)) continue;
+      if (phase(*node) != current || g.IsAssigned(node) || g.IsCompileTime(node)) continue;
       internal::BuildAnchoredGroup(g, node);
     }
   }

@@ -58,10 +58,15 @@ std::string KindDetails(const Group& g) {
     case GroupKind::kSoftmax:
       if (g.softmax.scale != 1.0f) parts.push_back(absl::StrCat("scale=", g.softmax.scale));
       if (g.softmax.mask) parts.push_back(absl::StrCat("mask=%", g.softmax.mask->name()));
+      if (g.softmax.bias) parts.push_back(absl::StrCat("bias=%", g.softmax.bias->name()));
       if (g.softmax.causal) {
         parts.push_back(absl::StrCat("causal fill=", g.softmax.fill));
         if (g.softmax.window > 0) parts.push_back(absl::StrCat("window=", g.softmax.window));
         if (g.softmax.select) parts.push_back("select");
+        if (g.softmax.keep) {
+          parts.push_back(absl::StrCat("keep fill=", g.softmax.keep_fill));
+          if (g.softmax.keep_window > 0) parts.push_back(absl::StrCat("keep window=", g.softmax.keep_window));
+        }
       }
       break;
     case GroupKind::kLayerNorm:

@@ -105,6 +105,17 @@ struct SoftmaxGroup {
   bool select = false;
   int64_t window = 0;
   float fill = 0.0f;
+  // CausalSoftmax's keep stage (keep_fill set): x * scale is first
+  // replaced by keep(i, j) ? x * scale : keep_fill, keep the causal
+  // predicate with keep_window (GPT-Neo's Where over its `bias` table).
+  bool keep = false;
+  int64_t keep_window = 0;
+  float keep_fill = 0.0f;
+  // An additive operand fused before the scale and mask (ALiBi): x is then
+  // computed inside the group, from views of Add(scores, bias), bias
+  // broadcasting to the scores; the lowering computes x through the group's
+  // nodes, so bias is recorded here for the plan's readers only.
+  Value* bias = nullptr;
 };
 
 struct LayerNormGroup {

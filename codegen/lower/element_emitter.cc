@@ -181,11 +181,27 @@ absl::StatusOr<std::vector<SymExpr>> ElementEmitter::ReshapeIndex(const GraphVal
     for (size_t i = 0; i < in_non1.size(); ++i) in_idx[in_non1[i]] = idx[out_non1[i]];
     return in_idx;
   }
-  // General row-major reshape: linearize, then split by the input's dims.
-  SymExpr linear = Linear(out->type().shape, idx);
+  // Trailing dims both shapes share map index to index (BLOOM's [b·h, S, T]
+  // → [b, h, S, T] keeps S and T): only the leading dims are re-split, so
+  // the innermost index stays the loop's own (a contiguous read).
+  const std::vector<SymExpr>& in_shape = in->type().shape;
+  const std::vector<SymExpr>& out_shape = out->type().shape;
+  size_t common = 0;
+  while (common + 1 < in_shape.size() && common + 1 < out_shape.size() &&
+         in_shape[in_shape.size() - 1 - common] == out_shape[out_shape.size() - 1 - common]) {
+    ++common;
+  }
+  const int in_lead = static_cast<int>(in_shape.size() - common);
+  const int out_lead = static_cast<int>(out_shape.size() - common);
+  for (size_t k = 0; k < common; ++k) in_idx[in_lead + k] = idx[out_lead + k];
+  // General row-major reshape of the rest: linearize, then split by the
+  // input's dims.
+  SymExpr linear = common == 0 ? Linear(out_shape, idx)
+                               : Linear({out_shape.begin(), out_shape.begin() + out_lead},
+                                        {idx.begin(), idx.begin() + out_lead});
   SymExpr stride = 1;
-  for (int k = static_cast<int>(in->type().rank()) - 1; k >= 0; --k) {
-    SymExpr dim = dims_.Bind(in->type().shape[k]);
+  for (int k = in_lead - 1; k >= 0; --k) {
+    SymExpr dim = dims_.Bind(in_shape[k]);
     in_idx[k] = k == 0 ? FloorDiv(linear, stride) : Mod(FloorDiv(linear, stride), dim);
     stride = stride * dim;
   }

@@ -43,17 +43,19 @@ std::string KernelName(const passes::Group& g) {
 
 Value F32Var(absl::string_view name) { return Var(name, ScalarType::kF32); }
 
-// `allowed(i, j) ? mask : fill` of a causal softmax (passes::SoftmaxGroup),
-// i and j the last two indices of `idx` over kernel dims `dims`: the mask
-// tensor the graph built from position vectors, as a compare of indices.
-Value CausalSelect(const passes::SoftmaxGroup& s, const std::vector<SymExpr>& dims, const std::vector<SymExpr>& idx,
-                   Value mask) {
+// `allowed(i, j) ? value : fill` of a causal softmax (passes::SoftmaxGroup:
+// its mask stage with window and fill, or its keep stage with keep_window
+// and keep_fill), i and j the last two indices of `idx` over kernel dims
+// `dims`: the mask tensor the graph built from position vectors or sliced
+// from a table, as a compare of indices.
+Value CausalSelect(int64_t window, float fill_value, const std::vector<SymExpr>& dims, const std::vector<SymExpr>& idx,
+                   Value value) {
   const size_t rank = dims.size();
   const SymExpr last_allowed = idx[rank - 2] + dims[rank - 1] - dims[rank - 2];  // i + past
   const Value j = IndexValue(idx[rank - 1]);
-  const Value fill = F32(s.fill);
-  Value v = Select(Compare(CompareOp::kLe, j, IndexValue(last_allowed)), mask, fill);
-  if (s.window > 0) v = Select(Compare(CompareOp::kGt, j, IndexValue(last_allowed - s.window)), v, fill);
+  const Value fill = F32(fill_value);
+  Value v = Select(Compare(CompareOp::kLe, j, IndexValue(last_allowed)), value, fill);
+  if (window > 0) v = Select(Compare(CompareOp::kGt, j, IndexValue(last_allowed - window)), v, fill);
   return v;
 }
 
@@ -89,6 +91,7 @@ absl::StatusOr<KernelCall> LowerSoftmax(const passes::Group& g, ShapeEnv* env) {
   RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, domain, 1);
   SS_ASSIGN_OR_RETURN(logit, b.em.Emit(s.x, loop.idx));
   if (s.scale != 1.0f) logit = logit * F32(s.scale);
+  if (s.causal && s.keep) logit = CausalSelect(s.keep_window, s.keep_fill, b.em.dims().Bind(domain), loop.idx, logit);
   Value mask = s.causal ? F32(0) : nullptr;
   if (s.mask != nullptr) {
     SS_ASSIGN_OR_RETURN(tensor, b.em.EmitBroadcast(s.mask, domain, loop.idx, softmax));
@@ -97,9 +100,9 @@ absl::StatusOr<KernelCall> LowerSoftmax(const passes::Group& g, ShapeEnv* env) {
   if (s.causal && s.select) {
     // (allowed and mask) ? logit : fill: the causal bound selects the
     // masked logit, the fill elsewhere (no addition anywhere).
-    logit = CausalSelect(s, b.em.dims().Bind(domain), loop.idx, Select(mask, logit, F32(s.fill)));
+    logit = CausalSelect(s.window, s.fill, b.em.dims().Bind(domain), loop.idx, Select(mask, logit, F32(s.fill)));
   } else {
-    if (s.causal) mask = CausalSelect(s, b.em.dims().Bind(domain), loop.idx, mask);
+    if (s.causal) mask = CausalSelect(s.window, s.fill, b.em.dims().Bind(domain), loop.idx, mask);
     if (mask != nullptr) logit = logit + mask;
   }
   SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(softmax->output(0)));

@@ -335,11 +335,12 @@ absl::Status RotaryMulAdd(InferenceContext& ctx) {
 absl::Status rules::RotateHalfMulAdd(InferenceContext& ctx) { return RotaryMulAdd(ctx); }
 absl::Status rules::RotateEveryTwoMulAdd(InferenceContext& ctx) { return RotaryMulAdd(ctx); }
 
-// CausalSoftmax(X[, M]) {window, fill}: the softmax over X's last axis of
-// X + (allowed(i, j) ? M : fill), i and j the last two indices (a shapeshift
-// op, passes/causal_mask_recognition.h); with a bool M, of
-// (allowed(i, j) and M) ? X : fill (masked_fill's form). M broadcasts to X,
-// which keeps its type.
+// CausalSoftmax(X[, M]) {window, fill[, keep_window, keep_fill]}: the
+// softmax over X's last axis of X + (allowed(i, j) ? M : fill), i and j the
+// last two indices (a shapeshift op, passes/causal_mask_recognition.h); with
+// a bool M, of (allowed(i, j) and M) ? X : fill (masked_fill's form); with
+// keep_fill, X there is keep(i, j) ? X : keep_fill (keep: the causal
+// predicate with keep_window). M broadcasts to X, which keeps its type.
 absl::Status rules::CausalSoftmax(InferenceContext& ctx) {
   if (absl::Status s = RequireFloat(ctx, 0); !s.ok()) return s;
   if (ctx.input_rank(0) < 2) {
@@ -350,6 +351,15 @@ absl::Status rules::CausalSoftmax(InferenceContext& ctx) {
   if (*window < 0) return ctx.Error(absl::StrCat("window must be >= 0 (0: none), got ", *window));
   if (!ctx.attrs().Has("fill")) return ctx.Error("the attribute fill (the masked entries' addend) is required");
   if (absl::StatusOr<float> fill = ctx.attrs().GetFloat("fill", 0); !fill.ok()) return ctx.Error(fill.status().message());
+  absl::StatusOr<int64_t> keep_window = ctx.attrs().GetInt("keep_window", 0);
+  if (!keep_window.ok()) return ctx.Error(keep_window.status().message());
+  if (*keep_window < 0) return ctx.Error(absl::StrCat("keep_window must be >= 0 (0: none), got ", *keep_window));
+  if (ctx.attrs().Has("keep_window") && !ctx.attrs().Has("keep_fill")) {
+    return ctx.Error("keep_window needs keep_fill (the value of X where keep is false)");
+  }
+  if (absl::StatusOr<float> keep_fill = ctx.attrs().GetFloat("keep_fill", 0); !keep_fill.ok()) {
+    return ctx.Error(keep_fill.status().message());
+  }
   if (ctx.HasInput(1)) {
     if (ctx.input_dtype(1) != ctx.input_dtype(0) && ctx.input_dtype(1) != DType::kBool) {
       return ctx.Error(absl::StrCat("M has dtype ", DTypeName(ctx.input_dtype(1)), ", X has ",

@@ -66,7 +66,10 @@ KernelResult SoftmaxFamily(const KernelArgs& args) {
 // the element type as the decomposed Add of a Where is — or, with a bool M
 // (masked_fill's form), V = (allowed and M) ? X : fill, no arithmetic — and
 // the result is Softmax's over the last axis of V: bit for bit the graph
-// `causal-mask-recognition` rewrites, fully masked rows included.
+// `causal-mask-recognition` rewrites, fully masked rows included. With
+// keep_fill, X in both is first keep ? X : keep_fill (keep: the same
+// predicate with keep_window; GPT-Neo's Where over a slice of its causal
+// `bias` table), exactly as the decomposed Where.
 // Not kViaF32: the decomposed graph on f16 would round V to f16 first.
 KernelResult CausalSoftmax(const KernelArgs& args) {
   absl::StatusOr<const Tensor*> x = RequiredInput(args, 0);
@@ -77,6 +80,11 @@ KernelResult CausalSoftmax(const KernelArgs& args) {
   if (!args.attrs->Has("fill")) return Invalid("CausalSoftmax needs the attribute fill");
   absl::StatusOr<float> fill = args.attrs->GetFloat("fill", 0);
   if (!fill.ok()) return fill.status();
+  absl::StatusOr<int64_t> keep_window = args.attrs->GetInt("keep_window", 0);
+  if (!keep_window.ok()) return keep_window.status();
+  const bool keep_stage = args.attrs->Has("keep_fill");
+  absl::StatusOr<float> keep_fill = args.attrs->GetFloat("keep_fill", 0);
+  if (!keep_fill.ok()) return keep_fill.status();
   const std::vector<int64_t>& shape = (*x)->shape();
   if (shape.size() < 2) return Invalid("CausalSoftmax needs rank >= 2, got ", ShapeToString(shape));
   const bool select = m != nullptr && m->dtype() == DType::kBool;
@@ -103,12 +111,14 @@ KernelResult CausalSoftmax(const KernelArgs& args) {
       const int64_t i = (e / t) % s;
       const int64_t j = e % t;
       const bool allowed = j <= i + off && (*window == 0 || j > i + off - *window);
+      const bool kept = !keep_stage || (j <= i + off && (*keep_window == 0 || j > i + off - *keep_window));
+      const T xe = kept ? in[e] : static_cast<T>(*keep_fill);
       if (select) {
-        v[e] = allowed && m->data<uint8_t>()[walk.offset(0)] != 0 ? in[e] : static_cast<T>(*fill);
+        v[e] = allowed && m->data<uint8_t>()[walk.offset(0)] != 0 ? xe : static_cast<T>(*fill);
         continue;
       }
       const T add = !allowed ? static_cast<T>(*fill) : m ? m->data<T>()[walk.offset(0)] : T(0);
-      v[e] = static_cast<T>(in[e] + add);
+      v[e] = static_cast<T>(xe + add);
     }
     SoftmaxLines(v.data(), out->mutable_data<T>(), out->num_elements() / std::max<int64_t>(t, 1), t, 1, false);
     return absl::OkStatus();

@@ -185,6 +185,41 @@ int64_t NormalizedAxis(const Node& node, int64_t fallback, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+// ALiBi: the scores x (read by `reader`, the group's lowest node so far)
+// are views of Add(scores, bias) with bias broadcasting to the scores (BLOOM:
+// Reshape([b·h, S, T] + [b·h, 1, T]) → [b, h, S, T]; MPT: [b, h, S, T] +
+// [1, h, 1, T]). The views and the Add join the group, which computes x
+// through them (codegen/lower's element emitter, in the graph's order of
+// operations), so the [b, h, S, T] sum is never stored and its kernel never
+// runs. Views without such an Add under them are left alone.
+void AbsorbSoftmaxBias(Grouping& g, int gid, const Node* reader) {
+  std::vector<Node*> views;
+  Value* v = g.group(gid).softmax.x;
+  for (int depth = 0; depth < 8; ++depth) {
+    Node* p = AbsorbableProducer(g, v, reader, gid);
+    if (p == nullptr || !IsViewOp(*p) || v->type().dtype != DType::kF32) break;
+    g.Add(p, gid);
+    views.push_back(p);
+    v = p->input(0);
+    reader = p;
+  }
+  Node* add = ProducerIs(v, "Add");
+  if (add != nullptr && AbsorbableProducer(g, v, reader, gid) == add) {
+    for (int i = 0; i < 2; ++i) {
+      Value* scores = add->input(i);
+      Value* bias = add->input(1 - i);
+      if (scores->type().dtype != DType::kF32 || bias->type().dtype != DType::kF32 || scores == bias ||
+          !SameShape(g, scores, v, *add, "the scores under a softmax bias keep their shape")) {
+        continue;
+      }
+      g.Add(add, gid);
+      g.group(gid).softmax.bias = bias;
+      return;
+    }
+  }
+  for (auto it = views.rbegin(); it != views.rend(); ++it) g.Remove(*it);
+}
+
 void BuildSoftmax(Grouping& g, Node* node) {
   Value* x = node->input(0);
   int64_t rank = x->type().rank();
@@ -201,6 +236,9 @@ void BuildSoftmax(Grouping& g, Node* node) {
     sm.select = sm.mask != nullptr && sm.mask->type().dtype == DType::kBool;
     sm.window = node->attrs().GetInt("window", 0).value_or(0);
     sm.fill = node->attrs().GetFloat("fill", 0.0f).value_or(0.0f);
+    sm.keep = node->attrs().Has("keep_fill");
+    sm.keep_window = node->attrs().GetInt("keep_window", 0).value_or(0);
+    sm.keep_fill = node->attrs().GetFloat("keep_fill", 0.0f).value_or(0.0f);
   } else if (Node* add = ProducerIs(x, "Add"); add && AbsorbableProducer(g, x, reader, gid) == add) {
     // A relative-position mask is the mask whichever side it is on; the
     // group computes it per element (relative_position_recognition.h).
@@ -229,9 +267,11 @@ void BuildSoftmax(Grouping& g, Node* node) {
       g.Add(p, gid);
       sm.scale = *s;
       x = other;
+      reader = p;
     }
   }
   sm.x = x;
+  AbsorbSoftmaxBias(g, gid, reader);
 }
 
 void BuildLayerNorm(Grouping& g, Node* node) {

@@ -68,7 +68,7 @@ class CausalMaskRecognitionTest : public PassTest {
     return sets;
   }
   // Rewrites every softmax, removes what died, and checks the interpreter
-  // gives bit for bit the decomposed graph's outputs.
+  // gives bit for bit the decomposed graph's outputs (window -1: any).
   void ExpectRewritten(int softmaxes, int64_t window = 0, bool nan_under_padding = false) {
     std::vector<std::vector<Tensor>> sets = InputSets(nan_under_padding);
     std::vector<std::vector<Tensor>> before;
@@ -86,7 +86,7 @@ class CausalMaskRecognitionTest : public PassTest {
     for (const char* op : {"LessOrEqual", "Less", "Greater", "GreaterOrEqual", "Range"}) EXPECT_EQ(Count(op), 0) << op;
     for (const Node* n : g.nodes()) {
       if (n->op_type() != "CausalSoftmax") continue;
-      EXPECT_EQ(n->attrs().GetInt("window", 0).value(), window);
+      if (window >= 0) EXPECT_EQ(n->attrs().GetInt("window", 0).value(), window);
       // The mask operand has no query axis: no [seq, past + seq] tensor is left.
       const std::vector<SymExpr>& m = n->input(1)->type().shape;
       EXPECT_TRUE(m.size() < 2 || m[m.size() - 2].AsConst() == 1) << n->input(1)->type().ToString();
@@ -99,6 +99,36 @@ class CausalMaskRecognitionTest : public PassTest {
     EXPECT_FALSE(*changed);
     EXPECT_EQ(Count("CausalSoftmax"), 0);
   }
+  // GPT-Neo's `bias` buffer: a bool [1, 1, n, n] table, true where
+  // allowed(r, c).
+  Value* Table(const std::function<bool(int64_t, int64_t)>& allowed, int64_t n = kTable) {
+    std::vector<uint8_t> bits(static_cast<size_t>(n * n));
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t c = 0; c < n; ++c) bits[r * n + c] = allowed(r, c) ? 1 : 0;
+    }
+    return g.AddConstant("", Tensor::FromVector<uint8_t>(DType::kBool, {1, 1, n, n}, bits));
+  }
+  Value* Band(int64_t window) {  // tril, or bias ^ tril(bias, -window)
+    return Table([window](int64_t r, int64_t c) { return c <= r && (window == 0 || c > r - window); });
+  }
+  // table[:, :, rows_from : rows_from + seq, cols_from : cols_from + T] as
+  // GPT-Neo slices it (rows first, then columns), rows_from = T - seq unless given.
+  Value* TableSlice(Value* table, Value* rows_from = nullptr, Value* cols_from = nullptr) {
+    Value* keys = Unsqueeze(Dim(3), {0});
+    Value* start = rows_from ? rows_from : Unsqueeze(Op("Sub", {Dim(3), Dim(2)}), {0});
+    Value* rows = Op("Slice", {table, start, Op("Add", {start, Unsqueeze(Dim(2), {0})}), Ints({2}), Ints({1})});
+    Value* cols_start = cols_from ? cols_from : Ints({0});
+    return Op("Slice", {rows, cols_start, Op("Add", {cols_start, keys}), Ints({3}), Ints({1})});
+  }
+  // GPT-Neo's attention: Softmax(Where(slice, scores, min) + mask), mask
+  // the causal and padding mask the exporters build from positions, one
+  // for every layer.
+  Value* GptNeoSoftmax(Value* slice) {
+    if (neo_mask == nullptr) neo_mask = Mask(Op("And", {Op("LessOrEqual", {Keys(), Queries()}), pad}));
+    return SoftmaxOf(Op("Where", {slice, x, Scalar(kMin)}), neo_mask);
+  }
+  Value* neo_mask = nullptr;
+  static constexpr int64_t kTable = 160;  // past + seq is at most 128
   SymExpr past;
   Value *x, *pad;
 };
@@ -198,6 +228,77 @@ TEST_F(CausalMaskRecognitionTest, LeavesASoftmaxOverAnotherAxisOrASharedSumAlone
   g.AddOutput(Op("Softmax", {shared}, Attr("axis", int64_t{-1})));
   g.AddOutput(shared);
   ExpectUnchanged();
+}
+
+// GPT-Neo: each layer's Where over its `bias` table slice
+// [T - S : T, :T] (layer 0 causal, layer 1 a band of 3: bias ^ tril(bias,
+// -3)) before the additive mask becomes CausalSoftmax's keep stage; no
+// slice and no Where but the padding mask's is left. Over past 3 (the
+// slice's offset T - S is 3) and past 0, fully masked rows and NaN scores
+// under the padding (hidden by the band's Where where it is out of the
+// window) included, bit for bit.
+TEST_F(CausalMaskRecognitionTest, RewritesGptNeosBiasTableSlicesIntoTheKeepStage) {
+  g.AddOutput(GptNeoSoftmax(TableSlice(Band(0))));
+  g.AddOutput(GptNeoSoftmax(TableSlice(Band(3))));
+  ExpectRewritten(2, /*window=*/0, /*nan_under_padding=*/true);
+  EXPECT_EQ(Count("Slice"), 0);
+  EXPECT_EQ(Count("Where"), 1);  // the padding mask's
+  std::vector<int64_t> keep_windows;
+  for (const Node* n : g.nodes()) {
+    if (n->op_type() != "CausalSoftmax") continue;
+    EXPECT_EQ(n->input(0), x);
+    EXPECT_EQ(n->attrs().GetFloat("keep_fill", 0).value(), kMin);
+    keep_windows.push_back(n->attrs().GetInt("keep_window", 0).value());
+  }
+  EXPECT_EQ(keep_windows, (std::vector<int64_t>{0, 3}));
+}
+
+// masked_fill of a table slice alone, Softmax(Where(slice, scores, min)):
+// the select form, the slice's band as the window.
+TEST_F(CausalMaskRecognitionTest, RewritesAMaskedFillOfATableSlice) {
+  g.AddOutput(Op("Softmax", {Op("Where", {TableSlice(Band(0)), x, Scalar(kMin)})}, Attr("axis", int64_t{-1})));
+  g.AddOutput(Op("Softmax", {Op("Where", {TableSlice(Band(5)), x, Scalar(kMin)})}, Attr("axis", int64_t{-1})));
+  ExpectRewritten(2, /*window=*/-1, /*nan_under_padding=*/true);
+  std::vector<int64_t> windows;
+  for (const Node* n : g.nodes()) {
+    if (n->op_type() == "CausalSoftmax") windows.push_back(n->attrs().GetInt("window", 0).value());
+  }
+  EXPECT_EQ(windows, (std::vector<int64_t>{0, 5}));
+  EXPECT_EQ(Count("Slice"), 0);
+}
+
+// Near misses of the table: one entry off the pattern (far from any row
+// read: the whole table must be a band), the diagonal itself masked
+// (tril(-1)), one diagonal too many (tril(1)), a band broken in two, rows
+// read from 0 instead of T - S (wrong once there is a past), rows one too
+// far, columns from 1: all left as they are, masked_fill's form and
+// GPT-Neo's keep stage both.
+TEST_F(CausalMaskRecognitionTest, LeavesTableSlicesThatAreNotExactlyCausalAlone) {
+  auto corner = [](int64_t r, int64_t c) { return c <= r && !(r == kTable - 1 && c == 1); };
+  auto strict = [](int64_t r, int64_t c) { return c < r; };
+  auto above = [](int64_t r, int64_t c) { return c <= r + 1; };
+  auto split = [](int64_t r, int64_t c) { return c <= r && c != r - 2; };
+  std::vector<Value*> slices = {
+      TableSlice(Table(corner)), TableSlice(Table(strict)), TableSlice(Table(above)), TableSlice(Table(split)),
+      TableSlice(Band(0), Ints({0})),
+      TableSlice(Band(0), Unsqueeze(Op("Add", {Op("Sub", {Dim(3), Dim(2)}), I64(1)}), {0})),
+      TableSlice(Band(0), nullptr, Ints({1}))};
+  for (Value* slice : slices) {
+    g.AddOutput(Op("Softmax", {Op("Where", {slice, x, Scalar(kMin)})}, Attr("axis", int64_t{-1})));
+  }
+  ExpectUnchanged();
+  EXPECT_EQ(Count("Slice"), 2 * static_cast<int>(slices.size()));
+}
+
+TEST_F(CausalMaskRecognitionTest, LeavesTheKeepStageOfATableThatIsNotCausalAlone) {
+  auto strict = [](int64_t r, int64_t c) { return c < r; };
+  g.AddOutput(GptNeoSoftmax(TableSlice(Table(strict))));
+  g.AddOutput(GptNeoSoftmax(TableSlice(Band(0), Ints({0}))));
+  ExpectRewritten(2);  // the additive causal mask still is, bit for bit
+  EXPECT_EQ(Count("Slice"), 4);
+  for (const Node* n : g.nodes()) {
+    if (n->op_type() == "CausalSoftmax") EXPECT_FALSE(n->attrs().Has("keep_fill")) << n->name();
+  }
 }
 
 // An opset-11 Softmax over the last axis (axis 3: the 2-D coercion then

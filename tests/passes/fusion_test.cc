@@ -122,6 +122,49 @@ TEST_F(FusionTest, SoftmaxAbsorbsScaleWhenNoMatmulPrecedes) {
   EXPECT_EQ(plan.groups[0].softmax.mask, mask);
 }
 
+// ALiBi under a CausalSoftmax: BLOOM's Reshape(scores [4·b, S, S] + bias
+// [4·b, 1, S]) → [b, 4, S, S] and MPT's scores [b, 4, S, S] + [1, 4, 1, S]
+// join the softmax group (the views too, which would otherwise anchor view
+// groups of their own), with the bias recorded; the x the group computes is
+// the softmax's input. Near misses: a sum also read elsewhere, and a view
+// with no Add under it, stay out.
+TEST_F(FusionTest, CausalSoftmaxAbsorbsAnAlibiBiasUnderViews) {
+  Value* pad = In("pad", {batch, 1, 1, seq});
+  Attributes fill = Attr("fill", -1e30f);
+  Value* bloom_scores = In("bloom_scores", {4 * batch, seq, seq});
+  Value* bloom_bias = In("bloom_bias", {4 * batch, 1, seq});
+  Value* target = Op("Concat", {Ints({-1, 4}), Op("Slice", {Op("Shape", {bloom_scores}), Ints({1}), Ints({3})})},
+                     Attr("axis", int64_t{0}));
+  Value* bloom_x = Op("Reshape", {Op("Add", {bloom_scores, bloom_bias}), target});
+  g.AddOutput(Op("CausalSoftmax", {bloom_x, pad}, fill));
+  Value* mpt_scores = In("mpt_scores", {batch, 4, seq, seq});
+  Value* mpt_bias = In("mpt_bias", {1, 4, 1, seq});
+  g.AddOutput(Op("CausalSoftmax", {Op("Add", {mpt_bias, mpt_scores}), pad}, fill));
+  Value* shared = Op("Add", {mpt_scores, mpt_bias});
+  g.AddOutput(Op("CausalSoftmax", {shared, pad}, fill));
+  g.AddOutput(shared);
+  g.AddOutput(Op("CausalSoftmax", {Op("Reshape", {bloom_scores, target}), pad}, fill));
+  FusionPlan plan = Plan();
+  std::vector<const Group*> softmaxes;
+  int views = 0;
+  for (const Group& group : plan.groups) {
+    if (group.kind == GroupKind::kSoftmax) softmaxes.push_back(&group);
+    views += group.kind == GroupKind::kView;
+  }
+  ASSERT_EQ(softmaxes.size(), 4u) << plan.ToString();
+  EXPECT_EQ(softmaxes[0]->softmax.bias, bloom_bias);
+  EXPECT_EQ(softmaxes[0]->softmax.x, bloom_x);
+  EXPECT_EQ(softmaxes[0]->nodes.size(), 3u) << softmaxes[0]->ToString();  // Add, Reshape, CausalSoftmax
+  EXPECT_EQ(softmaxes[0]->inputs, (std::vector<Value*>{bloom_scores, bloom_bias, pad}));
+  EXPECT_EQ(softmaxes[1]->softmax.bias, mpt_bias);
+  EXPECT_EQ(softmaxes[1]->nodes.size(), 2u) << softmaxes[1]->ToString();
+  EXPECT_EQ(softmaxes[2]->softmax.bias, nullptr);  // its sum is a graph output
+  EXPECT_EQ(softmaxes[2]->nodes.size(), 1u) << softmaxes[2]->ToString();
+  EXPECT_EQ(softmaxes[3]->softmax.bias, nullptr);  // a view and no Add
+  EXPECT_EQ(softmaxes[3]->nodes.size(), 1u) << softmaxes[3]->ToString();
+  EXPECT_EQ(views, 1) << plan.ToString();
+}
+
 TEST_F(FusionTest, LayerNormAbsorbsResidualAndStoresASharedSum) {
   Value* a = In("a", {batch, seq, 8});
   Value* b = In("b", {batch, seq, 8});

@@ -106,12 +106,29 @@ TEST_P(DecoderExportsPipelineTest, CausalMasksBecomeIndexPredicates) {
     causal += n->op_type() == "CausalSoftmax";
   }
   EXPECT_EQ(causal, 2);  // one per layer
-  // GPT-Neo also selects its scores by Slice of a constant [1, 1, 512, 512]
-  // `bias` table (Where(table, scores, min)); that table form is not
-  // recognized yet, so its [seq, seq] slice remains.
-  if (std::string(GetParam()).rfind("gpt-neo", 0) == 0) return;
   for (const Group& group : result_.fusion.groups) {
     for (const Value* v : group.outputs) EXPECT_FALSE(IsQueryKeyMask(v->type())) << v->name() << ": " << v->type().ToString();
+  }
+  // GPT-Neo also selects its scores by a Slice of a constant [1, 1, 512,
+  // 512] `bias` table, Where(table[.., T-S:T, :T], scores, min): causal in
+  // the global layer 0, a band of window_size 16 in the local layer 1. It is
+  // the CausalSoftmax's keep stage, so the softmax reads the matmul's scores
+  // and neither the slice nor the Where runs.
+  if (std::string(GetParam()).rfind("gpt-neo-", 0) != 0) return;
+  std::vector<int64_t> keep_windows;
+  for (const Node* n : model_.graph->nodes()) {
+    EXPECT_NE(n->op_type(), "Slice") << n->name();
+    if (n->op_type() != "CausalSoftmax") continue;
+    EXPECT_TRUE(n->attrs().Has("keep_fill")) << n->name();
+    keep_windows.push_back(n->attrs().GetInt("keep_window", 0).value());
+    const Node* scores = n->input(0)->producer();
+    EXPECT_TRUE(scores != nullptr && scores->op_type() == "MatMul") << n->name();
+  }
+  EXPECT_EQ(keep_windows, (std::vector<int64_t>{0, 16}));
+  for (const Group& group : result_.fusion.groups) {
+    EXPECT_FALSE(group.kind == GroupKind::kElementwise && group.elementwise.domain.size() == 4 &&
+                 group.elementwise.domain[2] == group.elementwise.domain[3])
+        << "a kernel over the scores: " << group.ToString();
   }
 }
 
@@ -130,6 +147,38 @@ std::vector<const char*> DecoderExports() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Decoders, DecoderExportsPipelineTest, ::testing::ValuesIn(DecoderExports()),
+                         shapeshift::testing::RealExportTestName);
+
+// The ALiBi decoders (BLOOM: the bias from the mask's cumsum, [b·heads, 1,
+// T], added to [b·heads, S, T] scores and viewed as [b, heads, S, T]; MPT:
+// a slice of a constant [heads, 1, 512] table added to [b, heads, S, T]):
+// each softmax group adds the bias itself, so no elementwise kernel over the
+// scores runs and no [.., S, T] sum is stored (the scores the matmul writes
+// and the softmax's output are the only such values).
+using AlibiExportsPipelineTest = RealExportsPipelineTest;
+
+TEST_P(AlibiExportsPipelineTest, TheBiasAddIsPartOfTheSoftmaxKernel) {
+  int softmax = 0;
+  for (const Group& group : result_.fusion.groups) {
+    if (group.kind == GroupKind::kSoftmax) {
+      ++softmax;
+      EXPECT_NE(group.softmax.bias, nullptr) << group.ToString();
+      EXPECT_TRUE(group.softmax.causal) << group.ToString();
+      continue;
+    }
+    if (group.kind == GroupKind::kMatmul || group.kind == GroupKind::kView) continue;  // views alias
+    for (const Value* v : group.outputs) {
+      const std::vector<SymExpr>& shape = v->type().shape;
+      const bool scores_sized = shape.size() >= 3 && !shape.back().IsConst() && !shape[shape.size() - 2].IsConst();
+      EXPECT_FALSE(scores_sized) << group.ToString();
+    }
+  }
+  EXPECT_EQ(softmax, 2);  // one per layer
+}
+
+INSTANTIATE_TEST_SUITE_P(AlibiDecoders, AlibiExportsPipelineTest,
+                         ::testing::Values("bloom-torchscript", "bloom-dynamo", "bloom-past-torchscript",
+                                           "bloom-past-dynamo", "mpt-torchscript", "mpt-dynamo"),
                          shapeshift::testing::RealExportTestName);
 
 // The RoPE decoders of both exporters: each rotary embedding of q and k is

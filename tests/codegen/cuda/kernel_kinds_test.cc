@@ -16,6 +16,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <set>
 
 #include "absl/container/flat_hash_set.h"
@@ -473,11 +474,43 @@ bool KernelKindsTest::Build(int index, KindCase* kind) {
                }};
       return true;
     }
+    case 26: {  // CausalSoftmax as GPT-Neo and BLOOM reach it: the keep stage (a band of 5) and the mask stage
+                // by index predicates, an ALiBi bias added under a reshape [2·b, n, n] → [b, 2, n, n]
+      const float lowest = std::numeric_limits<float>::lowest();
+      GraphValue* scores = In("scores", {2 * batch, n, n});
+      GraphValue* alibi = In("alibi", {2 * batch, 1, n});
+      GraphValue* pad = In("pad", {batch, 1, 1, n});
+      Node* add = Op("Add", {scores, alibi});
+      // [batch, 2, n, n] (n may be 0: allowzero, and no -1)
+      Node* b = Op("Slice", {Op("Shape", {pad})->output(0), LowerTest::Ints({0}), LowerTest::Ints({1})});
+      Node* dims = Op("Slice", {Op("Shape", {add->output(0)})->output(0), LowerTest::Ints({1}), LowerTest::Ints({3})});
+      Node* target = Op("Concat", {b->output(0), LowerTest::Ints({2}), dims->output(0)}, Attr("axis", int64_t{0}));
+      Node* view = Op("Reshape", {add->output(0), target->output(0)}, Attr("allowzero", int64_t{1}));
+      Attributes attrs = Attr("fill", lowest);
+      attrs.Set("keep_fill", lowest);
+      attrs.Set("keep_window", int64_t{5});
+      Node* softmax = Op("CausalSoftmax", {view->output(0), pad}, attrs);
+      g.AddOutput(softmax->output(0));
+      passes::Group group = MakeGroup(GroupKind::kSoftmax, {add, view, softmax}, {scores, alibi, pad});
+      group.softmax.x = view->output(0);
+      group.softmax.mask = pad;
+      group.softmax.bias = alibi;
+      group.softmax.causal = true;
+      group.softmax.fill = lowest;
+      group.softmax.keep = true;
+      group.softmax.keep_window = 5;
+      group.softmax.keep_fill = lowest;
+      *kind = {"causal softmax (keep stage, bias under a view)", Lower(group), [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({4, len, len}, 39), RandomTensor({4, 1, len}, 40),
+                                            RandomTensor({2, 1, 1, len}, 41)};
+               }};
+      return true;
+    }
     default: return false;
   }
 }
 
-constexpr int kLoweredKinds = 26;
+constexpr int kLoweredKinds = 27;
 
 TEST_F(KernelKindsTest, EveryKindMatchesTheInterpreterOnCpuAndUnderCudaEmulation) {
   int kinds = 0;

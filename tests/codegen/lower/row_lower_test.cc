@@ -1,6 +1,9 @@
 // Row groups: softmax with scale and mask, layer norm with residual, the
 // fused RoPE, and trailing-axis reductions with an epilogue, at awkward row lengths.
+#include <cctype>
+#include <cmath>
 #include <limits>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "tests/codegen/lower/lower_test_util.h"
@@ -105,6 +108,124 @@ TEST_F(LowerTest, SlidingWindowCausalSoftmaxWithoutAMaskMatchesInterpreter) {
       SCOPED_TRACE(absl::StrCat("seq ", s, " past ", p));
       ExpectMatchesInterpreter(group, {RandomTensor({p}, 1), RandomTensor({2, s, p + s}, static_cast<uint32_t>(s * 7 + p))});
     }
+  }
+}
+
+// GPT-Neo's form after causal-mask-recognition: the keep stage selects the
+// score or keep_fill by the (window) causal predicate, then the causal
+// additive mask adds the padding. Batch row 1 pads key 0 and keeps NaN
+// scores where keep is false: fully masked rows and hidden NaN, as the
+// interpreter computes them.
+TEST_F(LowerTest, CausalSoftmaxWithAKeepStageMatchesInterpreter) {
+  In("past_len", {past});  // binds past (unread)
+  GraphValue* scores = In("scores", {batch, 2, seq, past + seq});
+  GraphValue* pad = In("pad", {batch, 1, 1, past + seq});
+  const float lowest = std::numeric_limits<float>::lowest();
+  for (int64_t keep_window : {int64_t{0}, int64_t{3}}) {
+    g = Graph(17);
+    In("past_len", {past});
+    scores = In("scores", {batch, 2, seq, past + seq});
+    pad = In("pad", {batch, 1, 1, past + seq});
+    Attributes attrs = Attr("fill", lowest);
+    attrs.Set("keep_fill", lowest);
+    if (keep_window > 0) attrs.Set("keep_window", keep_window);
+    Node* softmax = Op("CausalSoftmax", {scores, pad}, attrs);
+    g.AddOutput(softmax->output(0));
+    passes::Group group = MakeGroup(GroupKind::kSoftmax, {softmax}, {scores, pad});
+    group.softmax.x = scores;
+    group.softmax.mask = pad;
+    group.softmax.causal = true;
+    group.softmax.fill = lowest;
+    group.softmax.keep = true;
+    group.softmax.keep_window = keep_window;
+    group.softmax.keep_fill = lowest;
+    for (int64_t s : {1, 2, 5, 17, 129}) {
+      for (int64_t p : {int64_t{0}, int64_t{4}}) {
+        SCOPED_TRACE(absl::StrCat("keep_window ", keep_window, " seq ", s, " past ", p));
+        Tensor mask = Tensor::Zeros(DType::kF32, {2, 1, 1, p + s}).value();
+        mask.mutable_data<float>()[p + s] = lowest;  // batch row 1 pads key 0
+        Tensor x = RandomTensor({2, 2, s, p + s}, static_cast<uint32_t>(s + p));
+        // NaN where the keep predicate is false (the last key of query 0, when it is in the future).
+        for (int64_t r = 0; r < 2 * 2 * s && s > 1; r += s) x.mutable_data<float>()[r * (p + s) + p + s - 1] = std::numeric_limits<float>::quiet_NaN();
+        ExpectMatchesInterpreter(group, {RandomTensor({p}, 1), x, mask}, /*tol=*/1e-6);
+        absl::StatusOr<std::vector<LoweredStep>> steps = LowerGroup(group, &env);
+        ASSERT_TRUE(steps.ok()) << steps.status();
+        absl::StatusOr<std::vector<Tensor>> got = RunSteps(*steps, {RandomTensor({p}, 1), x, mask});
+        ASSERT_TRUE(got.ok()) << got.status();
+        for (int64_t i = 0; i < (*got)[0].num_elements(); ++i) ASSERT_FALSE(std::isnan((*got)[0].GetAsDouble(i))) << i;
+      }
+    }
+  }
+}
+
+// BLOOM's ALiBi: the group computes its x through Reshape([b·h, S, T] +
+// [b·h, 1, T]) → [b, h, S, T] (the element emitter, the graph's order of
+// operations), and the reshape keeps S and T: the scores are read at the
+// row's own inner index, no division or modulo of it.
+TEST_F(LowerTest, CausalSoftmaxWithAnAlibiBiasUnderAReshapeMatchesInterpreter) {
+  In("past_len", {past});  // binds past (unread)
+  GraphValue* scores = In("scores", {2 * batch, seq, past + seq});
+  GraphValue* alibi = In("alibi", {2 * batch, 1, past + seq});
+  GraphValue* pad = In("pad", {batch, 1, 1, past + seq});
+  Node* add = Op("Add", {scores, alibi});
+  // [-1, 2, S, T] as the exporters spell it: a Concat of a constant and the sum's Shape sliced.
+  Node* dims = Op("Slice", {Op("Shape", {add->output(0)})->output(0), Ints({1}), Ints({3})});
+  Node* target = Op("Concat", {Ints({-1, 2}), dims->output(0)}, Attr("axis", int64_t{0}));
+  Node* view = Op("Reshape", {add->output(0), target->output(0)});
+  Node* softmax = Op("CausalSoftmax", {view->output(0), pad}, Attr("fill", std::numeric_limits<float>::lowest()));
+  g.AddOutput(softmax->output(0));
+  passes::Group group = MakeGroup(GroupKind::kSoftmax, {add, view, softmax}, {scores, alibi, pad});
+  group.softmax.x = view->output(0);
+  group.softmax.mask = pad;
+  group.softmax.bias = alibi;
+  group.softmax.causal = true;
+  group.softmax.fill = std::numeric_limits<float>::lowest();
+  absl::StatusOr<std::vector<LoweredStep>> steps = LowerGroup(group, &env);
+  ASSERT_TRUE(steps.ok()) << steps.status();
+  ASSERT_EQ(steps->size(), 1u);
+  const std::string text = Print(std::get<KernelCall>((*steps)[0]).kernel);
+  // Every index that reads j is `<row part> + j`: contiguous along the row.
+  for (size_t open = text.find('['); open != std::string::npos; open = text.find('[', open + 1)) {
+    if (open == 0 || !std::isdigit(static_cast<unsigned char>(text[open - 1]))) continue;  // not a buffer's [index]
+    const std::string index = text.substr(open + 1, text.find(']', open) - open - 1);
+    if (index.find('j') == std::string::npos) continue;
+    EXPECT_EQ(index.find('j'), index.size() - 1) << index << "\n" << text;
+    EXPECT_EQ(index.substr(index.size() - 4), " + j") << index << "\n" << text;
+  }
+  for (int64_t s : {1, 2, 7, 17, 129}) {
+    for (int64_t p : {int64_t{0}, int64_t{5}}) {
+      SCOPED_TRACE(absl::StrCat("seq ", s, " past ", p));
+      Tensor mask = Tensor::Zeros(DType::kF32, {3, 1, 1, p + s}).value();
+      mask.mutable_data<float>()[p + s] = std::numeric_limits<float>::lowest();
+      ExpectMatchesInterpreter(group, {RandomTensor({p}, 1), RandomTensor({6, s, p + s}, static_cast<uint32_t>(s + p)),
+                                       RandomTensor({6, 1, p + s}, 3), mask},
+                               /*tol=*/1e-6);
+    }
+  }
+}
+
+// MPT's ALiBi: [b, h, S, T] + [1, h, 1, T] under masked_fill's select.
+TEST_F(LowerTest, SelectingCausalSoftmaxWithAnAlibiBiasMatchesInterpreter) {
+  GraphValue* scores = In("scores", {batch, 2, seq, seq});
+  GraphValue* alibi = In("alibi", {1, 2, 1, seq});
+  GraphValue* keep = In("keep", {batch, 1, 1, seq}, DType::kBool);
+  Node* add = Op("Add", {scores, alibi});
+  Node* softmax = Op("CausalSoftmax", {add->output(0), keep}, Attr("fill", std::numeric_limits<float>::lowest()));
+  g.AddOutput(softmax->output(0));
+  passes::Group group = MakeGroup(GroupKind::kSoftmax, {add, softmax}, {scores, alibi, keep});
+  group.softmax.x = add->output(0);
+  group.softmax.mask = keep;
+  group.softmax.bias = alibi;
+  group.softmax.causal = true;
+  group.softmax.select = true;
+  group.softmax.fill = std::numeric_limits<float>::lowest();
+  for (int64_t s : {1, 2, 7, 17, 129}) {
+    SCOPED_TRACE(s);
+    std::vector<uint8_t> bits(2 * s, 1);
+    bits[s] = 0;  // batch row 1 pads key 0
+    ExpectMatchesInterpreter(group, {RandomTensor({2, 2, s, s}, static_cast<uint32_t>(s)), RandomTensor({1, 2, 1, s}, 4),
+                                     Tensor::FromVector<uint8_t>(DType::kBool, {2, 1, 1, s}, bits)},
+                             /*tol=*/1e-6);
   }
 }
 

@@ -74,6 +74,31 @@ TEST(NormalizationKernelTest, CausalSoftmaxWithABoolMaskSelectsTheScores) {
   EXPECT_FALSE(RunOp("CausalSoftmax", {x, Tensor::FromVector<int64_t>(DType::kI64, {3}, {1, 1, 1})}, causal, 17).ok());
 }
 
+// The keep stage (GPT-Neo's Where over its `bias` table): X is first
+// keep(i, j) ? X : keep_fill, keep a band of 2 here (query i keeps keys i and
+// i + 1 of T = 3, past 1), then the mask stage adds M or fill as before.
+// A NaN score the keep stage drops never reaches the result; keep_fill +
+// fill is -inf; a padded key M = lowest makes keep_fill + M.
+TEST(NormalizationKernelTest, CausalSoftmaxKeepStageSelectsBeforeTheMaskIsAdded) {
+  const float lowest = std::numeric_limits<float>::lowest();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = F32({1, 2, 3}, {1, 2, 3, nan, 4, 6});
+  Attributes attrs;
+  attrs.Set("fill", lowest);
+  attrs.Set("keep_fill", lowest);
+  attrs.Set("keep_window", int64_t{2});
+  auto out = RunOp("CausalSoftmax", {x, F32({1, 1, 3}, {lowest, 0, 0})}, attrs, 17);
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Query 0: [1 + lowest, 2, lowest + lowest = -inf]; query 1: [lowest + lowest, 4, 6].
+  const float e2 = std::exp(-2.0f) / (1 + std::exp(-2.0f));
+  EXPECT_THAT(Values<float>((*out)[0]),
+              ElementsAre(0.0f, 1.0f, 0.0f, 0.0f, FloatNear(e2, 1e-7), FloatNear(1 - e2, 1e-7)));
+  // Every key padded: query 0 is [1 + lowest, 2 + lowest, -inf] = [lowest, lowest, -inf].
+  auto padded = RunOp("CausalSoftmax", {x, F32({1, 1, 3}, {lowest, lowest, lowest})}, attrs, 17);
+  ASSERT_TRUE(padded.ok()) << padded.status();
+  EXPECT_THAT(Values<float>((*padded)[0]), ElementsAre(0.5f, 0.5f, 0.0f, 0.0f, 0.5f, 0.5f));
+}
+
 TEST(NormalizationKernelTest, LogSoftmaxIsStableForLargeInputs) {
   auto out = RunOp("LogSoftmax", {F32({2}, {1000, 1000})});
   ASSERT_TRUE(out.ok()) << out.status();
