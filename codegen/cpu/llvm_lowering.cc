@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/cpu/loop_analysis.h"
 #include "codegen/cpu/vector_math.h"
+#include "codegen/kernel_visitor.h"
+#include "shapes/sym_expr_visitor.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/IntrinsicsX86.h"
@@ -28,7 +30,7 @@ struct Binding {
   int width = 1;  // lanes of a let's value
 };
 
-class KernelLowering {
+class KernelLowering : private ValueVisitor<llvm::Value*, int>, private StmtVisitor<void, int> {
  public:
   KernelLowering(const Kernel& kernel, const LoweringOptions& options, llvm::Module* module)
       : kernel_(kernel), options_(options), module_(module), ctx_(module->getContext()), b_(ctx_) {}
@@ -222,42 +224,57 @@ class KernelLowering {
     return b_.CreateAnd(nonzero, signs_differ);
   }
 
-  llvm::Value* EmitSym(SymExpr e, int width) {
-    auto operand = [&](size_t i) { return EmitSym(e.operands()[i], width); };
-    switch (e.kind()) {
-      case ExprKind::kConst: return I64Const(*e.AsConst(), width);
-      case ExprKind::kSymbol: return EmitSymbol(e.symbol_name(), width);
-      case ExprKind::kAdd:
-      case ExprKind::kMul: {
-        llvm::Value* acc = operand(0);
-        for (size_t i = 1; i < e.operands().size(); ++i) {
-          acc = e.kind() == ExprKind::kAdd ? b_.CreateAdd(acc, operand(i)) : b_.CreateMul(acc, operand(i));
-        }
-        return acc;
-      }
-      case ExprKind::kFloorDiv: {
-        llvm::Value* a = operand(0);
-        llvm::Value* d = operand(1);
-        llvm::Value* q = b_.CreateSDiv(a, d);
-        llvm::Value* fix = NeedsFloorFix(b_.CreateSRem(a, d), d, width);
-        return b_.CreateSelect(fix, b_.CreateSub(q, I64Const(1, width)), q);
-      }
-      case ExprKind::kMod: {
-        llvm::Value* d = operand(1);
-        llvm::Value* r = b_.CreateSRem(operand(0), d);
-        return b_.CreateSelect(NeedsFloorFix(r, d, width), b_.CreateAdd(r, d), r);
-      }
-      case ExprKind::kMin:
-      case ExprKind::kMax: {
-        llvm::Value* a = operand(0);
-        llvm::Value* c = operand(1);
-        llvm::Value* a_less = b_.CreateICmpSLT(a, c);
-        return e.kind() == ExprKind::kMin ? b_.CreateSelect(a_less, a, c) : b_.CreateSelect(a_less, c, a);
-      }
+  llvm::Value* EmitSym(SymExpr e, int width) { return IndexEmitter(*this).Visit(e, width); }
+
+  // An index expression as i64 (<W x i64> for width > 1), operands first,
+  // each operand emitted where it occurs (indices are small trees).
+  class IndexEmitter final : public SymExprVisitor<llvm::Value*, int> {
+   public:
+    explicit IndexEmitter(KernelLowering& l) : l_(l), b_(l.b_) {}
+
+   private:
+    llvm::Value* VisitConst(const SymExpr&, int64_t value, int width) override { return l_.I64Const(value, width); }
+    llvm::Value* VisitSymbol(const SymExpr&, const std::string& name, int width) override {
+      return l_.EmitSymbol(name, width);
     }
-    Fail("unknown SymExpr kind in " + e.ToString());
-    return I64Const(0, width);
-  }
+    llvm::Value* VisitAdd(const SymExpr&, absl::Span<const SymExpr> ops, int width) override {
+      llvm::Value* acc = l_.EmitSym(ops[0], width);
+      for (size_t i = 1; i < ops.size(); ++i) acc = b_.CreateAdd(acc, l_.EmitSym(ops[i], width));
+      return acc;
+    }
+    llvm::Value* VisitMul(const SymExpr&, absl::Span<const SymExpr> ops, int width) override {
+      llvm::Value* acc = l_.EmitSym(ops[0], width);
+      for (size_t i = 1; i < ops.size(); ++i) acc = b_.CreateMul(acc, l_.EmitSym(ops[i], width));
+      return acc;
+    }
+    llvm::Value* VisitFloorDiv(const SymExpr&, const SymExpr& x, const SymExpr& y, int width) override {
+      llvm::Value* a = l_.EmitSym(x, width);
+      llvm::Value* d = l_.EmitSym(y, width);
+      llvm::Value* q = b_.CreateSDiv(a, d);
+      llvm::Value* fix = l_.NeedsFloorFix(b_.CreateSRem(a, d), d, width);
+      return b_.CreateSelect(fix, b_.CreateSub(q, l_.I64Const(1, width)), q);
+    }
+    llvm::Value* VisitMod(const SymExpr&, const SymExpr& x, const SymExpr& y, int width) override {
+      llvm::Value* d = l_.EmitSym(y, width);
+      llvm::Value* r = b_.CreateSRem(l_.EmitSym(x, width), d);
+      return b_.CreateSelect(l_.NeedsFloorFix(r, d, width), b_.CreateAdd(r, d), r);
+    }
+    llvm::Value* VisitMin(const SymExpr&, const SymExpr& x, const SymExpr& y, int width) override {
+      llvm::Value* a = l_.EmitSym(x, width);
+      llvm::Value* c = l_.EmitSym(y, width);
+      llvm::Value* a_less = b_.CreateICmpSLT(a, c);
+      return b_.CreateSelect(a_less, a, c);
+    }
+    llvm::Value* VisitMax(const SymExpr&, const SymExpr& x, const SymExpr& y, int width) override {
+      llvm::Value* a = l_.EmitSym(x, width);
+      llvm::Value* c = l_.EmitSym(y, width);
+      llvm::Value* a_less = b_.CreateICmpSLT(a, c);
+      return b_.CreateSelect(a_less, c, a);
+    }
+
+    KernelLowering& l_;
+    llvm::IRBuilder<>& b_;
+  };
 
   llvm::Value* EmitSymbol(const std::string& name, int width) {
     if (auto it = loop_vars_.find(name); it != loop_vars_.end()) {
@@ -390,51 +407,57 @@ class KernelLowering {
     return result;
   }
 
-  llvm::Value* EmitValueOnce(const Value& v, int width) {
-    switch (v->kind) {
-      case ValueKind::kConst:
-        if (v->type == ScalarType::kF32) return llvm::ConstantFP::get(LlvmType(v->type, width), v->f_value);
-        return llvm::ConstantInt::get(LlvmType(v->type, width), v->i_value, /*isSigned=*/true);
-      case ValueKind::kLoad: return EmitLoad(v->buffer, v->index, v->type, width);
-      case ValueKind::kLoadAt: return EmitLoadAt(v->buffer, EmitValue(v->operands[0], width), v->type, width);
-      case ValueKind::kIndex: return EmitSym(v->index, width);
-      case ValueKind::kVar: {
-        auto it = bindings_.find(v->name);
-        if (it == bindings_.end()) {
-          Fail("unbound name '" + v->name + "'");
-          return llvm::Constant::getNullValue(LlvmType(v->type, width));
-        }
-        const Binding& bind = it->second;
-        if (bind.is_accumulator) return Splat(b_.CreateLoad(ScalarLlvmType(bind.type), bind.value), width);
-        return Splat(bind.value, width);
-      }
-      case ValueKind::kUnary: return EmitUnary(static_cast<UnaryOp>(v->op), EmitValue(v->operands[0], width), v->type);
-      case ValueKind::kBinary:
-        if (const Value* u = OnePlusTanhArgument(v)) return EmitOnePlusTanh(b_, EmitValue(*u, width));
-        return EmitBinary(static_cast<BinaryOp>(v->op), EmitValue(v->operands[0], width),
-                          EmitValue(v->operands[1], width), v->type);
-      case ValueKind::kCompare:
-        return EmitCompare(static_cast<CompareOp>(v->op), EmitValue(v->operands[0], width),
-                           EmitValue(v->operands[1], width), v->operands[0]->type);
-      case ValueKind::kSelect:
-        return b_.CreateSelect(EmitValue(v->operands[0], width), EmitValue(v->operands[1], width),
-                               EmitValue(v->operands[2], width));
-      case ValueKind::kCast: return EmitCast(EmitValue(v->operands[0], width), v->operands[0]->type, v->type, width);
+  llvm::Value* EmitValueOnce(const Value& v, int width) { return ValueVisitor::Visit(*v, width); }
+
+  // One node; its operands are emitted (or found) by EmitValue, in the
+  // order each line below asks for them.
+  llvm::Value* VisitConst(const ValueNode& v, int width) override {
+    if (v.type == ScalarType::kF32) return llvm::ConstantFP::get(LlvmType(v.type, width), v.f_value);
+    return llvm::ConstantInt::get(LlvmType(v.type, width), v.i_value, /*isSigned=*/true);
+  }
+  llvm::Value* VisitLoad(const ValueNode& v, int width) override { return EmitLoad(v.buffer, v.index, v.type, width); }
+  llvm::Value* VisitLoadAt(const ValueNode& v, int width) override {
+    return EmitLoadAt(v.buffer, EmitValue(v.operands[0], width), v.type, width);
+  }
+  llvm::Value* VisitIndex(const ValueNode& v, int width) override { return EmitSym(v.index, width); }
+  llvm::Value* VisitVar(const ValueNode& v, int width) override {
+    auto it = bindings_.find(v.name);
+    if (it == bindings_.end()) {
+      Fail("unbound name '" + v.name + "'");
+      return llvm::Constant::getNullValue(LlvmType(v.type, width));
     }
-    Fail("unknown value kind");
-    return llvm::Constant::getNullValue(LlvmType(v->type, width));
+    const Binding& bind = it->second;
+    if (bind.is_accumulator) return Splat(b_.CreateLoad(ScalarLlvmType(bind.type), bind.value), width);
+    return Splat(bind.value, width);
+  }
+  llvm::Value* VisitUnary(const ValueNode& v, UnaryOp op, int width) override {
+    return EmitUnary(op, EmitValue(v.operands[0], width), v.type);
+  }
+  llvm::Value* VisitBinary(const ValueNode& v, BinaryOp op, int width) override {
+    if (const Value* u = OnePlusTanhArgument(v)) return EmitOnePlusTanh(b_, EmitValue(*u, width));
+    return EmitBinary(op, EmitValue(v.operands[0], width), EmitValue(v.operands[1], width), v.type);
+  }
+  llvm::Value* VisitCompare(const ValueNode& v, CompareOp op, int width) override {
+    return EmitCompare(op, EmitValue(v.operands[0], width), EmitValue(v.operands[1], width), v.operands[0]->type);
+  }
+  llvm::Value* VisitSelect(const ValueNode& v, int width) override {
+    return b_.CreateSelect(EmitValue(v.operands[0], width), EmitValue(v.operands[1], width),
+                           EmitValue(v.operands[2], width));
+  }
+  llvm::Value* VisitCast(const ValueNode& v, int width) override {
+    return EmitCast(EmitValue(v.operands[0], width), v.operands[0]->type, v.type, width);
   }
 
   // u when v is 1 + tanh(u) (either order): GELU's tanh form, emitted as
   // 2·sigmoid(2u), cheaper and more accurate (vector_math.h).
-  static const Value* OnePlusTanhArgument(const Value& v) {
-    if (v->type != ScalarType::kF32 || static_cast<BinaryOp>(v->op) != BinaryOp::kAdd) return nullptr;
+  static const Value* OnePlusTanhArgument(const ValueNode& v) {
+    if (v.type != ScalarType::kF32 || static_cast<BinaryOp>(v.op) != BinaryOp::kAdd) return nullptr;
     auto is_one = [](const Value& c) { return c->kind == ValueKind::kConst && c->f_value == 1.0; };
     auto is_tanh = [](const Value& t) {
       return t->kind == ValueKind::kUnary && static_cast<UnaryOp>(t->op) == UnaryOp::kTanh;
     };
     for (int i : {0, 1}) {
-      if (is_one(v->operands[i]) && is_tanh(v->operands[1 - i])) return &v->operands[1 - i]->operands[0];
+      if (is_one(v.operands[i]) && is_tanh(v.operands[1 - i])) return &v.operands[1 - i]->operands[0];
     }
     return nullptr;
   }
@@ -745,52 +768,45 @@ class KernelLowering {
     bindings_ = std::move(saved);
   }
 
-  void EmitStmt(const Stmt& s, int width) {
-    switch (s.kind) {
-      case StmtKind::kLoop: {
-        llvm::Value* begin = EmitSym(s.begin, 1);
-        llvm::Value* end = EmitSym(s.end, 1);
-        absl::flat_hash_map<std::string, ReduceOp> reduced;
-        if (options_.vector_width > 1 && CanVectorize(s, &reduced)) {
-          EmitVectorizedLoop(s, begin, end, reduced);
-        } else {
-          EmitLoop(s.name, begin, end, 1, /*vectorizer_off=*/false, [&](llvm::Value*) { EmitBlock(s.body, 1); });
-        }
-        return;
-      }
-      case StmtKind::kStore:
-        EmitStore(s.buffer, s.index, kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width,
-                  plan_.streamable.contains(&s), width > 1 && &s == aligned_stream_store_ && tail_mask_ == nullptr);
-        return;
-      case StmtKind::kStoreAt:
-        EmitStoreAt(s.buffer, EmitValue(s.at, width), kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width),
-                    width);
-        return;
-      case StmtKind::kLet:
-        bindings_[s.name] = Binding{EmitValue(s.value, width), false, s.value->type, width};
-        return;
-      case StmtKind::kAccumulator: {
-        llvm::AllocaInst* slot = EntryAlloca(ScalarLlvmType(s.value->type), s.name);
-        b_.CreateStore(EmitValue(s.value, 1), slot);
-        bindings_[s.name] = Binding{slot, true, s.value->type, 1};
-        return;
-      }
-      case StmtKind::kAccumulate: {
-        const Binding& acc = bindings_[s.name];
-        llvm::Value* x = EmitValue(s.value, width);
-        auto vec = vector_accumulators_.find(s.name);
-        if (width > 1 && vec != vector_accumulators_.end()) {
-          llvm::Type* t = LlvmType(acc.type, width);
-          if (tail_mask_) x = b_.CreateSelect(tail_mask_, x, Identity(s.reduce, acc.type, width));
-          b_.CreateStore(Combine(s.reduce, acc.type, b_.CreateLoad(t, vec->second), x), vec->second);
-        } else {
-          llvm::Value* current = b_.CreateLoad(ScalarLlvmType(acc.type), acc.value);
-          b_.CreateStore(Combine(s.reduce, acc.type, current, x), acc.value);
-        }
-        return;
-      }
+  void EmitStmt(const Stmt& s, int width) { StmtVisitor::Visit(s, width); }
+
+  void VisitLoop(const Stmt& s, int width) override {
+    llvm::Value* begin = EmitSym(s.begin, 1);
+    llvm::Value* end = EmitSym(s.end, 1);
+    absl::flat_hash_map<std::string, ReduceOp> reduced;
+    if (options_.vector_width > 1 && CanVectorize(s, &reduced)) {
+      EmitVectorizedLoop(s, begin, end, reduced);
+    } else {
+      EmitLoop(s.name, begin, end, 1, /*vectorizer_off=*/false, [&](llvm::Value*) { EmitBlock(s.body, 1); });
     }
-    Fail("unknown statement kind");
+  }
+  void VisitStore(const Stmt& s, int width) override {
+    EmitStore(s.buffer, s.index, kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width,
+              plan_.streamable.contains(&s), width > 1 && &s == aligned_stream_store_ && tail_mask_ == nullptr);
+  }
+  void VisitStoreAt(const Stmt& s, int width) override {
+    EmitStoreAt(s.buffer, EmitValue(s.at, width), kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width);
+  }
+  void VisitLet(const Stmt& s, int width) override {
+    bindings_[s.name] = Binding{EmitValue(s.value, width), false, s.value->type, width};
+  }
+  void VisitAccumulator(const Stmt& s, int width) override {
+    llvm::AllocaInst* slot = EntryAlloca(ScalarLlvmType(s.value->type), s.name);
+    b_.CreateStore(EmitValue(s.value, 1), slot);
+    bindings_[s.name] = Binding{slot, true, s.value->type, 1};
+  }
+  void VisitAccumulate(const Stmt& s, int width) override {
+    const Binding& acc = bindings_[s.name];
+    llvm::Value* x = EmitValue(s.value, width);
+    auto vec = vector_accumulators_.find(s.name);
+    if (width > 1 && vec != vector_accumulators_.end()) {
+      llvm::Type* t = LlvmType(acc.type, width);
+      if (tail_mask_) x = b_.CreateSelect(tail_mask_, x, Identity(s.reduce, acc.type, width));
+      b_.CreateStore(Combine(s.reduce, acc.type, b_.CreateLoad(t, vec->second), x), vec->second);
+    } else {
+      llvm::Value* current = b_.CreateLoad(ScalarLlvmType(acc.type), acc.value);
+      b_.CreateStore(Combine(s.reduce, acc.type, current, x), acc.value);
+    }
   }
 
   const Kernel& kernel_;
