@@ -14,8 +14,9 @@
 // operands already rewritten — `self` is that node as a Value — and returns
 // it or its replacement. Index expressions (loads, index values, store
 // indices and loop bounds) go through MutateIndex. Rewrites are memoized
-// per Mutate() call, so a mutator whose rewrite of a node depends on where
-// the node is may still assume one statement's value is one context.
+// per Mutate() call, i.e. per value: a node that two statements share is
+// rewritten once for each, so a rewrite may depend on the statement (its
+// scope) but not on where inside one value a node sits.
 #ifndef SHAPESHIFT_CODEGEN_KERNEL_MUTATOR_H_
 #define SHAPESHIFT_CODEGEN_KERNEL_MUTATOR_H_
 
