@@ -9,22 +9,21 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "codegen/kernel_ir.h"
+#include "codegen/kernel_visitor.h"
 
 namespace shapeshift::codegen {
 namespace {
 
 // Both walk the DAG, not the tree (see kernel_ir.h): each distinct node
-// is hashed once, each distinct pair of nodes compared once.
+// is hashed once (FoldDag), each distinct pair of nodes compared once.
+// Neither dispatches on the kind: every field of every node is compared,
+// whatever its kind, so a new kind needs nothing here.
 size_t HashValue(const Value& root) {
-  if (!root) return 0;
-  absl::flat_hash_map<const ValueNode*, size_t> hash_of;
-  for (const Value* value : PostOrder(root)) {
-    const ValueNode& v = **value;
+  return FoldDag<size_t>(root, 0, [](const ValueNode& v, absl::Span<size_t> operands, int) {
     size_t h = absl::HashOf(v.kind, v.type, v.f_value, v.i_value, v.buffer, v.index, v.name, v.op);
-    for (const Value& o : v.operands) h = absl::HashOf(h, o ? hash_of.at(o.get()) : size_t{0});
-    hash_of[value->get()] = h;
-  }
-  return hash_of.at(root.get());
+    for (size_t o : operands) h = absl::HashOf(h, o);
+    return h;
+  });
 }
 
 bool EqualNodeFields(const ValueNode& a, const ValueNode& b) {

@@ -1,11 +1,11 @@
 // The kernel IR printer: one statement per line, indentation for nesting.
 #include <cmath>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/kernel_ir.h"
 #include "codegen/kernel_print.h"
+#include "codegen/kernel_visitor.h"
 
 namespace shapeshift::codegen {
 namespace {
@@ -31,92 +31,97 @@ void PrintBlock(const Kernel& kernel, const std::vector<Stmt>& body, int depth, 
   }
 }
 
-}  // namespace
-
 // A value is a DAG (kernel_ir.h): a non-leaf node read more than once is
 // printed once, as `$k` in its readers and `$k = ...` after a `where`, so
 // the text stays linear in the DAG (and a tree without sharing prints as
 // it always did): `(($0 * $0) + 1f) where $0 = exp(x[p])`.
-std::string PrintValue(const Kernel& kernel, const Value& value) {
-  if (!value) return "<null>";
-  std::vector<const Value*> order = PostOrder(value);
-  absl::flat_hash_map<const ValueNode*, int> reads;
-  for (const Value* v : order) {
-    for (const Value& o : (*v)->operands) {
-      if (o) ++reads[o.get()];
-    }
-  }
-  auto is_leaf = [](const ValueNode& v) { return v.operands.empty(); };
-  absl::flat_hash_map<const ValueNode*, std::string> text;  // how a reader refers to the node
-  std::vector<std::string> definitions;
-  for (const Value* node : order) {
-    const ValueNode& v = **node;
-    auto operand = [&](size_t i) -> std::string {
-      if (i >= v.operands.size()) return "<missing>";
-      if (!v.operands[i]) return "<null>";
-      return text.at(v.operands[i].get());
-    };
-    std::string t;
-    switch (v.kind) {
-      case ValueKind::kConst: t = PrintConst(v); break;
-      case ValueKind::kLoad: t = absl::StrCat(BufferName(kernel, v.buffer), "[", v.index.ToString(), "]"); break;
-      case ValueKind::kLoadAt: t = absl::StrCat(BufferName(kernel, v.buffer), "[at ", operand(0), "]"); break;
-      case ValueKind::kIndex: t = absl::StrCat("index(", v.index.ToString(), ")"); break;
-      case ValueKind::kVar: t = v.name; break;
-      case ValueKind::kUnary:
-        t = absl::StrCat(UnaryOpName(static_cast<UnaryOp>(v.op)), "(", operand(0), ")");
-        break;
-      case ValueKind::kBinary: {
-        auto op = static_cast<BinaryOp>(v.op);
-        t = op == BinaryOp::kMax || op == BinaryOp::kMin || op == BinaryOp::kRem
-                ? absl::StrCat(BinaryOpName(op), "(", operand(0), ", ", operand(1), ")")
-                : absl::StrCat("(", operand(0), " ", BinaryOpName(op), " ", operand(1), ")");
-        break;
-      }
-      case ValueKind::kCompare:
-        t = absl::StrCat("(", operand(0), " ", CompareOpName(static_cast<CompareOp>(v.op)), " ", operand(1), ")");
-        break;
-      case ValueKind::kSelect:
-        t = absl::StrCat("select(", operand(0), ", ", operand(1), ", ", operand(2), ")");
-        break;
-      case ValueKind::kCast:
-        t = absl::StrCat(ScalarTypeName(v.type), "(", operand(0), ")");
-        break;
-      default:
-        t = "<?>";
-    }
-    if (node != order.back() && !is_leaf(v) && reads[&v] > 1) {
-      std::string name = absl::StrCat("$", definitions.size());
-      definitions.push_back(absl::StrCat(name, " = ", t));
-      t = std::move(name);
-    }
-    text[&v] = std::move(t);
-  }
-  std::string out = std::move(text.at(value.get()));
-  if (!definitions.empty()) absl::StrAppend(&out, " where ", absl::StrJoin(definitions, "; "));
-  return out;
-}
+class ValuePrinter : public ValueFold<std::string> {
+ public:
+  explicit ValuePrinter(const Kernel& kernel) : kernel_(kernel) {}
 
-std::string PrintStmtLine(const Kernel& kernel, const Stmt& s) {
-  switch (s.kind) {
-    case StmtKind::kLoop:
-      return absl::StrCat("for ", s.name, " in [", s.begin.ToString(), ", ", s.end.ToString(), "):");
-    case StmtKind::kStore:
-      return absl::StrCat(BufferName(kernel, s.buffer), "[", s.index.ToString(),
-                          "] = ", PrintValue(kernel, s.value));
-    case StmtKind::kStoreAt:
-      return absl::StrCat(BufferName(kernel, s.buffer), "[at ", PrintValue(kernel, s.at),
-                          "] = ", PrintValue(kernel, s.value));
-    case StmtKind::kLet:
-      return absl::StrCat("let ", s.name, " = ", PrintValue(kernel, s.value));
-    case StmtKind::kAccumulator:
-      return absl::StrCat("acc ", s.name, " = ", PrintValue(kernel, s.value));
-    case StmtKind::kAccumulate:
-      return absl::StrCat(s.name, " = ", ReduceOpName(s.reduce), "(", s.name, ", ",
-                          PrintValue(kernel, s.value), ")");
+  std::string Run(const Value& value) {
+    std::string out = Fold(value);
+    if (!definitions_.empty()) absl::StrAppend(&out, " where ", absl::StrJoin(definitions_, "; "));
+    return out;
   }
-  return "<?>";
-}
+
+ private:
+  using Ops = absl::Span<std::string>;
+  // Malformed nodes print too (Verify quotes them).
+  static std::string Operand(Ops ops, size_t i) { return i < ops.size() ? std::move(ops[i]) : "<missing>"; }
+
+  std::string NullOperand() override { return "<null>"; }
+  std::string AfterNode(const ValueNode& v, std::string text, int readers) override {
+    if (v.operands.empty() || readers <= 1) return text;
+    std::string name = absl::StrCat("$", definitions_.size());
+    definitions_.push_back(absl::StrCat(name, " = ", text));
+    return name;
+  }
+
+  std::string VisitConst(const ValueNode& v, Ops) override { return PrintConst(v); }
+  std::string VisitLoad(const ValueNode& v, Ops) override {
+    return absl::StrCat(BufferName(kernel_, v.buffer), "[", v.index.ToString(), "]");
+  }
+  std::string VisitLoadAt(const ValueNode& v, Ops ops) override {
+    return absl::StrCat(BufferName(kernel_, v.buffer), "[at ", Operand(ops, 0), "]");
+  }
+  std::string VisitIndex(const ValueNode& v, Ops) override { return absl::StrCat("index(", v.index.ToString(), ")"); }
+  std::string VisitVar(const ValueNode& v, Ops) override { return v.name; }
+  std::string VisitUnary(const ValueNode& v, UnaryOp op, Ops ops) override {
+    return absl::StrCat(UnaryOpName(op), "(", Operand(ops, 0), ")");
+  }
+  std::string VisitBinary(const ValueNode& v, BinaryOp op, Ops ops) override {
+    return op == BinaryOp::kMax || op == BinaryOp::kMin || op == BinaryOp::kRem
+               ? absl::StrCat(BinaryOpName(op), "(", Operand(ops, 0), ", ", Operand(ops, 1), ")")
+               : absl::StrCat("(", Operand(ops, 0), " ", BinaryOpName(op), " ", Operand(ops, 1), ")");
+  }
+  std::string VisitCompare(const ValueNode& v, CompareOp op, Ops ops) override {
+    return absl::StrCat("(", Operand(ops, 0), " ", CompareOpName(op), " ", Operand(ops, 1), ")");
+  }
+  std::string VisitSelect(const ValueNode& v, Ops ops) override {
+    return absl::StrCat("select(", Operand(ops, 0), ", ", Operand(ops, 1), ", ", Operand(ops, 2), ")");
+  }
+  std::string VisitCast(const ValueNode& v, Ops ops) override {
+    return absl::StrCat(ScalarTypeName(v.type), "(", Operand(ops, 0), ")");
+  }
+  std::string VisitInvalid(const ValueNode& v, Ops) override { return "<?>"; }
+
+  const Kernel& kernel_;
+  std::vector<std::string> definitions_;
+};
+
+// The statement's own line; a loop's body is PrintBlock's.
+class StmtLinePrinter : public StmtVisitor<std::string> {
+ public:
+  explicit StmtLinePrinter(const Kernel& kernel) : kernel_(kernel) {}
+
+ private:
+  std::string Text(const Value& v) const { return PrintValue(kernel_, v); }
+
+  std::string VisitLoop(const Stmt& s) override {
+    return absl::StrCat("for ", s.name, " in [", s.begin.ToString(), ", ", s.end.ToString(), "):");
+  }
+  std::string VisitStore(const Stmt& s) override {
+    return absl::StrCat(BufferName(kernel_, s.buffer), "[", s.index.ToString(), "] = ", Text(s.value));
+  }
+  std::string VisitStoreAt(const Stmt& s) override {
+    return absl::StrCat(BufferName(kernel_, s.buffer), "[at ", Text(s.at), "] = ", Text(s.value));
+  }
+  std::string VisitLet(const Stmt& s) override { return absl::StrCat("let ", s.name, " = ", Text(s.value)); }
+  std::string VisitAccumulator(const Stmt& s) override { return absl::StrCat("acc ", s.name, " = ", Text(s.value)); }
+  std::string VisitAccumulate(const Stmt& s) override {
+    return absl::StrCat(s.name, " = ", ReduceOpName(s.reduce), "(", s.name, ", ", Text(s.value), ")");
+  }
+  std::string VisitInvalid(const Stmt& s) override { return "<?>"; }
+
+  const Kernel& kernel_;
+};
+
+}  // namespace
+
+std::string PrintValue(const Kernel& kernel, const Value& value) { return ValuePrinter(kernel).Run(value); }
+
+std::string PrintStmtLine(const Kernel& kernel, const Stmt& s) { return StmtLinePrinter(kernel).Visit(s); }
 
 std::string Print(const Kernel& kernel) {
   std::vector<std::string> params;

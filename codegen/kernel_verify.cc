@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/kernel_ir.h"
 #include "codegen/kernel_print.h"
+#include "codegen/kernel_visitor.h"
 
 namespace shapeshift::codegen {
 namespace {
@@ -20,7 +21,10 @@ struct Binding {
 
 bool IsMathOnly(UnaryOp op) { return op != UnaryOp::kNeg && op != UnaryOp::kAbs; }
 
-class Verifier {
+using ValueCheck = ValueVisitor<absl::Status, const Stmt&, const Value&>;
+using StmtCheck = StmtVisitor<absl::Status, std::vector<std::string>*>;
+
+class Verifier : private ValueCheck, private StmtCheck {
  public:
   explicit Verifier(const Kernel& kernel) : kernel_(kernel) {}
 
@@ -72,7 +76,7 @@ class Verifier {
 
   // Checks every node of `v` (once each: a value is a DAG, kernel_ir.h),
   // operands first; `s` is the statement it belongs to, for messages.
-  absl::Status CheckValue(const Stmt& s, const Value& v) const {
+  absl::Status CheckValue(const Stmt& s, const Value& v) {
     if (!v) return StmtError(s, "missing value");
     for (const Value* node : PostOrder(v)) {
       if (absl::Status st = CheckNode(s, *node); !st.ok()) return st;
@@ -80,152 +84,185 @@ class Verifier {
     return absl::OkStatus();
   }
 
-  // Checks one node; its operands are already checked.
-  absl::Status CheckNode(const Stmt& s, const Value& v) const {
-    auto bad = [&](absl::string_view why) {
-      return StmtError(s, absl::StrCat("`", PrintValue(kernel_, v), "`: ", why));
-    };
-    size_t expected_operands = 0;
-    switch (v->kind) {
-      case ValueKind::kConst: break;
-      case ValueKind::kLoad:
-        if (v->buffer < 0 || v->buffer >= static_cast<int>(kernel_.buffers.size())) {
-          return bad("loads from a buffer that does not exist");
-        }
-        if (kernel_.buffers[v->buffer].dtype != v->type) return bad("type differs from the buffer's");
-        if (auto st = CheckIndex(v->index, "load index"); !st.ok()) return st;
-        break;
-      case ValueKind::kLoadAt:
-        if (v->buffer < 0 || v->buffer >= static_cast<int>(kernel_.buffers.size())) {
-          return bad("loads from a buffer that does not exist");
-        }
-        if (kernel_.buffers[v->buffer].dtype != v->type) return bad("type differs from the buffer's");
-        if (kernel_.buffers[v->buffer].role != BufferRole::kInput) {
-          return bad("a data-indexed load reads an input buffer (no other iteration writes it)");
-        }
-        expected_operands = 1;
-        break;
-      case ValueKind::kIndex:
-        if (v->type != ScalarType::kI64) return bad("an index value is i64");
-        if (auto st = CheckIndex(v->index, "index value"); !st.ok()) return st;
-        break;
-      case ValueKind::kVar: {
-        auto it = bindings_.find(v->name);
-        if (it == bindings_.end()) return bad(absl::StrCat("'", v->name, "' is not in scope"));
-        if (it->second.type != v->type) return bad("type differs from the binding's");
-        break;
-      }
-      case ValueKind::kUnary: expected_operands = 1; break;
-      case ValueKind::kBinary: expected_operands = 2; break;
-      case ValueKind::kCompare: expected_operands = 2; break;
-      case ValueKind::kSelect: expected_operands = 3; break;
-      case ValueKind::kCast: expected_operands = 1; break;
-    }
-    if (v->operands.size() != expected_operands) return bad("wrong number of operands");
+  // ---- One node (its operands already checked) -----------------------------
+  // Each check: the kind's own fields, then its operand count, then the
+  // operands' types.
+
+  absl::Status CheckNode(const Stmt& s, const Value& v) { return ValueCheck::Visit(*v, s, v); }
+
+  absl::Status Bad(const Stmt& s, const Value& v, absl::string_view why) const {
+    return StmtError(s, absl::StrCat("`", PrintValue(kernel_, v), "`: ", why));
+  }
+
+  absl::Status CheckArity(const Stmt& s, const Value& v, size_t expected) const {
+    if (v->operands.size() != expected) return Bad(s, v, "wrong number of operands");
     for (const Value& o : v->operands) {
-      if (!o) return bad("missing operand");
-    }
-    const auto& ops = v->operands;
-    switch (v->kind) {
-      case ValueKind::kUnary: {
-        auto op = static_cast<UnaryOp>(v->op);
-        if (v->type != ops[0]->type) return bad("result type differs from the operand's");
-        if (IsMathOnly(op) && v->type != ScalarType::kF32) return bad("math functions take f32");
-        if (v->type == ScalarType::kBool) return bad("arithmetic on bool");
-        break;
-      }
-      case ValueKind::kBinary:
-        if (ops[0]->type != ops[1]->type || v->type != ops[0]->type) return bad("operand types differ");
-        if (v->type == ScalarType::kBool) return bad("arithmetic on bool");
-        break;
-      case ValueKind::kCompare: {
-        auto op = static_cast<CompareOp>(v->op);
-        if (ops[0]->type != ops[1]->type) return bad("operand types differ");
-        if (ops[0]->type == ScalarType::kBool && op != CompareOp::kEq && op != CompareOp::kNe) {
-          return bad("bool values are only compared with == and !=");
-        }
-        break;
-      }
-      case ValueKind::kLoadAt:
-        if (ops[0]->type != ScalarType::kI64) return bad("a data-dependent index is i64");
-        break;
-      case ValueKind::kSelect:
-        if (ops[0]->type != ScalarType::kBool) return bad("the condition must be bool");
-        if (ops[1]->type != ops[2]->type || v->type != ops[1]->type) return bad("branch types differ");
-        break;
-      default: break;
+      if (!o) return Bad(s, v, "missing operand");
     }
     return absl::OkStatus();
   }
+
+  absl::Status CheckLoadBuffer(const Stmt& s, const Value& v) const {
+    if (v->buffer < 0 || v->buffer >= static_cast<int>(kernel_.buffers.size())) {
+      return Bad(s, v, "loads from a buffer that does not exist");
+    }
+    if (kernel_.buffers[v->buffer].dtype != v->type) return Bad(s, v, "type differs from the buffer's");
+    return absl::OkStatus();
+  }
+
+  absl::Status VisitConst(const ValueNode& n, const Stmt& s, const Value& v) override { return CheckArity(s, v, 0); }
+
+  absl::Status VisitLoad(const ValueNode& n, const Stmt& s, const Value& v) override {
+    if (auto st = CheckLoadBuffer(s, v); !st.ok()) return st;
+    if (auto st = CheckIndex(n.index, "load index"); !st.ok()) return st;
+    return CheckArity(s, v, 0);
+  }
+
+  absl::Status VisitLoadAt(const ValueNode& n, const Stmt& s, const Value& v) override {
+    if (auto st = CheckLoadBuffer(s, v); !st.ok()) return st;
+    if (kernel_.buffers[n.buffer].role != BufferRole::kInput) {
+      return Bad(s, v, "a data-indexed load reads an input buffer (no other iteration writes it)");
+    }
+    if (auto st = CheckArity(s, v, 1); !st.ok()) return st;
+    if (n.operands[0]->type != ScalarType::kI64) return Bad(s, v, "a data-dependent index is i64");
+    return absl::OkStatus();
+  }
+
+  absl::Status VisitIndex(const ValueNode& n, const Stmt& s, const Value& v) override {
+    if (n.type != ScalarType::kI64) return Bad(s, v, "an index value is i64");
+    if (auto st = CheckIndex(n.index, "index value"); !st.ok()) return st;
+    return CheckArity(s, v, 0);
+  }
+
+  absl::Status VisitVar(const ValueNode& n, const Stmt& s, const Value& v) override {
+    auto it = bindings_.find(n.name);
+    if (it == bindings_.end()) return Bad(s, v, absl::StrCat("'", n.name, "' is not in scope"));
+    if (it->second.type != n.type) return Bad(s, v, "type differs from the binding's");
+    return CheckArity(s, v, 0);
+  }
+
+  absl::Status VisitUnary(const ValueNode& n, UnaryOp op, const Stmt& s, const Value& v) override {
+    if (auto st = CheckArity(s, v, 1); !st.ok()) return st;
+    if (n.type != n.operands[0]->type) return Bad(s, v, "result type differs from the operand's");
+    if (IsMathOnly(op) && n.type != ScalarType::kF32) return Bad(s, v, "math functions take f32");
+    if (n.type == ScalarType::kBool) return Bad(s, v, "arithmetic on bool");
+    return absl::OkStatus();
+  }
+
+  absl::Status VisitBinary(const ValueNode& n, BinaryOp op, const Stmt& s, const Value& v) override {
+    if (auto st = CheckArity(s, v, 2); !st.ok()) return st;
+    const auto& ops = n.operands;
+    if (ops[0]->type != ops[1]->type || n.type != ops[0]->type) return Bad(s, v, "operand types differ");
+    if (n.type == ScalarType::kBool) return Bad(s, v, "arithmetic on bool");
+    return absl::OkStatus();
+  }
+
+  absl::Status VisitCompare(const ValueNode& n, CompareOp op, const Stmt& s, const Value& v) override {
+    if (auto st = CheckArity(s, v, 2); !st.ok()) return st;
+    const auto& ops = n.operands;
+    if (ops[0]->type != ops[1]->type) return Bad(s, v, "operand types differ");
+    if (ops[0]->type == ScalarType::kBool && op != CompareOp::kEq && op != CompareOp::kNe) {
+      return Bad(s, v, "bool values are only compared with == and !=");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status VisitSelect(const ValueNode& n, const Stmt& s, const Value& v) override {
+    if (auto st = CheckArity(s, v, 3); !st.ok()) return st;
+    const auto& ops = n.operands;
+    if (ops[0]->type != ScalarType::kBool) return Bad(s, v, "the condition must be bool");
+    if (ops[1]->type != ops[2]->type || n.type != ops[1]->type) return Bad(s, v, "branch types differ");
+    return absl::OkStatus();
+  }
+
+  absl::Status VisitCast(const ValueNode& n, const Stmt& s, const Value& v) override { return CheckArity(s, v, 1); }
+
+  absl::Status VisitInvalid(const ValueNode& n, const Stmt& s, const Value& v) override {
+    return Bad(s, v, absl::StrCat("unknown value kind ", static_cast<int>(n.kind)));
+  }
+
+  // ---- Statements ------------------------------------------------------------
 
   absl::Status CheckBlock(const std::vector<Stmt>& body) {
     std::vector<std::string> declared;  // popped when the block ends
     absl::Status status = absl::OkStatus();
     for (const Stmt& s : body) {
-      status = CheckStmt(s, &declared);
+      status = StmtCheck::Visit(s, &declared);
       if (!status.ok()) break;
     }
     for (const std::string& name : declared) bindings_.erase(name);
     return status;
   }
 
-  absl::Status CheckStmt(const Stmt& s, std::vector<std::string>* declared) {
-    switch (s.kind) {
-      case StmtKind::kLoop: {
-        if (auto st = CheckName(s); !st.ok()) return st;
-        if (auto st = CheckIndex(s.begin, "loop bound"); !st.ok()) return st;
-        if (auto st = CheckIndex(s.end, "loop bound"); !st.ok()) return st;
-        symbols_.insert(s.name);
-        absl::Status st = CheckBlock(s.body);
-        symbols_.erase(s.name);
-        return st;
-      }
-      case StmtKind::kStore: {
-        if (auto st = CheckBuffer(s, s.buffer); !st.ok()) return st;
-        const BufferParam& b = kernel_.buffers[s.buffer];
-        if (b.role != BufferRole::kOutput) return StmtError(s, absl::StrCat("'", b.name, "' is an input"));
-        if (auto st = CheckIndex(s.index, "store index"); !st.ok()) return st;
-        if (auto st = CheckValue(s, s.value); !st.ok()) return st;
-        if (s.value->type != b.dtype) {
-          return StmtError(s, absl::StrCat("stores ", ScalarTypeName(s.value->type), " into ",
-                                           ScalarTypeName(b.dtype), " buffer '", b.name, "'"));
-        }
-        return absl::OkStatus();
-      }
-      case StmtKind::kStoreAt: {
-        if (auto st = CheckBuffer(s, s.buffer); !st.ok()) return st;
-        const BufferParam& b = kernel_.buffers[s.buffer];
-        if (b.role != BufferRole::kOutput) return StmtError(s, absl::StrCat("'", b.name, "' is an input"));
-        if (!s.at) return StmtError(s, "missing index");
-        if (auto st = CheckValue(s, s.at); !st.ok()) return st;
-        if (s.at->type != ScalarType::kI64) return StmtError(s, "a data-dependent store index is i64");
-        if (auto st = CheckValue(s, s.value); !st.ok()) return st;
-        if (s.value->type != b.dtype) {
-          return StmtError(s, absl::StrCat("stores ", ScalarTypeName(s.value->type), " into ",
-                                           ScalarTypeName(b.dtype), " buffer '", b.name, "'"));
-        }
-        return absl::OkStatus();
-      }
-      case StmtKind::kLet:
-      case StmtKind::kAccumulator: {
-        if (auto st = CheckName(s); !st.ok()) return st;
-        if (auto st = CheckValue(s, s.value); !st.ok()) return st;
-        bool is_acc = s.kind == StmtKind::kAccumulator;
-        if (is_acc && s.value->type == ScalarType::kBool) return StmtError(s, "bool accumulator");
-        bindings_[s.name] = Binding{s.value->type, is_acc};
-        declared->push_back(s.name);
-        return absl::OkStatus();
-      }
-      case StmtKind::kAccumulate: {
-        auto it = bindings_.find(s.name);
-        if (it == bindings_.end() || !it->second.is_accumulator) {
-          return StmtError(s, absl::StrCat("'", s.name, "' is not an accumulator in scope"));
-        }
-        if (auto st = CheckValue(s, s.value); !st.ok()) return st;
-        if (s.value->type != it->second.type) return StmtError(s, "type differs from the accumulator's");
-        return absl::OkStatus();
-      }
+  absl::Status CheckStore(const Stmt& s) const {
+    if (auto st = CheckBuffer(s, s.buffer); !st.ok()) return st;
+    const BufferParam& b = kernel_.buffers[s.buffer];
+    if (b.role != BufferRole::kOutput) return StmtError(s, absl::StrCat("'", b.name, "' is an input"));
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckStoredValue(const Stmt& s) {
+    if (auto st = CheckValue(s, s.value); !st.ok()) return st;
+    const BufferParam& b = kernel_.buffers[s.buffer];
+    if (s.value->type != b.dtype) {
+      return StmtError(s, absl::StrCat("stores ", ScalarTypeName(s.value->type), " into ", ScalarTypeName(b.dtype),
+                                       " buffer '", b.name, "'"));
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckBinding(const Stmt& s, std::vector<std::string>* declared, bool is_acc) {
+    if (auto st = CheckName(s); !st.ok()) return st;
+    if (auto st = CheckValue(s, s.value); !st.ok()) return st;
+    if (is_acc && s.value->type == ScalarType::kBool) return StmtError(s, "bool accumulator");
+    bindings_[s.name] = Binding{s.value->type, is_acc};
+    declared->push_back(s.name);
+    return absl::OkStatus();
+  }
+
+  absl::Status VisitLoop(const Stmt& s, std::vector<std::string>*) override {
+    if (auto st = CheckName(s); !st.ok()) return st;
+    if (auto st = CheckIndex(s.begin, "loop bound"); !st.ok()) return st;
+    if (auto st = CheckIndex(s.end, "loop bound"); !st.ok()) return st;
+    symbols_.insert(s.name);
+    absl::Status st = CheckBlock(s.body);
+    symbols_.erase(s.name);
+    return st;
+  }
+
+  absl::Status VisitStore(const Stmt& s, std::vector<std::string>*) override {
+    if (auto st = CheckStore(s); !st.ok()) return st;
+    if (auto st = CheckIndex(s.index, "store index"); !st.ok()) return st;
+    return CheckStoredValue(s);
+  }
+
+  absl::Status VisitStoreAt(const Stmt& s, std::vector<std::string>*) override {
+    if (auto st = CheckStore(s); !st.ok()) return st;
+    if (!s.at) return StmtError(s, "missing index");
+    if (auto st = CheckValue(s, s.at); !st.ok()) return st;
+    if (s.at->type != ScalarType::kI64) return StmtError(s, "a data-dependent store index is i64");
+    return CheckStoredValue(s);
+  }
+
+  absl::Status VisitLet(const Stmt& s, std::vector<std::string>* declared) override {
+    return CheckBinding(s, declared, /*is_acc=*/false);
+  }
+
+  absl::Status VisitAccumulator(const Stmt& s, std::vector<std::string>* declared) override {
+    return CheckBinding(s, declared, /*is_acc=*/true);
+  }
+
+  absl::Status VisitAccumulate(const Stmt& s, std::vector<std::string>*) override {
+    auto it = bindings_.find(s.name);
+    if (it == bindings_.end() || !it->second.is_accumulator) {
+      return StmtError(s, absl::StrCat("'", s.name, "' is not an accumulator in scope"));
+    }
+    if (auto st = CheckValue(s, s.value); !st.ok()) return st;
+    if (s.value->type != it->second.type) return StmtError(s, "type differs from the accumulator's");
+    return absl::OkStatus();
+  }
+
+  absl::Status VisitInvalid(const Stmt& s, std::vector<std::string>*) override {
     return StmtError(s, "unknown statement kind");
   }
 

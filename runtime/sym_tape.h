@@ -56,6 +56,7 @@ class SymTape {
     int expr;  // index into exprs_: what an error names
   };
   absl::Status EvaluationError(const Instr& in, absl::string_view what) const;
+  class Recorder;  // sym_tape.cc: Add's instructions for one node
 
   std::vector<std::string> symbols_;
   std::vector<SymExpr> exprs_;  // the expressions instructions compute, for messages

@@ -3,6 +3,9 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <string>
+
+#include "shapes/sym_expr_visitor.h"
 
 namespace shapeshift {
 namespace {
@@ -62,48 +65,62 @@ Congruence ModularAnalysis::Of(SymExpr e) {
   return r;
 }
 
-Congruence ModularAnalysis::Compute(SymExpr e) {
-  switch (e.kind()) {
-    case ExprKind::kConst:
-      return Congruence::Exactly(*e.AsConst());
-    case ExprKind::kSymbol: {
-      SymbolFacts::Facts f = facts_->Get(e.symbol_name());
-      if (f.range.IsPoint()) return Congruence::Exactly(f.range.lo);
-      return f.congruence;
-    }
-    case ExprKind::kAdd: {
-      Congruence sum = Congruence::Exactly(0);
-      for (SymExpr op : e.operands()) sum = AddCongruences(sum, Of(op));
-      return sum;
-    }
-    case ExprKind::kMul: {
-      Congruence product = Congruence::Exactly(1);
-      for (SymExpr op : e.operands()) product = MulCongruences(product, Of(op));
-      return product;
-    }
-    case ExprKind::kMin:
-    case ExprKind::kMax:
-      return UnionCongruences(Of(e.operands()[0]), Of(e.operands()[1]));
-    case ExprKind::kFloorDiv:
-    case ExprKind::kMod:
-      break;
+namespace {
+
+// One node's congruence from its operands' (memoized by the analysis).
+class NodeCongruence final : public SymExprVisitor<Congruence> {
+ public:
+  NodeCongruence(ModularAnalysis& analysis, const SymbolFacts& facts) : analysis_(analysis), facts_(facts) {}
+
+ private:
+  Congruence VisitConst(const SymExpr&, int64_t value) override { return Congruence::Exactly(value); }
+  Congruence VisitSymbol(const SymExpr&, const std::string& name) override {
+    SymbolFacts::Facts f = facts_.Get(name);
+    if (f.range.IsPoint()) return Congruence::Exactly(f.range.lo);
+    return f.congruence;
   }
-  std::optional<int64_t> d = e.operands()[1].AsConst();
-  if (!d || *d <= 0) return Congruence::Unknown();
-  Congruence a = Of(e.operands()[0]);
-  if (a.modulus == 0) {
-    return Congruence::Exactly(e.kind() == ExprKind::kMod ? FloorModInt(a.residue, *d)
-                                                          : FloorDivInt(a.residue, *d));
+  Congruence VisitAdd(const SymExpr&, absl::Span<const SymExpr> terms) override {
+    Congruence sum = Congruence::Exactly(0);
+    for (SymExpr op : terms) sum = AddCongruences(sum, analysis_.Of(op));
+    return sum;
   }
-  if (e.kind() == ExprKind::kFloorDiv) {
+  Congruence VisitMul(const SymExpr&, absl::Span<const SymExpr> factors) override {
+    Congruence product = Congruence::Exactly(1);
+    for (SymExpr op : factors) product = MulCongruences(product, analysis_.Of(op));
+    return product;
+  }
+  Congruence VisitMin(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    return UnionCongruences(analysis_.Of(a), analysis_.Of(b));
+  }
+  Congruence VisitMax(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    return UnionCongruences(analysis_.Of(a), analysis_.Of(b));
+  }
+  Congruence VisitFloorDiv(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    std::optional<int64_t> d = b.AsConst();
+    if (!d || *d <= 0) return Congruence::Unknown();
+    Congruence x = analysis_.Of(a);
+    if (x.modulus == 0) return Congruence::Exactly(FloorDivInt(x.residue, *d));
     // (d*k*i + r) // d == k*i + r // d  when d divides the modulus.
-    if (a.modulus % *d != 0) return Congruence::Unknown();
-    return Congruence::Make(a.modulus / *d, FloorDivInt(a.residue, *d));
+    if (x.modulus % *d != 0) return Congruence::Unknown();
+    return Congruence::Make(x.modulus / *d, FloorDivInt(x.residue, *d));
   }
-  // x - d*q ≡ x (mod gcd(m, d)); exact when d divides m.
-  int64_t g = std::gcd(a.modulus, *d);
-  if (g == *d) return Congruence::Exactly(FloorModInt(a.residue, *d));
-  return Congruence::Make(g, a.residue);
-}
+  Congruence VisitMod(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    std::optional<int64_t> d = b.AsConst();
+    if (!d || *d <= 0) return Congruence::Unknown();
+    Congruence x = analysis_.Of(a);
+    if (x.modulus == 0) return Congruence::Exactly(FloorModInt(x.residue, *d));
+    // x - d*q ≡ x (mod gcd(m, d)); exact when d divides m.
+    int64_t g = std::gcd(x.modulus, *d);
+    if (g == *d) return Congruence::Exactly(FloorModInt(x.residue, *d));
+    return Congruence::Make(g, x.residue);
+  }
+
+  ModularAnalysis& analysis_;
+  const SymbolFacts& facts_;
+};
+
+}  // namespace
+
+Congruence ModularAnalysis::Compute(SymExpr e) { return NodeCongruence(*this, *facts_).Visit(e); }
 
 }  // namespace shapeshift

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <initializer_list>
 #include <limits>
+#include <string>
+
+#include "shapes/sym_expr_visitor.h"
 
 namespace shapeshift {
 namespace {
@@ -107,48 +110,58 @@ Interval RangeAnalysis::Compute(SymExpr e, bool* saturated) {
   return r;
 }
 
-Interval RangeAnalysis::ComputeNode(SymExpr e) {
-  switch (e.kind()) {
-    case ExprKind::kConst:
-      return Interval::Point(*e.AsConst());
-    case ExprKind::kSymbol:
-      return facts_->Get(e.symbol_name()).range;
-    case ExprKind::kAdd: {
-      Interval sum = Interval::Point(0);
-      for (SymExpr op : e.operands()) sum = AddIntervals(sum, Bounds(op));
-      return sum;
-    }
-    case ExprKind::kMul: {
-      Interval product = Interval::Point(1);
-      auto ops = e.operands();
-      for (size_t i = 0; i < ops.size(); ++i) {
-        // x*x (a repeated factor) is a square: never negative.
-        if (i + 1 < ops.size() && ops[i] == ops[i + 1]) {
-          Interval b = Bounds(ops[i]);
-          Interval sq = MulIntervals(b, b);
-          if (b.lo < 0 && b.hi > 0) sq.lo = 0;
-          product = MulIntervals(product, sq);
-          ++i;
-          continue;
-        }
-        product = MulIntervals(product, Bounds(ops[i]));
-      }
-      return product;
-    }
-    case ExprKind::kFloorDiv:
-      return FloorDivIntervals(Bounds(e.operands()[0]), Bounds(e.operands()[1]));
-    case ExprKind::kMod:
-      return ModIntervals(Bounds(e.operands()[0]), Bounds(e.operands()[1]));
-    case ExprKind::kMin: {
-      Interval a = Bounds(e.operands()[0]), b = Bounds(e.operands()[1]);
-      return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
-    }
-    case ExprKind::kMax: {
-      Interval a = Bounds(e.operands()[0]), b = Bounds(e.operands()[1]);
-      return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
-    }
+namespace {
+
+// One node's interval from its operands' (memoized by the analysis).
+class NodeBounds final : public SymExprVisitor<Interval> {
+ public:
+  NodeBounds(RangeAnalysis& analysis, const SymbolFacts& facts) : analysis_(analysis), facts_(facts) {}
+
+ private:
+  Interval VisitConst(const SymExpr&, int64_t value) override { return Interval::Point(value); }
+  Interval VisitSymbol(const SymExpr&, const std::string& name) override { return facts_.Get(name).range; }
+  Interval VisitAdd(const SymExpr&, absl::Span<const SymExpr> terms) override {
+    Interval sum = Interval::Point(0);
+    for (SymExpr op : terms) sum = AddIntervals(sum, analysis_.Bounds(op));
+    return sum;
   }
-  return Interval::Everything();
-}
+  Interval VisitMul(const SymExpr&, absl::Span<const SymExpr> ops) override {
+    Interval product = Interval::Point(1);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      // x*x (a repeated factor) is a square: never negative.
+      if (i + 1 < ops.size() && ops[i] == ops[i + 1]) {
+        Interval b = analysis_.Bounds(ops[i]);
+        Interval sq = MulIntervals(b, b);
+        if (b.lo < 0 && b.hi > 0) sq.lo = 0;
+        product = MulIntervals(product, sq);
+        ++i;
+        continue;
+      }
+      product = MulIntervals(product, analysis_.Bounds(ops[i]));
+    }
+    return product;
+  }
+  Interval VisitFloorDiv(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    return FloorDivIntervals(analysis_.Bounds(a), analysis_.Bounds(b));
+  }
+  Interval VisitMod(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    return ModIntervals(analysis_.Bounds(a), analysis_.Bounds(b));
+  }
+  Interval VisitMin(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    Interval x = analysis_.Bounds(a), y = analysis_.Bounds(b);
+    return {std::min(x.lo, y.lo), std::min(x.hi, y.hi)};
+  }
+  Interval VisitMax(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    Interval x = analysis_.Bounds(a), y = analysis_.Bounds(b);
+    return {std::max(x.lo, y.lo), std::max(x.hi, y.hi)};
+  }
+
+  RangeAnalysis& analysis_;
+  const SymbolFacts& facts_;
+};
+
+}  // namespace
+
+Interval RangeAnalysis::ComputeNode(SymExpr e) { return NodeBounds(*this, *facts_).Visit(e); }
 
 }  // namespace shapeshift

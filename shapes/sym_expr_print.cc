@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "shapes/internal/expr_node.h"
 #include "shapes/sym_expr.h"
+#include "shapes/sym_expr_visitor.h"
 
 namespace shapeshift {
 namespace {
@@ -95,36 +96,36 @@ void PrintBinary(SymExpr e, const char* op, std::string* out) {
   PrintParenthesizedIf(IsSum(b) || IsMultiplicative(b), b, out);
 }
 
-void Print(SymExpr e, std::string* out) {
-  switch (e.kind()) {
-    case ExprKind::kConst:
-      PrintConst(*e.AsConst(), out);
-      return;
-    case ExprKind::kSymbol:
-      absl::StrAppend(out, e.symbol_name());
-      return;
-    case ExprKind::kAdd:
-      PrintSum(e, out);
-      return;
-    case ExprKind::kMul:
-      PrintProduct(e, /*negate=*/false, out);
-      return;
-    case ExprKind::kFloorDiv:
-      PrintBinary(e, " // ", out);
-      return;
-    case ExprKind::kMod:
-      PrintBinary(e, " % ", out);
-      return;
-    case ExprKind::kMin:
-    case ExprKind::kMax:
-      absl::StrAppend(out, e.kind() == ExprKind::kMin ? "min(" : "max(");
-      Print(e.operands()[0], out);
-      absl::StrAppend(out, ", ");
-      Print(e.operands()[1], out);
-      out->push_back(')');
-      return;
+class TextPrinter final : public SymExprVisitor<void, std::string*> {
+  void VisitConst(const SymExpr&, int64_t value, std::string* out) override { PrintConst(value, out); }
+  void VisitSymbol(const SymExpr&, const std::string& name, std::string* out) override { absl::StrAppend(out, name); }
+  void VisitAdd(const SymExpr& e, absl::Span<const SymExpr>, std::string* out) override { PrintSum(e, out); }
+  void VisitMul(const SymExpr& e, absl::Span<const SymExpr>, std::string* out) override {
+    PrintProduct(e, /*negate=*/false, out);
   }
-}
+  void VisitFloorDiv(const SymExpr& e, const SymExpr&, const SymExpr&, std::string* out) override {
+    PrintBinary(e, " // ", out);
+  }
+  void VisitMod(const SymExpr& e, const SymExpr&, const SymExpr&, std::string* out) override {
+    PrintBinary(e, " % ", out);
+  }
+  void VisitMin(const SymExpr&, const SymExpr& a, const SymExpr& b, std::string* out) override {
+    PrintCall("min(", a, b, out);
+  }
+  void VisitMax(const SymExpr&, const SymExpr& a, const SymExpr& b, std::string* out) override {
+    PrintCall("max(", a, b, out);
+  }
+
+  static void PrintCall(const char* name, const SymExpr& a, const SymExpr& b, std::string* out) {
+    absl::StrAppend(out, name);
+    Print(a, out);
+    absl::StrAppend(out, ", ");
+    Print(b, out);
+    out->push_back(')');
+  }
+};
+
+void Print(SymExpr e, std::string* out) { TextPrinter().Visit(e, out); }
 
 }  // namespace
 

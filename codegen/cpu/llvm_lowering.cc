@@ -3,15 +3,17 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "codegen/cpu/ir_arithmetic.h"
 #include "codegen/cpu/loop_analysis.h"
 #include "codegen/cpu/vector_math.h"
+#include "codegen/kernel_visitor.h"
+#include "shapes/sym_expr_visitor.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/IntrinsicsX86.h"
@@ -28,7 +30,7 @@ struct Binding {
   int width = 1;  // lanes of a let's value
 };
 
-class KernelLowering {
+class KernelLowering : private ValueVisitor<llvm::Value*, int>, private StmtVisitor<void, int> {
  public:
   KernelLowering(const Kernel& kernel, const LoweringOptions& options, llvm::Module* module)
       : kernel_(kernel), options_(options), module_(module), ctx_(module->getContext()), b_(ctx_) {}
@@ -222,42 +224,57 @@ class KernelLowering {
     return b_.CreateAnd(nonzero, signs_differ);
   }
 
-  llvm::Value* EmitSym(SymExpr e, int width) {
-    auto operand = [&](size_t i) { return EmitSym(e.operands()[i], width); };
-    switch (e.kind()) {
-      case ExprKind::kConst: return I64Const(*e.AsConst(), width);
-      case ExprKind::kSymbol: return EmitSymbol(e.symbol_name(), width);
-      case ExprKind::kAdd:
-      case ExprKind::kMul: {
-        llvm::Value* acc = operand(0);
-        for (size_t i = 1; i < e.operands().size(); ++i) {
-          acc = e.kind() == ExprKind::kAdd ? b_.CreateAdd(acc, operand(i)) : b_.CreateMul(acc, operand(i));
-        }
-        return acc;
-      }
-      case ExprKind::kFloorDiv: {
-        llvm::Value* a = operand(0);
-        llvm::Value* d = operand(1);
-        llvm::Value* q = b_.CreateSDiv(a, d);
-        llvm::Value* fix = NeedsFloorFix(b_.CreateSRem(a, d), d, width);
-        return b_.CreateSelect(fix, b_.CreateSub(q, I64Const(1, width)), q);
-      }
-      case ExprKind::kMod: {
-        llvm::Value* d = operand(1);
-        llvm::Value* r = b_.CreateSRem(operand(0), d);
-        return b_.CreateSelect(NeedsFloorFix(r, d, width), b_.CreateAdd(r, d), r);
-      }
-      case ExprKind::kMin:
-      case ExprKind::kMax: {
-        llvm::Value* a = operand(0);
-        llvm::Value* c = operand(1);
-        llvm::Value* a_less = b_.CreateICmpSLT(a, c);
-        return e.kind() == ExprKind::kMin ? b_.CreateSelect(a_less, a, c) : b_.CreateSelect(a_less, c, a);
-      }
+  llvm::Value* EmitSym(SymExpr e, int width) { return IndexEmitter(*this).Visit(e, width); }
+
+  // An index expression as i64 (<W x i64> for width > 1), operands first,
+  // each operand emitted where it occurs (indices are small trees).
+  class IndexEmitter final : public SymExprVisitor<llvm::Value*, int> {
+   public:
+    explicit IndexEmitter(KernelLowering& l) : l_(l), b_(l.b_) {}
+
+   private:
+    llvm::Value* VisitConst(const SymExpr&, int64_t value, int width) override { return l_.I64Const(value, width); }
+    llvm::Value* VisitSymbol(const SymExpr&, const std::string& name, int width) override {
+      return l_.EmitSymbol(name, width);
     }
-    Fail("unknown SymExpr kind in " + e.ToString());
-    return I64Const(0, width);
-  }
+    llvm::Value* VisitAdd(const SymExpr&, absl::Span<const SymExpr> ops, int width) override {
+      llvm::Value* acc = l_.EmitSym(ops[0], width);
+      for (size_t i = 1; i < ops.size(); ++i) acc = b_.CreateAdd(acc, l_.EmitSym(ops[i], width));
+      return acc;
+    }
+    llvm::Value* VisitMul(const SymExpr&, absl::Span<const SymExpr> ops, int width) override {
+      llvm::Value* acc = l_.EmitSym(ops[0], width);
+      for (size_t i = 1; i < ops.size(); ++i) acc = b_.CreateMul(acc, l_.EmitSym(ops[i], width));
+      return acc;
+    }
+    llvm::Value* VisitFloorDiv(const SymExpr&, const SymExpr& x, const SymExpr& y, int width) override {
+      llvm::Value* a = l_.EmitSym(x, width);
+      llvm::Value* d = l_.EmitSym(y, width);
+      llvm::Value* q = b_.CreateSDiv(a, d);
+      llvm::Value* fix = l_.NeedsFloorFix(b_.CreateSRem(a, d), d, width);
+      return b_.CreateSelect(fix, b_.CreateSub(q, l_.I64Const(1, width)), q);
+    }
+    llvm::Value* VisitMod(const SymExpr&, const SymExpr& x, const SymExpr& y, int width) override {
+      llvm::Value* d = l_.EmitSym(y, width);
+      llvm::Value* r = b_.CreateSRem(l_.EmitSym(x, width), d);
+      return b_.CreateSelect(l_.NeedsFloorFix(r, d, width), b_.CreateAdd(r, d), r);
+    }
+    llvm::Value* VisitMin(const SymExpr&, const SymExpr& x, const SymExpr& y, int width) override {
+      llvm::Value* a = l_.EmitSym(x, width);
+      llvm::Value* c = l_.EmitSym(y, width);
+      llvm::Value* a_less = b_.CreateICmpSLT(a, c);
+      return b_.CreateSelect(a_less, a, c);
+    }
+    llvm::Value* VisitMax(const SymExpr&, const SymExpr& x, const SymExpr& y, int width) override {
+      llvm::Value* a = l_.EmitSym(x, width);
+      llvm::Value* c = l_.EmitSym(y, width);
+      llvm::Value* a_less = b_.CreateICmpSLT(a, c);
+      return b_.CreateSelect(a_less, c, a);
+    }
+
+    KernelLowering& l_;
+    llvm::IRBuilder<>& b_;
+  };
 
   llvm::Value* EmitSymbol(const std::string& name, int width) {
     if (auto it = loop_vars_.find(name); it != loop_vars_.end()) {
@@ -390,233 +407,87 @@ class KernelLowering {
     return result;
   }
 
-  llvm::Value* EmitValueOnce(const Value& v, int width) {
-    switch (v->kind) {
-      case ValueKind::kConst:
-        if (v->type == ScalarType::kF32) return llvm::ConstantFP::get(LlvmType(v->type, width), v->f_value);
-        return llvm::ConstantInt::get(LlvmType(v->type, width), v->i_value, /*isSigned=*/true);
-      case ValueKind::kLoad: return EmitLoad(v->buffer, v->index, v->type, width);
-      case ValueKind::kLoadAt: return EmitLoadAt(v->buffer, EmitValue(v->operands[0], width), v->type, width);
-      case ValueKind::kIndex: return EmitSym(v->index, width);
-      case ValueKind::kVar: {
-        auto it = bindings_.find(v->name);
-        if (it == bindings_.end()) {
-          Fail("unbound name '" + v->name + "'");
-          return llvm::Constant::getNullValue(LlvmType(v->type, width));
-        }
-        const Binding& bind = it->second;
-        if (bind.is_accumulator) return Splat(b_.CreateLoad(ScalarLlvmType(bind.type), bind.value), width);
-        return Splat(bind.value, width);
-      }
-      case ValueKind::kUnary: return EmitUnary(static_cast<UnaryOp>(v->op), EmitValue(v->operands[0], width), v->type);
-      case ValueKind::kBinary:
-        if (const Value* u = OnePlusTanhArgument(v)) return EmitOnePlusTanh(b_, EmitValue(*u, width));
-        return EmitBinary(static_cast<BinaryOp>(v->op), EmitValue(v->operands[0], width),
-                          EmitValue(v->operands[1], width), v->type);
-      case ValueKind::kCompare:
-        return EmitCompare(static_cast<CompareOp>(v->op), EmitValue(v->operands[0], width),
-                           EmitValue(v->operands[1], width), v->operands[0]->type);
-      case ValueKind::kSelect:
-        return b_.CreateSelect(EmitValue(v->operands[0], width), EmitValue(v->operands[1], width),
-                               EmitValue(v->operands[2], width));
-      case ValueKind::kCast: return EmitCast(EmitValue(v->operands[0], width), v->operands[0]->type, v->type, width);
+  llvm::Value* EmitValueOnce(const Value& v, int width) { return ValueVisitor::Visit(*v, width); }
+
+  // One node; its operands are emitted (or found) by EmitValue, in the
+  // order each line below asks for them.
+  llvm::Value* VisitConst(const ValueNode& v, int width) override {
+    if (v.type == ScalarType::kF32) return llvm::ConstantFP::get(LlvmType(v.type, width), v.f_value);
+    return llvm::ConstantInt::get(LlvmType(v.type, width), v.i_value, /*isSigned=*/true);
+  }
+  llvm::Value* VisitLoad(const ValueNode& v, int width) override { return EmitLoad(v.buffer, v.index, v.type, width); }
+  llvm::Value* VisitLoadAt(const ValueNode& v, int width) override {
+    return EmitLoadAt(v.buffer, EmitValue(v.operands[0], width), v.type, width);
+  }
+  llvm::Value* VisitIndex(const ValueNode& v, int width) override { return EmitSym(v.index, width); }
+  llvm::Value* VisitVar(const ValueNode& v, int width) override {
+    auto it = bindings_.find(v.name);
+    if (it == bindings_.end()) {
+      Fail("unbound name '" + v.name + "'");
+      return llvm::Constant::getNullValue(LlvmType(v.type, width));
     }
-    Fail("unknown value kind");
-    return llvm::Constant::getNullValue(LlvmType(v->type, width));
+    const Binding& bind = it->second;
+    if (bind.is_accumulator) return Splat(b_.CreateLoad(ScalarLlvmType(bind.type), bind.value), width);
+    return Splat(bind.value, width);
+  }
+  llvm::Value* VisitUnary(const ValueNode& v, UnaryOp op, int width) override {
+    return EmitUnary(op, EmitValue(v.operands[0], width), v.type);
+  }
+  llvm::Value* VisitBinary(const ValueNode& v, BinaryOp op, int width) override {
+    if (const Value* u = OnePlusTanhArgument(v)) return EmitOnePlusTanh(b_, EmitValue(*u, width));
+    return EmitBinary(op, EmitValue(v.operands[0], width), EmitValue(v.operands[1], width), v.type);
+  }
+  llvm::Value* VisitCompare(const ValueNode& v, CompareOp op, int width) override {
+    return EmitCompare(op, EmitValue(v.operands[0], width), EmitValue(v.operands[1], width), v.operands[0]->type);
+  }
+  llvm::Value* VisitSelect(const ValueNode& v, int width) override {
+    return b_.CreateSelect(EmitValue(v.operands[0], width), EmitValue(v.operands[1], width),
+                           EmitValue(v.operands[2], width));
+  }
+  llvm::Value* VisitCast(const ValueNode& v, int width) override {
+    return EmitCast(EmitValue(v.operands[0], width), v.operands[0]->type, v.type, width);
   }
 
   // u when v is 1 + tanh(u) (either order): GELU's tanh form, emitted as
   // 2·sigmoid(2u), cheaper and more accurate (vector_math.h).
-  static const Value* OnePlusTanhArgument(const Value& v) {
-    if (v->type != ScalarType::kF32 || static_cast<BinaryOp>(v->op) != BinaryOp::kAdd) return nullptr;
+  static const Value* OnePlusTanhArgument(const ValueNode& v) {
+    if (v.type != ScalarType::kF32 || static_cast<BinaryOp>(v.op) != BinaryOp::kAdd) return nullptr;
     auto is_one = [](const Value& c) { return c->kind == ValueKind::kConst && c->f_value == 1.0; };
     auto is_tanh = [](const Value& t) {
       return t->kind == ValueKind::kUnary && static_cast<UnaryOp>(t->op) == UnaryOp::kTanh;
     };
     for (int i : {0, 1}) {
-      if (is_one(v->operands[i]) && is_tanh(v->operands[1 - i])) return &v->operands[1 - i]->operands[0];
+      if (is_one(v.operands[i]) && is_tanh(v.operands[1 - i])) return &v.operands[1 - i]->operands[0];
     }
     return nullptr;
   }
 
+  // The IR's operations (ir_arithmetic.h); an op no enumerator names fails
+  // the kernel.
   llvm::Value* EmitUnary(UnaryOp op, llvm::Value* x, ScalarType type) {
-    llvm::Type* t = x->getType();
-    bool is_float = type == ScalarType::kF32;
-    switch (op) {
-      case UnaryOp::kNeg: return is_float ? b_.CreateFNeg(x) : b_.CreateNeg(x);
-      case UnaryOp::kAbs:
-        if (is_float) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-        return b_.CreateSelect(b_.CreateICmpSLT(x, llvm::Constant::getNullValue(t)), b_.CreateNeg(x), x);
-      case UnaryOp::kExp: return EmitExp(b_, x);
-      case UnaryOp::kLog: return EmitLog(b_, x);
-      case UnaryOp::kSqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-      case UnaryOp::kRsqrt:
-        return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
-      case UnaryOp::kTanh: return EmitTanh(b_, x);
-      case UnaryOp::kErf: return EmitErf(b_, x);
-      case UnaryOp::kSigmoid: return EmitSigmoid(b_, x);
-      case UnaryOp::kRecip: return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), x);
-      // llvm.sin/cos become one sinf/cosf call per lane (libm, from the
-      // process): exact argument reduction for every f32, where a vector
-      // polynomial's Cody-Waite reduction fails beyond ~1e5 (rotary
-      // embeddings only need them on [positions, head_dim] tables).
-      case UnaryOp::kSin: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);
-      case UnaryOp::kCos: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
-      case UnaryOp::kFloor: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
-      case UnaryOp::kCeil: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
-      case UnaryOp::kRound: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
-    }
+    if (llvm::Value* r = math_.Unary(op, x, type)) return r;
     Fail("unknown unary op");
     return x;
   }
-
   llvm::Value* EmitBinary(BinaryOp op, llvm::Value* a, llvm::Value* c, ScalarType type) {
-    if (type == ScalarType::kF32) {
-      switch (op) {
-        case BinaryOp::kAdd: return b_.CreateFAdd(a, c);
-        case BinaryOp::kSub: return b_.CreateFSub(a, c);
-        case BinaryOp::kMul: return b_.CreateFMul(a, c);
-        case BinaryOp::kDiv: return b_.CreateFDiv(a, c);
-        case BinaryOp::kMax: return EmitFloatMaxMin(/*is_max=*/true, a, c);
-        case BinaryOp::kMin: return EmitFloatMaxMin(/*is_max=*/false, a, c);
-        case BinaryOp::kRem: return b_.CreateFRem(a, c);  // fmodf: exact
-      }
-    }
-    switch (op) {
-      case BinaryOp::kAdd: return b_.CreateAdd(a, c);
-      case BinaryOp::kSub: return b_.CreateSub(a, c);
-      case BinaryOp::kMul: return b_.CreateMul(a, c);
-      case BinaryOp::kMax: return b_.CreateSelect(b_.CreateICmpSGT(a, c), a, c);
-      case BinaryOp::kMin: return b_.CreateSelect(b_.CreateICmpSLT(a, c), a, c);
-      case BinaryOp::kDiv:
-      case BinaryOp::kRem: return EmitIntegerDivision(op == BinaryOp::kDiv, a, c);
-    }
+    if (llvm::Value* r = math_.Binary(op, a, c, type)) return r;
     Fail("unknown binary op");
     return a;
   }
-
-  // a / c (truncating) or a % c without the two x86 traps (kernel_ir.h):
-  // the divisor is replaced by 1 where it is 0 or -1, then those lanes get
-  // their defined results: 0 for a division by zero, -a (wrapping) and 0
-  // for a division by -1.
-  llvm::Value* EmitIntegerDivision(bool quotient, llvm::Value* a, llvm::Value* c) {
-    llvm::Type* t = a->getType();
-    llvm::Value* zero = llvm::Constant::getNullValue(t);
-    llvm::Value* one = llvm::ConstantInt::get(t, 1);
-    llvm::Value* by_zero = b_.CreateICmpEQ(c, zero);
-    llvm::Value* by_minus_one = b_.CreateICmpEQ(c, llvm::Constant::getAllOnesValue(t));
-    llvm::Value* safe = b_.CreateSelect(b_.CreateOr(by_zero, by_minus_one), one, c);
-    if (!quotient) return b_.CreateSelect(by_minus_one, zero, b_.CreateSelect(by_zero, zero, b_.CreateSRem(a, safe)));
-    llvm::Value* q = b_.CreateSDiv(a, safe);
-    return b_.CreateSelect(by_zero, zero, b_.CreateSelect(by_minus_one, b_.CreateNeg(a), q));
-  }
-
-  // True for a float (or splat vector) constant that is not NaN.
-  static bool IsNonNanConstant(llvm::Value* v) {
-    auto* k = llvm::dyn_cast<llvm::Constant>(v);
-    if (k == nullptr) return false;
-    if (v->getType()->isVectorTy()) k = k->getSplatValue();
-    auto* fp = llvm::dyn_cast_or_null<llvm::ConstantFP>(k);
-    return fp != nullptr && !fp->isNaN();
-  }
-
-  // f32 max/min that propagate NaN from either operand (the kernel IR's
-  // semantics: ONNX Runtime's Max/Min/Relu/Clip, numpy.maximum). Neither
-  // llvm.maxnum/minnum (which return the non-NaN operand: Relu(NaN) was 0)
-  // nor x86's vmaxps/vminps (which return the second operand when either is
-  // NaN) propagates by itself, and LLVM 14 scalarizes llvm.maximum on
-  // vectors. `select(x > y, x, y)` is exactly vmaxps(x, y): NaN from y. So
-  // with a non-NaN constant operand one instruction suffices (the constant
-  // goes first, Relu is one vmaxps); otherwise a NaN in `a` is restored by
-  // one compare and blend. No fast-math flags anywhere here: nnan would let
-  // LLVM delete the NaN handling.
-  llvm::Value* EmitFloatMaxMin(bool is_max, llvm::Value* a, llvm::Value* c) {
-    auto beats = [&](llvm::Value* x, llvm::Value* y) { return is_max ? b_.CreateFCmpOGT(x, y) : b_.CreateFCmpOLT(x, y); };
-    if (IsNonNanConstant(a)) return b_.CreateSelect(beats(a, c), a, c);
-    if (IsNonNanConstant(c)) return b_.CreateSelect(beats(c, a), c, a);
-    llvm::Value* picked = b_.CreateSelect(beats(a, c), a, c);  // NaN when c is NaN
-    return b_.CreateSelect(b_.CreateFCmpUNO(a, a), a, picked);
-  }
-
   llvm::Value* EmitCompare(CompareOp op, llvm::Value* a, llvm::Value* c, ScalarType operand_type) {
-    if (operand_type == ScalarType::kF32) {
-      switch (op) {
-        case CompareOp::kLt: return b_.CreateFCmpOLT(a, c);
-        case CompareOp::kLe: return b_.CreateFCmpOLE(a, c);
-        case CompareOp::kGt: return b_.CreateFCmpOGT(a, c);
-        case CompareOp::kGe: return b_.CreateFCmpOGE(a, c);
-        case CompareOp::kEq: return b_.CreateFCmpOEQ(a, c);
-        case CompareOp::kNe: return b_.CreateFCmpUNE(a, c);
-      }
-    }
-    switch (op) {
-      case CompareOp::kLt: return b_.CreateICmpSLT(a, c);
-      case CompareOp::kLe: return b_.CreateICmpSLE(a, c);
-      case CompareOp::kGt: return b_.CreateICmpSGT(a, c);
-      case CompareOp::kGe: return b_.CreateICmpSGE(a, c);
-      case CompareOp::kEq: return b_.CreateICmpEQ(a, c);
-      case CompareOp::kNe: return b_.CreateICmpNE(a, c);
-    }
+    if (llvm::Value* r = math_.Compare(op, a, c, operand_type)) return r;
     Fail("unknown comparison");
     return a;
   }
-
   llvm::Value* EmitCast(llvm::Value* x, ScalarType from, ScalarType to, int width) {
-    if (from == to) return x;
-    llvm::Type* dst = LlvmType(to, width);
-    llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
-    if (to == ScalarType::kBool) {
-      return from == ScalarType::kF32 ? b_.CreateFCmpUNE(x, zero) : b_.CreateICmpNE(x, zero);
-    }
-    if (from == ScalarType::kBool) return to == ScalarType::kF32 ? b_.CreateUIToFP(x, dst) : b_.CreateZExt(x, dst);
-    if (from == ScalarType::kF32) return b_.CreateFPToSI(x, dst);
-    if (to == ScalarType::kF32) return b_.CreateSIToFP(x, dst);
-    return b_.CreateSExtOrTrunc(x, dst);
+    return math_.Cast(x, from, to, LlvmType(to, width));
   }
-
-  // ---- Reductions -------------------------------------------------------------
-
   llvm::Value* Combine(ReduceOp op, ScalarType type, llvm::Value* acc, llvm::Value* x) {
-    return EmitBinary(op == ReduceOp::kSum ? BinaryOp::kAdd : BinaryOp::kMax, acc, x, type);
+    return math_.Combine(op, type, acc, x);
   }
-
-  llvm::Value* Identity(ReduceOp op, ScalarType type, int width) {
-    llvm::Type* t = LlvmType(type, width);
-    if (op == ReduceOp::kSum) return llvm::Constant::getNullValue(t);
-    if (type == ScalarType::kF32) return llvm::ConstantFP::getInfinity(t, /*Negative=*/true);
-    int64_t lowest = type == ScalarType::kI64 ? std::numeric_limits<int64_t>::min()
-                                              : std::numeric_limits<int32_t>::min();
-    return llvm::ConstantInt::get(t, lowest, /*isSigned=*/true);
-  }
-
+  llvm::Value* Identity(ReduceOp op, ScalarType type, int width) { return math_.Identity(op, type, LlvmType(type, width)); }
   llvm::Value* HorizontalReduce(ReduceOp op, ScalarType type, llvm::Value* vec) {
-    if (type == ScalarType::kF32) {
-      // llvm.vector.reduce.fmax has maxnum semantics (drops NaN): halve the
-      // vector with the NaN-propagating max instead.
-      if (op == ReduceOp::kMax) return MaxReduceKeepingNan(vec);
-      llvm::CallInst* sum = b_.CreateFAddReduce(llvm::ConstantFP::get(b_.getFloatTy(), 0.0), vec);
-      llvm::FastMathFlags reassoc;
-      reassoc.setAllowReassoc();
-      sum->setFastMathFlags(reassoc);  // a tree, not a lane-by-lane chain
-      return sum;
-    }
-    return op == ReduceOp::kSum ? b_.CreateAddReduce(vec) : b_.CreateIntMaxReduce(vec, /*IsSigned=*/true);
-  }
-
-  llvm::Value* MaxReduceKeepingNan(llvm::Value* vec) {
-    auto* type = llvm::dyn_cast<llvm::FixedVectorType>(vec->getType());
-    if (type == nullptr) return vec;
-    int width = static_cast<int>(type->getNumElements());
-    for (; width > 1 && width % 2 == 0; width /= 2) {
-      std::vector<int> low, high;
-      for (int i = 0; i < width / 2; ++i) low.push_back(i), high.push_back(i + width / 2);
-      vec = EmitFloatMaxMin(/*is_max=*/true, b_.CreateShuffleVector(vec, low), b_.CreateShuffleVector(vec, high));
-    }
-    llvm::Value* result = b_.CreateExtractElement(vec, uint64_t{0});
-    for (int i = 1; i < width; ++i) {  // the odd lanes of a width that is not a power of two
-      result = EmitFloatMaxMin(/*is_max=*/true, result, b_.CreateExtractElement(vec, static_cast<uint64_t>(i)));
-    }
-    return result;
+    return math_.HorizontalReduce(op, type, vec);
   }
 
   llvm::AllocaInst* EntryAlloca(llvm::Type* type, const std::string& name) {
@@ -745,52 +616,45 @@ class KernelLowering {
     bindings_ = std::move(saved);
   }
 
-  void EmitStmt(const Stmt& s, int width) {
-    switch (s.kind) {
-      case StmtKind::kLoop: {
-        llvm::Value* begin = EmitSym(s.begin, 1);
-        llvm::Value* end = EmitSym(s.end, 1);
-        absl::flat_hash_map<std::string, ReduceOp> reduced;
-        if (options_.vector_width > 1 && CanVectorize(s, &reduced)) {
-          EmitVectorizedLoop(s, begin, end, reduced);
-        } else {
-          EmitLoop(s.name, begin, end, 1, /*vectorizer_off=*/false, [&](llvm::Value*) { EmitBlock(s.body, 1); });
-        }
-        return;
-      }
-      case StmtKind::kStore:
-        EmitStore(s.buffer, s.index, kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width,
-                  plan_.streamable.contains(&s), width > 1 && &s == aligned_stream_store_ && tail_mask_ == nullptr);
-        return;
-      case StmtKind::kStoreAt:
-        EmitStoreAt(s.buffer, EmitValue(s.at, width), kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width),
-                    width);
-        return;
-      case StmtKind::kLet:
-        bindings_[s.name] = Binding{EmitValue(s.value, width), false, s.value->type, width};
-        return;
-      case StmtKind::kAccumulator: {
-        llvm::AllocaInst* slot = EntryAlloca(ScalarLlvmType(s.value->type), s.name);
-        b_.CreateStore(EmitValue(s.value, 1), slot);
-        bindings_[s.name] = Binding{slot, true, s.value->type, 1};
-        return;
-      }
-      case StmtKind::kAccumulate: {
-        const Binding& acc = bindings_[s.name];
-        llvm::Value* x = EmitValue(s.value, width);
-        auto vec = vector_accumulators_.find(s.name);
-        if (width > 1 && vec != vector_accumulators_.end()) {
-          llvm::Type* t = LlvmType(acc.type, width);
-          if (tail_mask_) x = b_.CreateSelect(tail_mask_, x, Identity(s.reduce, acc.type, width));
-          b_.CreateStore(Combine(s.reduce, acc.type, b_.CreateLoad(t, vec->second), x), vec->second);
-        } else {
-          llvm::Value* current = b_.CreateLoad(ScalarLlvmType(acc.type), acc.value);
-          b_.CreateStore(Combine(s.reduce, acc.type, current, x), acc.value);
-        }
-        return;
-      }
+  void EmitStmt(const Stmt& s, int width) { StmtVisitor::Visit(s, width); }
+
+  void VisitLoop(const Stmt& s, int width) override {
+    llvm::Value* begin = EmitSym(s.begin, 1);
+    llvm::Value* end = EmitSym(s.end, 1);
+    absl::flat_hash_map<std::string, ReduceOp> reduced;
+    if (options_.vector_width > 1 && CanVectorize(s, &reduced)) {
+      EmitVectorizedLoop(s, begin, end, reduced);
+    } else {
+      EmitLoop(s.name, begin, end, 1, /*vectorizer_off=*/false, [&](llvm::Value*) { EmitBlock(s.body, 1); });
     }
-    Fail("unknown statement kind");
+  }
+  void VisitStore(const Stmt& s, int width) override {
+    EmitStore(s.buffer, s.index, kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width,
+              plan_.streamable.contains(&s), width > 1 && &s == aligned_stream_store_ && tail_mask_ == nullptr);
+  }
+  void VisitStoreAt(const Stmt& s, int width) override {
+    EmitStoreAt(s.buffer, EmitValue(s.at, width), kernel_.buffers[s.buffer].dtype, EmitValue(s.value, width), width);
+  }
+  void VisitLet(const Stmt& s, int width) override {
+    bindings_[s.name] = Binding{EmitValue(s.value, width), false, s.value->type, width};
+  }
+  void VisitAccumulator(const Stmt& s, int width) override {
+    llvm::AllocaInst* slot = EntryAlloca(ScalarLlvmType(s.value->type), s.name);
+    b_.CreateStore(EmitValue(s.value, 1), slot);
+    bindings_[s.name] = Binding{slot, true, s.value->type, 1};
+  }
+  void VisitAccumulate(const Stmt& s, int width) override {
+    const Binding& acc = bindings_[s.name];
+    llvm::Value* x = EmitValue(s.value, width);
+    auto vec = vector_accumulators_.find(s.name);
+    if (width > 1 && vec != vector_accumulators_.end()) {
+      llvm::Type* t = LlvmType(acc.type, width);
+      if (tail_mask_) x = b_.CreateSelect(tail_mask_, x, Identity(s.reduce, acc.type, width));
+      b_.CreateStore(Combine(s.reduce, acc.type, b_.CreateLoad(t, vec->second), x), vec->second);
+    } else {
+      llvm::Value* current = b_.CreateLoad(ScalarLlvmType(acc.type), acc.value);
+      b_.CreateStore(Combine(s.reduce, acc.type, current, x), acc.value);
+    }
   }
 
   const Kernel& kernel_;
@@ -798,6 +662,7 @@ class KernelLowering {
   llvm::Module* module_;
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
+  IrArithmetic math_{b_};
   absl::Status status_;
   llvm::BasicBlock* entry_ = nullptr;
   absl::flat_hash_map<std::string, llvm::Value*> dims_;

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 #include <vector>
+
+#include "codegen/kernel_visitor.h"
 
 namespace shapeshift::codegen::cpu {
 namespace {
@@ -15,8 +18,36 @@ bool ReadsAny(const Value& v, const absl::flat_hash_map<std::string, ReduceOp>& 
   return false;
 }
 
+// Which buffer a node reads and at what index (a data-dependent address is
+// in no known row: a placeholder symbol, which no loop variable matches, so
+// the row analysis never stages it). Every kind answers, so one added later
+// that reads memory cannot slip past the streaming analysis.
+class BufferRead final : public ValueVisitor<std::optional<std::pair<int, SymExpr>>> {
+  using Read = std::optional<std::pair<int, SymExpr>>;
+  Read VisitConst(const ValueNode&) override { return std::nullopt; }
+  Read VisitLoad(const ValueNode& v) override { return std::pair{v.buffer, v.index}; }
+  Read VisitLoadAt(const ValueNode& v) override { return std::pair{v.buffer, SymExpr::Symbol("<data>")}; }
+  Read VisitIndex(const ValueNode&) override { return std::nullopt; }
+  Read VisitVar(const ValueNode&) override { return std::nullopt; }
+  Read VisitUnary(const ValueNode&, UnaryOp) override { return std::nullopt; }
+  Read VisitBinary(const ValueNode&, BinaryOp) override { return std::nullopt; }
+  Read VisitCompare(const ValueNode&, CompareOp) override { return std::nullopt; }
+  Read VisitSelect(const ValueNode&) override { return std::nullopt; }
+  Read VisitCast(const ValueNode&) override { return std::nullopt; }
+};
+
+// The buffer a statement itself writes (not its body's), or -1.
+class BufferWrite final : public StmtVisitor<int> {
+  int VisitLoop(const Stmt&) override { return -1; }
+  int VisitStore(const Stmt& s) override { return s.buffer; }
+  int VisitStoreAt(const Stmt& s) override { return s.buffer; }
+  int VisitLet(const Stmt&) override { return -1; }
+  int VisitAccumulator(const Stmt&) override { return -1; }
+  int VisitAccumulate(const Stmt&) override { return -1; }
+};
+
 bool StoresTo(const Stmt& s, int buffer) {
-  if ((s.kind == StmtKind::kStore || s.kind == StmtKind::kStoreAt) && s.buffer == buffer) return true;
+  if (BufferWrite().Visit(s) == buffer) return true;
   for (const Stmt& inner : s.body) {
     if (StoresTo(inner, buffer)) return true;
   }
@@ -24,13 +55,10 @@ bool StoresTo(const Stmt& s, int buffer) {
 }
 
 void CollectLoads(const Value& v, int buffer, std::vector<SymExpr>* indices) {
+  BufferRead read;
   for (const Value* node : PostOrder(v)) {
-    if ((*node)->buffer != buffer) continue;
-    if ((*node)->kind == ValueKind::kLoad) indices->push_back((*node)->index);
-    // A data-dependent address is in no known row: record a placeholder
-    // symbol, which no loop variable matches, so the row analysis never
-    // stages it.
-    if ((*node)->kind == ValueKind::kLoadAt) indices->push_back(SymExpr::Symbol("<data>"));
+    auto r = read.Visit(**node);
+    if (r && r->first == buffer) indices->push_back(r->second);
   }
 }
 
@@ -41,8 +69,7 @@ bool LoadsFrom(const Value& v, int buffer) {
 }
 
 bool Touches(const Stmt& s, int buffer) {
-  if (LoadsFrom(s.value, buffer) || LoadsFrom(s.at, buffer) ||
-      ((s.kind == StmtKind::kStore || s.kind == StmtKind::kStoreAt) && s.buffer == buffer)) {
+  if (LoadsFrom(s.value, buffer) || LoadsFrom(s.at, buffer) || BufferWrite().Visit(s) == buffer) {
     return true;
   }
   for (const Stmt& inner : s.body) {

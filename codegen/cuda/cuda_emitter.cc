@@ -13,6 +13,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/types/span.h"
+#include "codegen/cuda/thread_mapping.h"
+#include "codegen/kernel_visitor.h"
+#include "shapes/sym_expr_visitor.h"
 
 namespace shapeshift::codegen::cuda {
 namespace {
@@ -76,111 +80,9 @@ std::string Combine(ReduceOp op, ScalarType t, const std::string& a, const std::
   return t == ScalarType::kF32 ? absl::StrCat("ss_fmax(", a, ", ", b, ")") : absl::StrCat("ss_max(", a, ", ", b, ")");
 }
 
-// ---- Structure queries used to pick the mapping -----------------------------
-
-// Over the DAG, each distinct node once (a chain of k reuses is 2^k nodes as
-// a tree).
-bool ValueReads(const Value& v, const std::string& name) {
-  for (const Value* node : PostOrder(v)) {
-    if ((*node)->kind == ValueKind::kVar && (*node)->name == name) return true;
-  }
-  return false;
-}
-
-bool BodyReads(const std::vector<Stmt>& body, const std::string& name) {
-  for (const Stmt& s : body) {
-    if (ValueReads(s.value, name) || ValueReads(s.at, name) || BodyReads(s.body, name)) return true;
-  }
-  return false;
-}
-
-bool HasStoreAt(const std::vector<Stmt>& body) {
-  for (const Stmt& s : body) {
-    if (s.kind == StmtKind::kStoreAt || HasStoreAt(s.body)) return true;
-  }
-  return false;
-}
-
-// Whether a loop's iterations may run on different threads as far as
-// data-indexed stores go: kernel_ir.h promises disjoint StoreAt writes only
-// across parallel iterations and across the iterations of one innermost
-// loop. An outer loop around data-indexed stores (ScatterND's loop over the
-// index tuples around each tuple's slice) may write one place twice where
-// tuples repeat, and the later iteration must win, so it keeps its order on
-// one thread.
-bool MaySpreadOverThreads(const Stmt& loop) {
-  if (!HasStoreAt(loop.body)) return true;
-  for (const Stmt& s : loop.body) {
-    if (s.kind == StmtKind::kLoop) return false;  // not innermost
-  }
-  return true;
-}
-
-// The reduce ops of every Accumulate into `name` inside `body` (any depth).
-void CollectAccumulates(const std::vector<Stmt>& body, const std::string& name, absl::flat_hash_set<int>* ops) {
-  for (const Stmt& s : body) {
-    if (s.kind == StmtKind::kAccumulate && s.name == name) ops->insert(static_cast<int>(s.reduce));
-    CollectAccumulates(s.body, name, ops);
-  }
-}
-
-bool OnlyDims(SymExpr e, const Kernel& k) {
-  for (const std::string& sym : e.Symbols()) {
-    if (std::find(k.dims.begin(), k.dims.end(), sym) == k.dims.end()) return false;
-  }
-  return true;
-}
-
-SymExpr TripCount(const Stmt& loop) { return Max(loop.end - loop.begin, 0); }
-
-// A top-level loop of a block-per-row kernel and what it reduces.
-struct RowLoopPlan {
-  std::vector<std::string> reduced;  // top-level accumulators combined after the loop
-  std::vector<ReduceOp> ops;         // their reduce op, one per entry of `reduced`
-};
-
-struct MappingPlan {
-  ThreadMapping mapping = ThreadMapping::kThreadPerIteration;
-  absl::flat_hash_map<const Stmt*, RowLoopPlan> loops;  // kBlockPerRow: per top-level loop
-};
-
-MappingPlan ChooseMapping(const Kernel& k) {
-  MappingPlan plan;
-  std::vector<const Stmt*> accumulators;
-  for (const Stmt& s : k.body) {
-    if (s.kind == StmtKind::kAccumulator) accumulators.push_back(&s);
-  }
-  if (accumulators.empty()) {
-    if (k.body.size() == 1 && k.body[0].kind == StmtKind::kLoop && OnlyDims(k.body[0].begin, k) &&
-        OnlyDims(k.body[0].end, k) && MaySpreadOverThreads(k.body[0])) {
-      plan.mapping = ThreadMapping::kFlat;
-    }
-    return plan;
-  }
-  // Block per row: each top-level loop may reduce top-level accumulators
-  // (one op each) that it does not also read; their partials are combined
-  // after the loop.
-  for (const Stmt& s : k.body) {
-    if (s.kind != StmtKind::kLoop) continue;
-    if (!MaySpreadOverThreads(s)) return plan;
-    RowLoopPlan loop;
-    for (const Stmt* acc : accumulators) {
-      absl::flat_hash_set<int> ops;
-      CollectAccumulates(s.body, acc->name, &ops);
-      if (ops.empty()) continue;
-      if (ops.size() > 1 || BodyReads(s.body, acc->name)) return plan;  // sequential dependence
-      loop.reduced.push_back(acc->name);
-      loop.ops.push_back(static_cast<ReduceOp>(*ops.begin()));
-    }
-    plan.loops[&s] = std::move(loop);
-  }
-  plan.mapping = ThreadMapping::kBlockPerRow;
-  return plan;
-}
-
 // ---- The emitter --------------------------------------------------------------
 
-class CudaEmitter {
+class CudaEmitter : private ValueFold<std::string>, private StmtVisitor<void, int, std::string*> {
  public:
   explicit CudaEmitter(const Kernel& kernel) : kernel_(kernel) {
     for (const std::string& d : kernel.dims) symbol_names_[d] = Ident("d_", d);
@@ -288,37 +190,52 @@ class CudaEmitter {
     }
     absl::StrAppend(out, "  for (long long ", p, " = blockIdx.x; ", p, " < extent; ", p, " += gridDim.x) {\n");
     Phase phase(out);
-    const std::string in = "      ";
-    for (const Stmt& s : kernel_.body) {
-      switch (s.kind) {
-        case StmtKind::kLet:
-        case StmtKind::kAccumulator: {
-          phase.Open();
-          std::string value = Val(s.value, in, out);
-          absl::StrAppend(out, in, "SS_P(", Ident("r_", s.name), ") = ", value, ";\n");
-          break;
-        }
-        case StmtKind::kAccumulate: {  // uniform: every thread applies it to its copy
-          phase.Open();
-          std::string acc = absl::StrCat("SS_P(", Ident("r_", s.name), ")");
-          std::string value = Val(s.value, in, out);
-          absl::StrAppend(out, in, acc, " = ", Combine(s.reduce, s.value->type, acc, value), ";\n");
-          break;
-        }
-        case StmtKind::kStore:
-        case StmtKind::kStoreAt:
-          phase.Open();
-          absl::StrAppend(out, in, "if (threadIdx.x == 0) {\n");
-          EmitBlock({s}, 4, out);
-          absl::StrAppend(out, in, "}\n");
-          phase.Close();
-          break;
-        case StmtKind::kLoop: EmitRowLoop(s, plan.loops.at(&s), &phase, out); break;
-      }
-    }
+    RowStatements row(*this, plan, &phase, out);
+    for (const Stmt& s : kernel_.body) row.Visit(s);
     phase.Close();
     absl::StrAppend(out, "  }\n");
   }
+
+  // The top-level statements of a block-per-row kernel: row state is a
+  // private every thread holds, a store is thread 0's, a loop is split over
+  // the block's threads.
+  class RowStatements : public StmtVisitor<void> {
+   public:
+    RowStatements(CudaEmitter& e, const MappingPlan& plan, Phase* phase, std::string* out)
+        : e_(e), plan_(plan), phase_(phase), out_(out) {}
+
+   private:
+    void VisitLet(const Stmt& s) override { SetRowState(s); }
+    void VisitAccumulator(const Stmt& s) override { SetRowState(s); }
+    void VisitAccumulate(const Stmt& s) override {  // uniform: every thread applies it to its copy
+      phase_->Open();
+      std::string acc = absl::StrCat("SS_P(", Ident("r_", s.name), ")");
+      std::string value = e_.Val(s.value, kIn, out_);
+      absl::StrAppend(out_, kIn, acc, " = ", Combine(s.reduce, s.value->type, acc, value), ";\n");
+    }
+    void VisitStore(const Stmt& s) override { StoreOnThreadZero(s); }
+    void VisitStoreAt(const Stmt& s) override { StoreOnThreadZero(s); }
+    void VisitLoop(const Stmt& s) override { e_.EmitRowLoop(s, plan_.loops.at(&s), phase_, out_); }
+
+    void SetRowState(const Stmt& s) {
+      phase_->Open();
+      std::string value = e_.Val(s.value, kIn, out_);
+      absl::StrAppend(out_, kIn, "SS_P(", Ident("r_", s.name), ") = ", value, ";\n");
+    }
+    void StoreOnThreadZero(const Stmt& s) {
+      phase_->Open();
+      absl::StrAppend(out_, kIn, "if (threadIdx.x == 0) {\n");
+      e_.EmitBlock({s}, 4, out_);
+      absl::StrAppend(out_, kIn, "}\n");
+      phase_->Close();
+    }
+
+    static constexpr char kIn[] = "      ";
+    CudaEmitter& e_;
+    const MappingPlan& plan_;
+    Phase* phase_;
+    std::string* out_;
+  };
 
   // A top-level loop split over the block's threads, then the tree
   // combination of what it reduced.
@@ -339,100 +256,122 @@ class CudaEmitter {
     return Ident("v_", name);
   }
 
-  std::string Sym(SymExpr e) const {
-    auto operand = [&](size_t i) { return Sym(e.operands()[i]); };
-    switch (e.kind()) {
-      case ExprKind::kConst: return IntLiteral(*e.AsConst());
-      case ExprKind::kSymbol: {
-        auto it = symbol_names_.find(e.symbol_name());
-        return it == symbol_names_.end() ? Ident("unbound_", e.symbol_name()) : it->second;
-      }
-      case ExprKind::kAdd:
-      case ExprKind::kMul: {
-        std::string s = absl::StrCat("(", operand(0));
-        for (size_t i = 1; i < e.operands().size(); ++i) {
-          absl::StrAppend(&s, e.kind() == ExprKind::kAdd ? " + " : " * ", operand(i));
-        }
-        return s + ")";
-      }
-      case ExprKind::kFloorDiv: return absl::StrCat("ss_floordiv(", operand(0), ", ", operand(1), ")");
-      case ExprKind::kMod: return absl::StrCat("ss_mod(", operand(0), ", ", operand(1), ")");
-      case ExprKind::kMin: return absl::StrCat("ss_min(", operand(0), ", ", operand(1), ")");
-      case ExprKind::kMax: return absl::StrCat("ss_max(", operand(0), ", ", operand(1), ")");
-    }
-    return Unsupported("index expression kind", static_cast<int>(e.kind()));
-  }
+  std::string Sym(SymExpr e) const { return IndexText(*this).Visit(e); }
 
-  // The C text of one node whose operands' texts are `ops` (in order).
-  std::string NodeText(const ValueNode& n, std::vector<std::string>& ops) const {
-    const ValueNode* v = &n;
-    auto op = [&](size_t i) { return std::move(ops[i]); };
-    bool is_float = v->type == ScalarType::kF32;
-    switch (v->kind) {
-      case ValueKind::kConst:
-        if (is_float) return FloatLiteral(v->f_value);
-        if (v->type == ScalarType::kBool) return v->i_value ? "true" : "false";
-        return absl::StrCat("((", CType(v->type), ")", IntLiteral(v->i_value), ")");
-      case ValueKind::kLoad: {
-        std::string load = absl::StrCat(BufferName(v->buffer), "[", Sym(v->index), "]");
-        return v->type == ScalarType::kBool ? absl::StrCat("(", load, " != 0)") : load;
-      }
-      case ValueKind::kLoadAt: {
-        std::string load = absl::StrCat(BufferName(v->buffer), "[", op(0), "]");
-        return v->type == ScalarType::kBool ? absl::StrCat("(", load, " != 0)") : load;
-      }
-      case ValueKind::kIndex: return Sym(v->index);
-      case ValueKind::kVar: return VarRef(v->name);
-      case ValueKind::kUnary: {
-        const std::string x = op(0);
-        switch (static_cast<UnaryOp>(v->op)) {
-          case UnaryOp::kNeg: return absl::StrCat("(-", x, ")");
-          case UnaryOp::kAbs: return is_float ? absl::StrCat("fabsf(", x, ")") : absl::StrCat("llabs(", x, ")");
-          case UnaryOp::kExp: return absl::StrCat("expf(", x, ")");
-          case UnaryOp::kLog: return absl::StrCat("logf(", x, ")");
-          case UnaryOp::kSqrt: return absl::StrCat("sqrtf(", x, ")");
-          case UnaryOp::kRsqrt: return absl::StrCat("rsqrtf(", x, ")");
-          case UnaryOp::kTanh: return absl::StrCat("tanhf(", x, ")");
-          case UnaryOp::kErf: return absl::StrCat("erff(", x, ")");
-          case UnaryOp::kSigmoid: return absl::StrCat("(1.0f / (1.0f + expf(-", x, ")))");
-          case UnaryOp::kRecip: return absl::StrCat("(1.0f / ", x, ")");
-          case UnaryOp::kSin: return absl::StrCat("sinf(", x, ")");
-          case UnaryOp::kCos: return absl::StrCat("cosf(", x, ")");
-          case UnaryOp::kFloor: return absl::StrCat("floorf(", x, ")");
-          case UnaryOp::kCeil: return absl::StrCat("ceilf(", x, ")");
-          case UnaryOp::kRound: return absl::StrCat("rintf(", x, ")");  // half to even
-        }
-        return Unsupported("unary op", v->op);
-      }
-      case ValueKind::kBinary: {
-        const std::string a = op(0), b = op(1);
-        switch (static_cast<BinaryOp>(v->op)) {
-          case BinaryOp::kAdd: return absl::StrCat("(", a, " + ", b, ")");
-          case BinaryOp::kSub: return absl::StrCat("(", a, " - ", b, ")");
-          case BinaryOp::kMul: return absl::StrCat("(", a, " * ", b, ")");
-          case BinaryOp::kDiv:
-            return is_float ? absl::StrCat("(", a, " / ", b, ")") : absl::StrCat("ss_idiv(", a, ", ", b, ")");
-          case BinaryOp::kRem:
-            return is_float ? absl::StrCat("fmodf(", a, ", ", b, ")") : absl::StrCat("ss_irem(", a, ", ", b, ")");
-          case BinaryOp::kMax:
-            return is_float ? absl::StrCat("ss_fmax(", a, ", ", b, ")") : absl::StrCat("ss_max(", a, ", ", b, ")");
-          case BinaryOp::kMin:
-            return is_float ? absl::StrCat("ss_fmin(", a, ", ", b, ")") : absl::StrCat("ss_min(", a, ", ", b, ")");
-        }
-        return Unsupported("binary op", v->op);
-      }
-      case ValueKind::kCompare:
-        return absl::StrCat("(", op(0), " ", CompareOpName(static_cast<CompareOp>(v->op)), " ", op(1), ")");
-      case ValueKind::kSelect: return absl::StrCat("(", op(0), " ? ", op(1), " : ", op(2), ")");
-      case ValueKind::kCast: {
-        ScalarType from = v->operands[0]->type;
-        if (v->type == ScalarType::kBool) {
-          return from == ScalarType::kF32 ? absl::StrCat("(", op(0), " != 0.0f)") : absl::StrCat("(", op(0), " != 0)");
-        }
-        return absl::StrCat("((", CType(v->type), ")", op(0), ")");
-      }
+  // An index expression as C (floor semantics through the prelude's helpers).
+  class IndexText final : public SymExprVisitor<std::string> {
+   public:
+    explicit IndexText(const CudaEmitter& e) : e_(e) {}
+
+   private:
+    std::string VisitConst(const SymExpr&, int64_t value) override { return IntLiteral(value); }
+    std::string VisitSymbol(const SymExpr&, const std::string& name) override {
+      auto it = e_.symbol_names_.find(name);
+      return it == e_.symbol_names_.end() ? Ident("unbound_", name) : it->second;
     }
-    return Unsupported("value kind", static_cast<int>(v->kind));
+    std::string VisitAdd(const SymExpr&, absl::Span<const SymExpr> ops) override { return Chain(ops, " + "); }
+    std::string VisitMul(const SymExpr&, absl::Span<const SymExpr> ops) override { return Chain(ops, " * "); }
+    std::string VisitFloorDiv(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+      return Call("ss_floordiv(", a, b);
+    }
+    std::string VisitMod(const SymExpr&, const SymExpr& a, const SymExpr& b) override { return Call("ss_mod(", a, b); }
+    std::string VisitMin(const SymExpr&, const SymExpr& a, const SymExpr& b) override { return Call("ss_min(", a, b); }
+    std::string VisitMax(const SymExpr&, const SymExpr& a, const SymExpr& b) override { return Call("ss_max(", a, b); }
+
+    std::string Chain(absl::Span<const SymExpr> ops, const char* op) const {
+      std::string s = absl::StrCat("(", e_.Sym(ops[0]));
+      for (size_t i = 1; i < ops.size(); ++i) absl::StrAppend(&s, op, e_.Sym(ops[i]));
+      return s + ")";
+    }
+    std::string Call(const char* name, const SymExpr& a, const SymExpr& b) const {
+      return absl::StrCat(name, e_.Sym(a), ", ", e_.Sym(b), ")");
+    }
+
+    const CudaEmitter& e_;
+  };
+
+  // ---- Values: the C text of one node from its operands' texts -------------
+
+  using Ops = absl::Span<std::string>;
+
+  std::string VisitConst(const ValueNode& v, Ops) override {
+    if (v.type == ScalarType::kF32) return FloatLiteral(v.f_value);
+    if (v.type == ScalarType::kBool) return v.i_value ? "true" : "false";
+    return absl::StrCat("((", CType(v.type), ")", IntLiteral(v.i_value), ")");
+  }
+  std::string VisitLoad(const ValueNode& v, Ops) override {
+    std::string load = absl::StrCat(BufferName(v.buffer), "[", Sym(v.index), "]");
+    return v.type == ScalarType::kBool ? absl::StrCat("(", load, " != 0)") : load;
+  }
+  std::string VisitLoadAt(const ValueNode& v, Ops ops) override {
+    std::string load = absl::StrCat(BufferName(v.buffer), "[", std::move(ops[0]), "]");
+    return v.type == ScalarType::kBool ? absl::StrCat("(", load, " != 0)") : load;
+  }
+  std::string VisitIndex(const ValueNode& v, Ops) override { return Sym(v.index); }
+  std::string VisitVar(const ValueNode& v, Ops) override { return VarRef(v.name); }
+  std::string VisitUnary(const ValueNode& v, UnaryOp op, Ops ops) override {
+    const std::string x = std::move(ops[0]);
+    const bool is_float = v.type == ScalarType::kF32;
+    switch (op) {
+      case UnaryOp::kNeg: return absl::StrCat("(-", x, ")");
+      case UnaryOp::kAbs: return is_float ? absl::StrCat("fabsf(", x, ")") : absl::StrCat("llabs(", x, ")");
+      case UnaryOp::kExp: return absl::StrCat("expf(", x, ")");
+      case UnaryOp::kLog: return absl::StrCat("logf(", x, ")");
+      case UnaryOp::kSqrt: return absl::StrCat("sqrtf(", x, ")");
+      case UnaryOp::kRsqrt: return absl::StrCat("rsqrtf(", x, ")");
+      case UnaryOp::kTanh: return absl::StrCat("tanhf(", x, ")");
+      case UnaryOp::kErf: return absl::StrCat("erff(", x, ")");
+      case UnaryOp::kSigmoid: return absl::StrCat("(1.0f / (1.0f + expf(-", x, ")))");
+      case UnaryOp::kRecip: return absl::StrCat("(1.0f / ", x, ")");
+      case UnaryOp::kSin: return absl::StrCat("sinf(", x, ")");
+      case UnaryOp::kCos: return absl::StrCat("cosf(", x, ")");
+      case UnaryOp::kFloor: return absl::StrCat("floorf(", x, ")");
+      case UnaryOp::kCeil: return absl::StrCat("ceilf(", x, ")");
+      case UnaryOp::kRound: return absl::StrCat("rintf(", x, ")");  // half to even
+    }
+    return Unsupported("unary op", v.op);
+  }
+  std::string VisitBinary(const ValueNode& v, BinaryOp op, Ops ops) override {
+    const std::string a = std::move(ops[0]), b = std::move(ops[1]);
+    const bool is_float = v.type == ScalarType::kF32;
+    switch (op) {
+      case BinaryOp::kAdd: return absl::StrCat("(", a, " + ", b, ")");
+      case BinaryOp::kSub: return absl::StrCat("(", a, " - ", b, ")");
+      case BinaryOp::kMul: return absl::StrCat("(", a, " * ", b, ")");
+      case BinaryOp::kDiv:
+        return is_float ? absl::StrCat("(", a, " / ", b, ")") : absl::StrCat("ss_idiv(", a, ", ", b, ")");
+      case BinaryOp::kRem:
+        return is_float ? absl::StrCat("fmodf(", a, ", ", b, ")") : absl::StrCat("ss_irem(", a, ", ", b, ")");
+      case BinaryOp::kMax:
+        return is_float ? absl::StrCat("ss_fmax(", a, ", ", b, ")") : absl::StrCat("ss_max(", a, ", ", b, ")");
+      case BinaryOp::kMin:
+        return is_float ? absl::StrCat("ss_fmin(", a, ", ", b, ")") : absl::StrCat("ss_min(", a, ", ", b, ")");
+    }
+    return Unsupported("binary op", v.op);
+  }
+  std::string VisitCompare(const ValueNode& v, CompareOp op, Ops ops) override {
+    return absl::StrCat("(", std::move(ops[0]), " ", CompareOpName(op), " ", std::move(ops[1]), ")");
+  }
+  std::string VisitSelect(const ValueNode& v, Ops ops) override {
+    return absl::StrCat("(", std::move(ops[0]), " ? ", std::move(ops[1]), " : ", std::move(ops[2]), ")");
+  }
+  std::string VisitCast(const ValueNode& v, Ops ops) override {
+    ScalarType from = v.operands[0]->type;
+    if (v.type == ScalarType::kBool) {
+      return from == ScalarType::kF32 ? absl::StrCat("(", std::move(ops[0]), " != 0.0f)")
+                                      : absl::StrCat("(", std::move(ops[0]), " != 0)");
+    }
+    return absl::StrCat("((", CType(v.type), ")", std::move(ops[0]), ")");
+  }
+  std::string NullOperand() override { return Unsupported("null operand", 0); }
+
+  // A node read more than once (a constant or a name aside) becomes a local
+  // written before the statement; its readers name it.
+  std::string AfterNode(const ValueNode& v, std::string text, int readers) override {
+    if (readers <= 1 || v.kind == ValueKind::kConst || v.kind == ValueKind::kVar) return text;
+    std::string local = absl::StrCat("t", next_local_++);
+    absl::StrAppend(value_out_, value_pad_, "const ", CType(v.type), " ", local, " = ", text, ";\n");
+    return local;
   }
 
   // The C text of `root`, a DAG (kernel_ir.h). Every node it reads more
@@ -443,85 +382,62 @@ class CudaEmitter {
   // the CPU backend (llvm_lowering.cc emits each node once per statement).
   // The float operations are the tree's, in the same order.
   std::string Val(const Value& root, const std::string& pad, std::string* out) {
-    std::vector<const Value*> order = PostOrder(root);
-    absl::flat_hash_map<const ValueNode*, int> reads;
-    for (const Value* v : order) {
-      for (const Value& o : (*v)->operands) ++reads[o.get()];
-    }
-    absl::flat_hash_map<const ValueNode*, std::string> text;
-    std::vector<std::string> ops;
-    for (const Value* node : order) {
-      const ValueNode& v = **node;
-      ops.clear();
-      for (const Value& o : v.operands) {
-        auto it = text.find(o.get());
-        if (it == text.end()) {  // a null operand (Verify refuses it first)
-          ops.push_back(Unsupported("null operand", 0));
-          continue;
-        }
-        // Read once: its text moves into its only reader.
-        ops.push_back(reads[o.get()] > 1 ? it->second : std::move(it->second));
-      }
-      std::string t = NodeText(v, ops);
-      if (reads[&v] > 1 && v.kind != ValueKind::kConst && v.kind != ValueKind::kVar) {
-        std::string local = absl::StrCat("t", next_local_++);
-        absl::StrAppend(out, pad, "const ", CType(v.type), " ", local, " = ", t, ";\n");
-        t = std::move(local);
-      }
-      text[&v] = std::move(t);
-    }
-    return root ? std::move(text[root.get()]) : Unsupported("null value", 0);
+    if (!root) return Unsupported("null value", 0);
+    value_pad_ = pad;
+    value_out_ = out;
+    return Fold(root);
   }
 
-  // Sequential code of one thread. Accumulates into an accumulator being
-  // reduced across the block go to the thread's partial.
+  // ---- Statements: sequential code of one thread -----------------------------
+  // Accumulates into an accumulator being reduced across the block go to
+  // the thread's partial.
+
   void EmitBlock(const std::vector<Stmt>& body, int depth, std::string* out) {
-    std::string pad(2 * depth, ' ');
-    for (const Stmt& s : body) {
-      switch (s.kind) {
-        case StmtKind::kLoop: {
-          std::string var = Ident("i_", s.name);
-          symbol_names_[s.name] = var;
-          absl::StrAppend(out, pad, "for (long long ", var, " = ", Sym(s.begin), "; ", var, " < ", Sym(s.end), "; ++",
-                          var, ") {\n");
-          EmitBlock(s.body, depth + 1, out);
-          absl::StrAppend(out, pad, "}\n");
-          symbol_names_.erase(s.name);
-          break;
-        }
-        case StmtKind::kStore: {
-          ScalarType t = kernel_.buffers[s.buffer].dtype;
-          std::string value = Val(s.value, pad, out);
-          if (t == ScalarType::kBool) value = absl::StrCat("(unsigned char)(", value, ")");
-          absl::StrAppend(out, pad, BufferName(s.buffer), "[", Sym(s.index), "] = ", value, ";\n");
-          break;
-        }
-        case StmtKind::kStoreAt: {
-          ScalarType t = kernel_.buffers[s.buffer].dtype;
-          std::string value = Val(s.value, pad, out);
-          if (t == ScalarType::kBool) value = absl::StrCat("(unsigned char)(", value, ")");
-          std::string at = Val(s.at, pad, out);
-          absl::StrAppend(out, pad, BufferName(s.buffer), "[", at, "] = ", value, ";\n");
-          break;
-        }
-        case StmtKind::kLet: {
-          std::string value = Val(s.value, pad, out);
-          absl::StrAppend(out, pad, "const ", CType(s.value->type), " ", Ident("v_", s.name), " = ", value, ";\n");
-          break;
-        }
-        case StmtKind::kAccumulator: {
-          std::string value = Val(s.value, pad, out);
-          absl::StrAppend(out, pad, CType(s.value->type), " ", Ident("v_", s.name), " = ", value, ";\n");
-          break;
-        }
-        case StmtKind::kAccumulate: {
-          std::string acc = partial_.contains(s.name) ? absl::StrCat("SS_P(", PartialName(s.name), ")") : VarRef(s.name);
-          std::string value = Val(s.value, pad, out);
-          absl::StrAppend(out, pad, acc, " = ", Combine(s.reduce, s.value->type, acc, value), ";\n");
-          break;
-        }
-      }
-    }
+    for (const Stmt& s : body) StmtVisitor::Visit(s, depth, out);
+  }
+
+  static std::string Pad(int depth) { return std::string(2 * depth, ' '); }
+
+  void VisitLoop(const Stmt& s, int depth, std::string* out) override {
+    std::string pad = Pad(depth);
+    std::string var = Ident("i_", s.name);
+    symbol_names_[s.name] = var;
+    absl::StrAppend(out, pad, "for (long long ", var, " = ", Sym(s.begin), "; ", var, " < ", Sym(s.end), "; ++", var,
+                    ") {\n");
+    EmitBlock(s.body, depth + 1, out);
+    absl::StrAppend(out, pad, "}\n");
+    symbol_names_.erase(s.name);
+  }
+  void VisitStore(const Stmt& s, int depth, std::string* out) override {
+    std::string pad = Pad(depth);
+    ScalarType t = kernel_.buffers[s.buffer].dtype;
+    std::string value = Val(s.value, pad, out);
+    if (t == ScalarType::kBool) value = absl::StrCat("(unsigned char)(", value, ")");
+    absl::StrAppend(out, pad, BufferName(s.buffer), "[", Sym(s.index), "] = ", value, ";\n");
+  }
+  void VisitStoreAt(const Stmt& s, int depth, std::string* out) override {
+    std::string pad = Pad(depth);
+    ScalarType t = kernel_.buffers[s.buffer].dtype;
+    std::string value = Val(s.value, pad, out);
+    if (t == ScalarType::kBool) value = absl::StrCat("(unsigned char)(", value, ")");
+    std::string at = Val(s.at, pad, out);
+    absl::StrAppend(out, pad, BufferName(s.buffer), "[", at, "] = ", value, ";\n");
+  }
+  void VisitLet(const Stmt& s, int depth, std::string* out) override {
+    std::string pad = Pad(depth);
+    std::string value = Val(s.value, pad, out);
+    absl::StrAppend(out, pad, "const ", CType(s.value->type), " ", Ident("v_", s.name), " = ", value, ";\n");
+  }
+  void VisitAccumulator(const Stmt& s, int depth, std::string* out) override {
+    std::string pad = Pad(depth);
+    std::string value = Val(s.value, pad, out);
+    absl::StrAppend(out, pad, CType(s.value->type), " ", Ident("v_", s.name), " = ", value, ";\n");
+  }
+  void VisitAccumulate(const Stmt& s, int depth, std::string* out) override {
+    std::string pad = Pad(depth);
+    std::string acc = partial_.contains(s.name) ? absl::StrCat("SS_P(", PartialName(s.name), ")") : VarRef(s.name);
+    std::string value = Val(s.value, pad, out);
+    absl::StrAppend(out, pad, acc, " = ", Combine(s.reduce, s.value->type, acc, value), ";\n");
   }
 
   const Kernel& kernel_;
@@ -530,6 +446,8 @@ class CudaEmitter {
   absl::flat_hash_set<std::string> partial_;    // accumulators reduced by the loop being emitted
   absl::flat_hash_set<std::string> shared_;     // accumulators with a shared-memory tree
   int next_local_ = 0;                          // locals t0, t1, ... of shared value nodes
+  std::string value_pad_;                       // where Val writes the locals of the value it folds
+  std::string* value_out_ = nullptr;
 };
 
 void CudaEmitter::EmitRowLoop(const Stmt& s, const RowLoopPlan& loop, Phase* phase, std::string* out) {

@@ -1,5 +1,9 @@
 #include "shapes/internal/z3_translator.h"
 
+#include <string>
+
+#include "shapes/sym_expr_visitor.h"
+
 namespace shapeshift::internal {
 
 z3::expr Z3Translator::Symbol(const std::string& name) {
@@ -23,45 +27,60 @@ z3::expr Z3Translator::FloorModTerm(const z3::expr& a, const z3::expr& b, SymExp
   return z3::ite(b >= 0, z3::mod(a, b), -z3::mod(-a, -b));
 }
 
+namespace {
+
+// One node's term from its operands' (cached by the translator).
+class Z3Term final : public SymExprVisitor<z3::expr> {
+ public:
+  Z3Term(Z3Translator& t, z3::context& ctx) : t_(t), ctx_(ctx) {}
+
+ private:
+  z3::expr VisitConst(const SymExpr&, int64_t value) override { return ctx_.int_val(value); }
+  z3::expr VisitSymbol(const SymExpr&, const std::string& name) override { return t_.Symbol(name); }
+  z3::expr VisitAdd(const SymExpr&, absl::Span<const SymExpr> terms) override { return Chain(terms, /*add=*/true); }
+  z3::expr VisitMul(const SymExpr&, absl::Span<const SymExpr> factors) override { return Chain(factors, /*add=*/false); }
+  z3::expr VisitFloorDiv(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    z3::expr x = t_.Translate(a);
+    z3::expr y = t_.Translate(b);
+    return t_.FloorDivTerm(x, y, b);
+  }
+  z3::expr VisitMod(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    z3::expr x = t_.Translate(a);
+    z3::expr y = t_.Translate(b);
+    return t_.FloorModTerm(x, y, b);
+  }
+  z3::expr VisitMin(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    z3::expr x = t_.Translate(a);
+    z3::expr y = t_.Translate(b);
+    return z3::ite(x <= y, x, y);
+  }
+  z3::expr VisitMax(const SymExpr&, const SymExpr& a, const SymExpr& b) override {
+    z3::expr x = t_.Translate(a);
+    z3::expr y = t_.Translate(b);
+    return z3::ite(x >= y, x, y);
+  }
+
+  // Left to right, as the terms are stored.
+  z3::expr Chain(absl::Span<const SymExpr> ops, bool add) {
+    z3::expr result = ctx_.int_val(add ? 0 : 1);
+    bool first = true;
+    for (const SymExpr& op : ops) {
+      z3::expr t = t_.Translate(op);
+      result = first ? t : (add ? result + t : result * t);
+      first = false;
+    }
+    return result;
+  }
+
+  Z3Translator& t_;
+  z3::context& ctx_;
+};
+
+}  // namespace
+
 z3::expr Z3Translator::Translate(SymExpr e) {
   if (auto it = cache_.find(e); it != cache_.end()) return it->second;
-  z3::expr result(*ctx_);
-  switch (e.kind()) {
-    case ExprKind::kConst:
-      result = ctx_->int_val(static_cast<int64_t>(*e.AsConst()));
-      break;
-    case ExprKind::kSymbol:
-      result = Symbol(e.symbol_name());
-      break;
-    case ExprKind::kAdd:
-    case ExprKind::kMul: {
-      const bool add = e.kind() == ExprKind::kAdd;
-      result = ctx_->int_val(add ? 0 : 1);
-      bool first = true;
-      for (SymExpr op : e.operands()) {
-        z3::expr t = Translate(op);
-        result = first ? t : (add ? result + t : result * t);
-        first = false;
-      }
-      break;
-    }
-    case ExprKind::kFloorDiv:
-    case ExprKind::kMod: {
-      SymExpr divisor = e.operands()[1];
-      z3::expr a = Translate(e.operands()[0]);
-      z3::expr b = Translate(divisor);
-      result = e.kind() == ExprKind::kFloorDiv ? FloorDivTerm(a, b, divisor)
-                                               : FloorModTerm(a, b, divisor);
-      break;
-    }
-    case ExprKind::kMin:
-    case ExprKind::kMax: {
-      z3::expr a = Translate(e.operands()[0]);
-      z3::expr b = Translate(e.operands()[1]);
-      result = e.kind() == ExprKind::kMin ? z3::ite(a <= b, a, b) : z3::ite(a >= b, a, b);
-      break;
-    }
-  }
+  z3::expr result = Z3Term(*this, *ctx_).Visit(e);
   cache_.emplace(e, result);
   return result;
 }
