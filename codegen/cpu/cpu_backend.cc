@@ -91,6 +91,7 @@ void AppendExactConstants(const Value& value, std::string* out) {
 void AppendExactConstants(const std::vector<Stmt>& body, std::string* out) {
   for (const Stmt& stmt : body) {
     AppendExactConstants(stmt.value, out);
+    if (stmt.at) AppendExactConstants(stmt.at, out);  // a scatter's computed index
     AppendExactConstants(stmt.body, out);
   }
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -535,7 +536,7 @@ class KernelLowering : private ValueVisitor<llvm::Value*, int>, private StmtVisi
   }
 
   void EmitVectorizedLoop(const Stmt& loop, llvm::Value* begin, llvm::Value* end,
-                          const absl::flat_hash_map<std::string, ReduceOp>& reduced) {
+                          const absl::btree_map<std::string, ReduceOp>& reduced) {
     const int w = options_.vector_width;
     for (const auto& [name, op] : reduced) {
       const Binding& acc = bindings_[name];
@@ -621,7 +622,7 @@ class KernelLowering : private ValueVisitor<llvm::Value*, int>, private StmtVisi
   void VisitLoop(const Stmt& s, int width) override {
     llvm::Value* begin = EmitSym(s.begin, 1);
     llvm::Value* end = EmitSym(s.end, 1);
-    absl::flat_hash_map<std::string, ReduceOp> reduced;
+    absl::btree_map<std::string, ReduceOp> reduced;
     if (options_.vector_width > 1 && CanVectorize(s, &reduced)) {
       EmitVectorizedLoop(s, begin, end, reduced);
     } else {

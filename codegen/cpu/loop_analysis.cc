@@ -11,7 +11,7 @@ namespace shapeshift::codegen::cpu {
 namespace {
 
 // Values are DAGs (kernel_ir.h): these visit each node once.
-bool ReadsAny(const Value& v, const absl::flat_hash_map<std::string, ReduceOp>& names) {
+bool ReadsAny(const Value& v, const absl::btree_map<std::string, ReduceOp>& names) {
   for (const Value* node : PostOrder(v)) {
     if ((*node)->kind == ValueKind::kVar && names.contains((*node)->name)) return true;
   }
@@ -116,7 +116,7 @@ class Planner {
 
   // A top-level vectorizable loop with dims-only bounds.
   bool IsStreamingLoop(const Stmt& loop) const {
-    absl::flat_hash_map<std::string, ReduceOp> reduced;
+    absl::btree_map<std::string, ReduceOp> reduced;
     return loop.kind == StmtKind::kLoop && DependsOnDimsOnly(loop.begin) && DependsOnDimsOnly(loop.end) &&
            CanVectorize(loop, &reduced);
   }
@@ -177,7 +177,7 @@ Access ClassifyIndex(SymExpr index, const std::string& loop_var) {
   return Access::kGather;
 }
 
-bool CanVectorize(const Stmt& loop, absl::flat_hash_map<std::string, ReduceOp>* reduced) {
+bool CanVectorize(const Stmt& loop, absl::btree_map<std::string, ReduceOp>* reduced) {
   for (const Stmt& s : loop.body) {
     if (s.kind == StmtKind::kLoop || s.kind == StmtKind::kAccumulator) return false;
     if (s.kind == StmtKind::kAccumulate) {

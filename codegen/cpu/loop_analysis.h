@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "codegen/kernel_ir.h"
@@ -40,8 +41,12 @@ Access ClassifyIndex(SymExpr index, const std::string& loop_var);
 
 // An innermost loop is vectorized when its body has no nested loops or
 // accumulator declarations and never reads an accumulator it updates;
-// `reduced` receives the accumulators it updates and how.
-bool CanVectorize(const Stmt& loop, absl::flat_hash_map<std::string, ReduceOp>* reduced);
+// `reduced` receives the accumulators it updates and how. Ordered maps here
+// and in StreamingPlan: the lowering walks them to emit code, and a hash
+// map's order changes with abseil's per-process seed, which made the same
+// kernel's object code differ between processes (bundles and the object
+// store must be reproducible).
+bool CanVectorize(const Stmt& loop, absl::btree_map<std::string, ReduceOp>* reduced);
 
 // Staged rows longer than this (16 KiB: L1-resident) make the call take the
 // cached version.
@@ -62,7 +67,7 @@ struct StagedRow {
 // Statements by address: valid while the analyzed kernel lives unchanged.
 struct StreamingPlan {
   absl::flat_hash_set<const Stmt*> streamable;  // each a direct child of a top-level loop
-  absl::flat_hash_map<int, StagedRow> staged;   // by buffer index
+  absl::btree_map<int, StagedRow> staged;      // by buffer index
 };
 
 // `kernel` must have passed Verify().

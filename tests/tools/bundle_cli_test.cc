@@ -4,6 +4,7 @@
 // needs its key; flags that would change a bundle are refused.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -44,6 +45,21 @@ TEST(BundleCliTest, CompileRunAndProveABundle) {
   EXPECT_EQ(prove.exit_code, 0) << prove.output;
   EXPECT_THAT(prove.output, HasSubstr("covered\n"));
   EXPECT_THAT(prove.output, HasSubstr("check exactly the certified guards"));
+}
+
+// Two processes compiling the same model write the same bytes: the lowering
+// walks ordered maps, never a hash map whose order follows abseil's
+// per-process seed (the layer norm kernels' object code differed between
+// runs until 2026-12-06, so no two bundles of BERT were equal).
+TEST(BundleCliTest, TwoProcessesCompileTheSameBundleByteForByte) {
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string first = bytes(Compile("repro-1.ssb", "--policy polymorphic"));
+  const std::string second = bytes(Compile("repro-2.ssb", "--policy polymorphic"));
+  ASSERT_FALSE(first.empty());
+  EXPECT_TRUE(first == second) << "bundles of " << first.size() << " and " << second.size() << " bytes differ";
 }
 
 // A decoder with past key/values: its mask is [batch, past_sequence +
