@@ -27,25 +27,6 @@ struct Ramp {
   SymExpr length;
 };
 
-// The known value of a one-element integer value (a constant or a folded
-// shape value such as GPT-2's past length).
-std::optional<SymExpr> KnownScalar(const Value* v) {
-  if (v == nullptr || !v->elements() || v->elements()->size() != 1) return std::nullopt;
-  return (*v->elements())[0];
-}
-
-// The axis (from the end) of the only dim of `shape` that is not the
-// constant 1; nullopt when there is none or several.
-std::optional<int64_t> SoleNonUnitAxis(const std::vector<SymExpr>& shape) {
-  std::optional<int64_t> axis;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d].AsConst() == 1) continue;
-    if (axis) return std::nullopt;
-    axis = static_cast<int64_t>(shape.size() - d);
-  }
-  return axis;
-}
-
 std::optional<Ramp> RampOf(ShapeEnv& env, const Value* v, int depth) {
   const Node* p = v == nullptr ? nullptr : v->producer();
   if (p == nullptr || depth > kMaxDepth || !IsInteger(v->type().dtype)) return std::nullopt;

@@ -22,6 +22,21 @@ bool IsConstantFilledWith(const Value* v, double x) {
   return true;
 }
 
+std::optional<SymExpr> KnownScalar(const Value* v) {
+  if (v == nullptr || !v->elements() || v->elements()->size() != 1) return std::nullopt;
+  return (*v->elements())[0];
+}
+
+std::optional<int64_t> SoleNonUnitAxis(const std::vector<SymExpr>& shape) {
+  std::optional<int64_t> axis;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d].AsConst() == 1) continue;
+    if (axis) return std::nullopt;
+    axis = static_cast<int64_t>(shape.size() - d);
+  }
+  return axis;
+}
+
 bool NearlyEqual(double a, double b, double tolerance) {
   return std::abs(a - b) <= tolerance * std::max(1.0, std::abs(b));
 }

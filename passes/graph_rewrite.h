@@ -24,6 +24,13 @@ namespace shapeshift::passes {
 std::optional<double> ConstantScalar(const Value* v);
 // True when `v` is a constant whose every element equals `x` (any shape).
 bool IsConstantFilledWith(const Value* v, double x);
+// The element of a one-element value whose element is known (a constant or
+// a folded shape value such as GPT-2's past length); nullopt otherwise.
+std::optional<SymExpr> KnownScalar(const Value* v);
+// The axis (counted from the end: 1 is the last) of the only dim of `shape`
+// that is not the constant 1; nullopt when there is none or several (a
+// position vector viewed as [1, 1, seq, 1] has axis 2).
+std::optional<int64_t> SoleNonUnitAxis(const std::vector<SymExpr>& shape);
 // True when |a - b| <= tolerance * max(1, |b|).
 bool NearlyEqual(double a, double b, double tolerance = 1e-4);
 

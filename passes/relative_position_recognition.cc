@@ -27,25 +27,6 @@ Provenance Why(const Node& n, const char* reason) { return Provenance{kPass, n.n
 
 bool IsIntegerType(DType t) { return t == DType::kI64 || t == DType::kI32; }
 
-// The element of a one-element value whose element is known (a constant or
-// a folded shape value).
-std::optional<SymExpr> KnownScalar(const Value* v) {
-  if (v == nullptr || !v->elements() || v->elements()->size() != 1) return std::nullopt;
-  return (*v->elements())[0];
-}
-
-// The axis (from the end) of the only dim of `shape` that is not the
-// constant 1; nullopt when there is none or several.
-std::optional<int64_t> SoleNonUnitAxis(const std::vector<SymExpr>& shape) {
-  std::optional<int64_t> axis;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d].AsConst() == 1) continue;
-    if (axis) return std::nullopt;
-    axis = static_cast<int64_t>(shape.size() - d);
-  }
-  return axis;
-}
-
 // A position vector: element k along `axis` (from the end; every other dim
 // the constant 1) is start + k + the shifts, from Range(start, limit, 1).
 struct Ramp {

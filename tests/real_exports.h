@@ -27,6 +27,11 @@ inline constexpr const char* kPastExports[] = {
     "falcon-past-torchscript",      "falcon-past-dynamo",      "gpt-bigcode-past-torchscript",
     "gpt-bigcode-past-dynamo",      "bloom-past-torchscript",  "bloom-past-dynamo",       "mpt-past-torchscript"};
 
+// The exports whose relative positions (T5's bias buckets, DeBERTa-v2's
+// position indices) relative-position-recognition rewrites, both exporters.
+inline constexpr const char* kRelativePositionExports[] = {"t5-encoder-torchscript", "t5-encoder-dynamo",
+                                                           "deberta-v2-torchscript", "deberta-v2-dynamo"};
+
 // A gtest-legal name for the export directory `info.param` ('-' → '_').
 inline std::string RealExportTestName(const ::testing::TestParamInfo<const char*>& info) {
   std::string name = info.param;

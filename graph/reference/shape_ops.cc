@@ -15,6 +15,20 @@
 namespace shapeshift::reference {
 namespace {
 
+// out[e] = x[offset_of(e's index)] in row-major order, element by element
+// of any dtype: the copy of the kernels that only remap indices (Tile,
+// RelativePositionExpand).
+template <typename OffsetOf>
+void CopyElementsFrom(const Tensor& x, Tensor& out, OffsetOf offset_of) {
+  const size_t size = DTypeSize(x.dtype());
+  const auto* src = static_cast<const std::byte*>(x.raw());
+  auto* dst = static_cast<std::byte*>(out.mutable_raw());
+  IndexWalker walk(out.shape(), {});
+  for (int64_t e = 0; e < out.num_elements(); ++e, walk.Next()) {
+    std::memcpy(dst + e * size, src + offset_of(walk.index()) * size, size);
+  }
+}
+
 // Copies elements: out[i] = in[walk.offset(0)] while walking out's shape.
 Tensor GatherBytes(const Tensor& in, Tensor out, IndexWalker walk) {
   const size_t size = DTypeSize(in.dtype());
@@ -213,15 +227,11 @@ KernelResult Tile(const KernelArgs& args) {
   absl::StatusOr<Tensor> out = NewOutput((*x)->dtype(), out_shape);
   if (!out.ok()) return out.status();
   const std::vector<int64_t> in_strides = RowMajorStrides(in_shape);
-  const size_t size = DTypeSize((*x)->dtype());
-  const auto* src = static_cast<const std::byte*>((*x)->raw());
-  auto* dst = static_cast<std::byte*>(out->mutable_raw());
-  IndexWalker walk(out_shape, {});
-  for (int64_t i = 0; i < out->num_elements(); ++i, walk.Next()) {
+  CopyElementsFrom(**x, *out, [&](const std::vector<int64_t>& o) {
     int64_t offset = 0;
-    for (size_t d = 0; d < in_shape.size(); ++d) offset += (walk.index()[d] % in_shape[d]) * in_strides[d];
-    std::memcpy(dst + i * size, src + offset * size, size);
-  }
+    for (size_t d = 0; d < in_shape.size(); ++d) offset += (o[d] % in_shape[d]) * in_strides[d];
+    return offset;
+  });
   return std::vector<Tensor>{*std::move(out)};
 }
 
@@ -318,18 +328,13 @@ KernelResult RelativePositionExpand(const KernelArgs& args) {
   absl::StatusOr<Tensor> out = NewOutput((*x)->dtype(), out_shape);
   if (!out.ok()) return out.status();
   const std::vector<int64_t> in_strides = RowMajorStrides(in_shape);
-  const size_t size = DTypeSize((*x)->dtype());
-  const auto* src = static_cast<const std::byte*>((*x)->raw());
-  auto* dst = static_cast<std::byte*>(out->mutable_raw());
-  IndexWalker walk(out_shape, {});
-  for (int64_t e = 0; e < out->num_elements(); ++e, walk.Next()) {
-    const std::vector<int64_t>& o = walk.index();
+  CopyElementsFrom(**x, *out, [&](const std::vector<int64_t>& o) {
     int64_t offset = 0;
     for (int64_t d = 0; d < *axis; ++d) offset += o[d] * in_strides[d];
     offset += (o[*axis + 1] - o[*axis] + rows - 1) * in_strides[*axis];
     for (size_t d = *axis + 1; d < in_shape.size(); ++d) offset += o[d + 1] * in_strides[d];
-    std::memcpy(dst + e * size, src + offset * size, size);
-  }
+    return offset;
+  });
   return std::vector<Tensor>{*std::move(out)};
 }
 

@@ -16,6 +16,7 @@
 #include "passes/pipeline.h"
 #include "passes/relative_position_recognition.h"
 #include "tests/graph/imported_model_util.h"
+#include "tests/real_exports.h"
 
 namespace shapeshift::passes {
 namespace {
@@ -115,13 +116,8 @@ TEST_P(RelativePositionExportsTest, KernelsReadThePositionsAtTheDifferenceOfThei
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, RelativePositionExportsTest,
-                         ::testing::Values("t5-encoder-torchscript", "t5-encoder-dynamo", "deberta-v2-torchscript",
-                                           "deberta-v2-dynamo"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+                         ::testing::ValuesIn(shapeshift::testing::kRelativePositionExports),
+                         shapeshift::testing::RealExportTestName);
 
 }  // namespace
 }  // namespace shapeshift::passes

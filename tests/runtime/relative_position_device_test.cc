@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "runtime/session.h"
 #include "tests/graph/imported_model_util.h"
+#include "tests/real_exports.h"
 #include "tests/support/cuda/emulated_device.h"
 
 namespace shapeshift::runtime {
@@ -67,13 +68,8 @@ TEST_P(RelativePositionDeviceTest, MatchesOnnxRuntimeOnTheEmulatedGpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, RelativePositionDeviceTest,
-                         ::testing::Values("t5-encoder-torchscript", "t5-encoder-dynamo", "deberta-v2-torchscript",
-                                           "deberta-v2-dynamo"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+                         ::testing::ValuesIn(shapeshift::testing::kRelativePositionExports),
+                         shapeshift::testing::RealExportTestName);
 
 }  // namespace
 }  // namespace shapeshift::runtime
