@@ -35,6 +35,7 @@
 #include "codegen/lower/lower_group.h"
 #include "codegen/lower/lower_util.h"
 #include "codegen/lower/row_loop.h"
+#include "graph/dtype.h"
 
 namespace shapeshift::codegen::lower {
 namespace {
@@ -302,7 +303,7 @@ absl::StatusOr<KernelCall> LowerColumns(const passes::Group& g, ShapeEnv* env, c
   std::vector<Stmt> finish = {Let("acc", Load(partial, at)), Let("reduced", reduced)};
   b.em.Override(plan.reduced, Var("reduced", plan.out_type));
   // The partial results' buffer is the group output `acc_out`: every
-  // output's element is computed from `acc` before any is stored.
+  // output's element is computed from `acc` (a let) before any is stored.
   std::vector<Stmt> stores;
   const std::vector<SymExpr> out_idx = ReducedIndex(plan.is_reduced, plan.keepdims, kept_idx);
   for (const GraphValue* out : g.outputs) {
@@ -312,20 +313,14 @@ absl::StatusOr<KernelCall> LowerColumns(const passes::Group& g, ShapeEnv* env, c
     SS_ASSIGN_OR_RETURN(value, b.em.Emit(out, out_idx));
     const std::string name = absl::StrCat("y", stores.size());
     finish.push_back(Let(name, value));
-    stores.push_back(Store(BufferRef{}, at, Var(name, value->type)));
-  }
-  // The output buffers in group-output order (acc_out's already exists).
-  size_t k_out = 0;
-  for (const GraphValue* out : g.outputs) {
     BufferRef buffer = partial;
     if (out != acc_out) {
       SS_ASSIGN_OR_RETURN(other, b.em.OutputBuffer(out));
       buffer = other;
     }
-    stores[k_out].buffer = buffer.index;
-    finish.push_back(std::move(stores[k_out]));
-    ++k_out;
+    stores.push_back(Store(buffer, at, Var(name, value->type)));
   }
+  for (Stmt& store : stores) finish.push_back(std::move(store));
   body.push_back(Loop(kInnerVar, 0, width, std::move(finish)));
   k.body = std::move(body);
   return b.Take();
@@ -369,9 +364,11 @@ absl::StatusOr<KernelCall> LowerReduction(const passes::Group& g, ShapeEnv* env)
   plan.out_type = out_type;
   if (g.reduction.noop) return LowerIdentity(g, env, plan);
   if (in_type == ScalarType::kBool) return Unsupported(g, "bool reductions are not compiled");
+  // Integers: the kinds whose result is the i64 accumulator (and Mean, its
+  // truncating quotient), as the interpreter computes them.
   const bool exact = plan.kind != Kind::kL2 && plan.kind != Kind::kLogSum && plan.kind != Kind::kLogSumExp;
   if (in_type != ScalarType::kF32 && !exact) {
-    return Unsupported(g, absl::StrCat(op, " of integers is compiled for f32 only"));
+    return Unsupported(g, absl::StrCat(op, " is compiled for f32 only, not ", DTypeName(plan.in->type().dtype)));
   }
   const int64_t rank = plan.in->type().rank();
   plan.axes = passes::ReducedAxes(g.reduction, rank);

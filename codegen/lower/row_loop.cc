@@ -3,6 +3,7 @@
 #include <algorithm>
 
 namespace shapeshift::codegen::lower {
+
 std::vector<SymExpr> Delinearize(SymExpr flat, const std::vector<SymExpr>& dims) {
   std::vector<SymExpr> idx(dims.size());
   SymExpr stride = 1;
