@@ -74,7 +74,12 @@ absl::string_view CompareOpName(CompareOp op) {
 }
 
 absl::string_view ReduceOpName(ReduceOp op) {
-  return op == ReduceOp::kSum ? "sum" : "max";
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kProd: return "prod";
+  }
+  return "?";
 }
 
 namespace {

@@ -63,7 +63,8 @@ enum class UnaryOp : uint8_t {
 // SIGFPE.
 enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMax, kMin, kRem };
 enum class CompareOp : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe };
-enum class ReduceOp : uint8_t { kSum, kMax };
+// kProd multiplies (ReduceProd); like kSum it may combine in any order.
+enum class ReduceOp : uint8_t { kSum, kMax, kProd };
 absl::string_view UnaryOpName(UnaryOp op);
 absl::string_view BinaryOpName(BinaryOp op);
 absl::string_view CompareOpName(CompareOp op);

@@ -56,6 +56,11 @@ std::string KindDetails(const Group& g) {
       if (g.matmul.residual) parts.push_back(absl::StrCat("residual=%", g.matmul.residual->name()));
       break;
     case GroupKind::kSoftmax:
+      if (g.softmax.log) parts.push_back("log");
+      if (g.softmax.x != nullptr && g.softmax.axis >= 0 &&
+          (g.softmax.axis != g.softmax.x->type().rank() - 1 || g.softmax.axis_end != g.softmax.x->type().rank())) {
+        parts.push_back(absl::StrCat("axes=", g.softmax.axis, "..", g.softmax.axis_end - 1));
+      }
       if (g.softmax.scale != 1.0f) parts.push_back(absl::StrCat("scale=", g.softmax.scale));
       if (g.softmax.mask) parts.push_back(absl::StrCat("mask=%", g.softmax.mask->name()));
       if (g.softmax.bias) parts.push_back(absl::StrCat("bias=%", g.softmax.bias->name()));
@@ -79,7 +84,13 @@ std::string KindDetails(const Group& g) {
       parts.push_back(absl::StrCat("domain=", ShapeToString(g.elementwise.domain)));
       break;
     case GroupKind::kReduction:
-      parts.push_back(absl::StrCat(g.reduction.reduce->op_type(), " last ", g.reduction.reduced_axes));
+      if (g.reduction.noop) {
+        parts.push_back(absl::StrCat(g.reduction.reduce->op_type(), " noop"));
+      } else if (g.reduction.axes.empty()) {
+        parts.push_back(absl::StrCat(g.reduction.reduce->op_type(), " last ", g.reduction.reduced_axes));
+      } else {
+        parts.push_back(absl::StrCat(g.reduction.reduce->op_type(), " axes=[", absl::StrJoin(g.reduction.axes, ","), "]"));
+      }
       break;
     case GroupKind::kTranspose:
       parts.push_back(absl::StrCat("perm=[", absl::StrJoin(g.transpose.perm, ","), "]"));
@@ -105,6 +116,14 @@ std::string KindDetails(const Group& g) {
 }
 
 }  // namespace
+
+std::vector<int64_t> ReducedAxes(const ReductionGroup& r, int64_t rank) {
+  if (r.noop) return {};
+  if (!r.axes.empty()) return r.axes;
+  std::vector<int64_t> axes;
+  for (int64_t d = rank - r.reduced_axes; d < rank; ++d) axes.push_back(d);
+  return axes;
+}
 
 std::string Group::ToString() const {
   std::string nodes_text = absl::StrJoin(nodes, " ", [](std::string* out, const Node* n) {

@@ -45,9 +45,9 @@ namespace shapeshift::passes {
 enum class GroupKind {
   kMatmul,       // MatMul/Gemm + epilogue → one oneDNN matmul with post-ops
   kElementwise,  // a DAG of elementwise ops over one iteration domain
-  kSoftmax,      // [scale] [+ mask] → Softmax over the last axis; CausalSoftmax (index-masked)
+  kSoftmax,      // [scale] [+ mask] → Softmax or LogSoftmax (over any axis); CausalSoftmax (index-masked)
   kLayerNorm,    // [residual +] LayerNormalization or RMSNormalization over the last axis
-  kReduction,    // Reduce* over trailing axes [+ elementwise on the result]
+  kReduction,    // [elementwise over the input →] Reduce* over any axes, ArgMax/ArgMin [→ elementwise on the result]
   kTranspose,    // a permutation copy
   kView,         // Reshape/Squeeze/Unsqueeze/Flatten: output aliases input
   kCopy,         // a reshape that cannot alias (see kView): row-major copy
@@ -116,6 +116,14 @@ struct SoftmaxGroup {
   // broadcasting to the scores; the lowering computes x through the group's
   // nodes, so bias is recorded here for the plan's readers only.
   Value* bias = nullptr;
+  // LogSoftmax: (x - max) - log(sum(exp(x - max))) instead of the ratio.
+  bool log = false;
+  // The line normalized: x's axes [axis, axis_end), -1 for the last axis
+  // alone; before opset 13 (Softmax and LogSoftmax flatten x at `axis`)
+  // axis_end is x's rank. Scale, mask and bias are fused only on the last
+  // axis alone.
+  int64_t axis = -1;
+  int64_t axis_end = -1;
 };
 
 struct LayerNormGroup {
@@ -141,11 +149,22 @@ struct ElementwiseGroup {
 };
 
 struct ReductionGroup {
-  Node* reduce = nullptr;     // the Reduce* node (first in `nodes`)
-  int64_t reduced_axes = 0;   // trailing axes reduced (count)
+  Node* reduce = nullptr;     // the Reduce*, ArgMax or ArgMin node
+  int64_t reduced_axes = 0;   // trailing axes reduced (count), when `axes` is empty
   bool keepdims = true;
-  // Nodes after `reduce` are elementwise over the reduced shape.
+  // The reduced axes of the input (sorted, non-negative) when they are not
+  // the trailing `reduced_axes` (ONNX's default, every axis, is trailing);
+  // an ArgMax/ArgMin reduces its one axis.
+  std::vector<int64_t> axes;
+  // noop_with_empty_axes with no axes: the node is the identity (the
+  // reference interpreter's reading, for every Reduce* op).
+  bool noop = false;
+  // Nodes before `reduce` are elementwise over its input's shape (a
+  // prologue computed per element, e.g. the x * mask of mean pooling); nodes
+  // after it are elementwise over the reduced shape (the epilogue).
 };
+// The reduced axes of `r` over an input of rank `rank` (sorted).
+std::vector<int64_t> ReducedAxes(const ReductionGroup& r, int64_t rank);
 
 struct TransposeGroup {
   std::vector<int64_t> perm;  // output dim i is input dim perm[i]

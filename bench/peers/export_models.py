@@ -14,7 +14,9 @@ Layout, per model and exporter (the ONNX backend-test layout):
 
 Models: the five peer models (peer_inputs.MODELS, the default) and the zoo
 (peer_inputs.ZOO, `--zoo`: Llama, Qwen2, GPT-J, OPT, GPT-Neo, GPT-NeoX, Phi, Mistral, Gemma,
-BLOOM, StarCoder, Falcon, StableLM, MPT, DeBERTa-v2, T5 encoder, BART, ELECTRA, ALBERT; tiny only, except `--llama-1b`: Llama with
+BLOOM, StarCoder, Falcon, StableLM, MPT, DeBERTa-v2, T5 encoder, BART, ELECTRA, ALBERT, and a
+sentence-transformers embedding model (sentence-bert: BERT, masked mean pooling, L2
+normalization); tiny only, except `--llama-1b`: Llama with
 past at ~1.1B parameters, external data, ONNX Runtime's outputs at 4 shapes).
 
 Each export is checked by running it in ONNX Runtime against torch eager on the

@@ -26,7 +26,8 @@ DECODER_SEQUENCE = "decoder_sequence"
 
 # What each family's exported graph takes and returns: "encoder" (hidden
 # states), "decoder" (causal LM: logits, optionally past key/values),
-# "seq2seq" (encoder + decoder: the decoder's hidden states).
+# "seq2seq" (encoder + decoder: the decoder's hidden states), "embedding"
+# (one L2-normalized vector per sequence: sentence-transformers' mean pooling).
 FAMILY_KIND = {
     "bert": "encoder", "distilbert": "encoder", "roberta": "encoder", "gpt2": "decoder",
     # the zoo (issue 13): today's NLP architectures, tiny only except llama
@@ -36,6 +37,7 @@ FAMILY_KIND = {
     "falcon": "decoder", "stablelm": "decoder", "mpt": "decoder",
     "deberta-v2": "encoder", "t5-encoder": "encoder",
     "electra": "encoder", "albert": "encoder", "bart": "seq2seq",
+    "sentence-bert": "embedding",
 }
 # Families whose encoders take token_type_ids (segment ids) as a third input.
 TOKEN_TYPE_FAMILIES = frozenset({"bert", "electra", "albert"})
@@ -105,6 +107,9 @@ ZOO = {
         ModelSpec("bart", "bart"),
         ModelSpec("electra", "electra"),
         ModelSpec("albert", "albert"),
+        # sentence-transformers' all-MiniLM-L6-v2 pipeline on a tiny BERT:
+        # masked mean pooling over the sequence axis, then L2 normalization.
+        ModelSpec("sentence-bert", "sentence-bert"),
     )
 }
 ALL_MODELS = {**MODELS, **ZOO}
@@ -166,6 +171,7 @@ TINY_ONLY_SIZES = {
     "bart": Sizes(1000, 64, 2, 4, 256, 256, 1),  # 2 position tables: 256 rows keep it < 2 MB
     "electra": Sizes(1000, 64, 2, 4, 256, 512, 0, embedding=32),
     "albert": Sizes(1000, 64, 2, 4, 256, 512, 0, embedding=32),
+    "sentence-bert": Sizes(1000, 64, 2, 4, 256, 512, 0),
 }
 # What --tiny shrinks the full sizes to (the zoo's tiny sizes match it).
 TINY = dict(vocab=1000, hidden=64, layers=2, heads=4, intermediate=256)
@@ -196,6 +202,8 @@ def input_names(spec: ModelSpec, size: Sizes) -> list[str]:
 
 
 def output_names(spec: ModelSpec, size: Sizes) -> list[str]:
+    if spec.kind == "embedding":
+        return ["sentence_embedding"]
     if not spec.is_decoder:
         return ["last_hidden_state"]
     names = ["logits"]
@@ -221,6 +229,8 @@ def output_dim_names(spec: ModelSpec, name: str) -> dict[int, str]:
         return {0: BATCH, 2: TOTAL_SEQUENCE}
     if spec.kind == "seq2seq":
         return {0: BATCH, 1: DECODER_SEQUENCE}
+    if spec.kind == "embedding":
+        return {0: BATCH}
     return {0: BATCH, 1: SEQUENCE}
 
 

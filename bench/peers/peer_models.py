@@ -185,6 +185,12 @@ def make_zoo_config(family: str, s: pi.Sizes) -> transformers.PretrainedConfig:
             num_hidden_layers=s.layers, num_attention_heads=s.heads,
             intermediate_size=s.intermediate, max_position_embeddings=s.max_positions,
             pad_token_id=s.pad_token_id)
+    if family == "sentence-bert":
+        # all-MiniLM-L6-v2 is a BERT (its encoder at the zoo's tiny sizes).
+        return transformers.BertConfig(
+            vocab_size=s.vocab, hidden_size=s.hidden, num_hidden_layers=s.layers,
+            num_attention_heads=s.heads, intermediate_size=s.intermediate,
+            max_position_embeddings=s.max_positions, pad_token_id=s.pad_token_id)
     if family == "albert":
         # One shared layer group (ALBERT's cross-layer sharing), gelu_new (tanh).
         return transformers.AlbertConfig(
@@ -223,6 +229,7 @@ def build_hf_model(spec: pi.ModelSpec, tiny: bool) -> torch.nn.Module:
         "bart": transformers.BartModel,
         "electra": transformers.ElectraModel,
         "albert": transformers.AlbertModel,
+        "sentence-bert": transformers.BertModel,
     }
     model = classes[spec.family](config)
     model.eval()
@@ -251,6 +258,26 @@ class Encoder(torch.nn.Module):
     def forward(self, input_ids, attention_mask):
         return self.model(input_ids=input_ids, attention_mask=attention_mask,
                           return_dict=True).last_hidden_state
+
+
+class SentenceEmbedding(torch.nn.Module):
+    """A sentence-transformers model (Transformer, Pooling(mean), Normalize) as
+    its modules compute it: input_ids, attention_mask -> sentence_embedding
+    [batch, hidden], the mean of the token embeddings the mask keeps (the
+    mask's count clamped to 1e-9), L2-normalized (torch.nn.functional.normalize,
+    eps 1e-12)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        token_embeddings = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                                      return_dict=True).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).expand(token_embeddings.size()).to(token_embeddings.dtype)
+        sum_embeddings = torch.sum(token_embeddings * mask, 1)
+        sum_mask = torch.clamp(mask.sum(1), min=1e-9)
+        return torch.nn.functional.normalize(sum_embeddings / sum_mask, p=2, dim=1)
 
 
 class Seq2Seq(torch.nn.Module):
@@ -305,6 +332,8 @@ def wrap(spec: pi.ModelSpec, model: torch.nn.Module) -> torch.nn.Module:
     module it was given, so a wrapper left in training mode turns dropout on."""
     if spec.kind == "encoder":
         wrapper = EncoderWithTokenTypes(model) if spec.has_token_types else Encoder(model)
+    elif spec.kind == "embedding":
+        wrapper = SentenceEmbedding(model)
     elif spec.kind == "seq2seq":
         wrapper = Seq2Seq(model)
     else:
@@ -331,7 +360,7 @@ def to_torch_args(spec: pi.ModelSpec, inputs: dict[str, np.ndarray]) -> tuple:
 def flatten_outputs(spec: pi.ModelSpec, result) -> dict[str, np.ndarray]:
     """The wrapper's result as {ONNX output name: array}."""
     if not spec.with_past:
-        name = "logits" if spec.is_decoder else "last_hidden_state"
+        name = "logits" if spec.is_decoder else "sentence_embedding" if spec.kind == "embedding" else "last_hidden_state"
         return {name: result.detach().numpy()}
     logits, present = result
     flat = {"logits": logits.detach().numpy()}

@@ -81,8 +81,12 @@ class Case:
     None for elementwise cases."""
 
     def __init__(self, name, what, nodes, inputs, outputs, initializers=(), row_axes=None, weight_rows=None,
-                 float64_check=False):
+                 float64_check=False, opset=OPSET, line_axis=None):
         self.name = name
+        # A middle axis the op reduces or normalizes (row_axes are trailing):
+        # its lines are permuted like rows, and a whole x[i] is neutralized.
+        self.line_axis = line_axis
+        self.opset = opset  # OPSET, or the first opset that has the op (Mish: 18)
         self.what = what
         self.nodes = nodes
         self.inputs = inputs  # [(name, array, shape with ROWS for dim 0 or None for static)]
@@ -107,7 +111,7 @@ class Case:
             graph = helper.make_graph(
                 self.nodes, self.name, [info(n, a, d) for n, a, d in self.inputs], outputs,
                 initializer=[numpy_helper.from_array(np.asarray(v), name=n) for n, v in self.initializers])
-            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                       producer_name="shapeshift bench/peers/special_values.py")
             model.ir_version = 8
             return model
@@ -217,6 +221,22 @@ def unstable_masks(case, model, outputs):
             mask = np.isfinite(outputs[i]) & np.isfinite(narrowed) & disagreement(outputs[i], narrowed)
             if mask.any():
                 found.append((mask, "in float64 (its f32 answer is rounding)", narrowed, outputs[i]))
+    if case.line_axis is not None:
+        x = case.inputs[0][1]
+        n = x.shape[case.line_axis]
+        shuffles = np.random.RandomState(99)
+        orders = ([("reversed", np.arange(n)[::-1])] +
+                  [(f"rotated by {k}", np.roll(np.arange(n), -k)) for k in range(1, n)] +
+                  [(f"shuffled (seed 99, #{k})", shuffles.permutation(n)) for k in range(4)])
+        for label, order in orders:
+            feeds = {name: np.take(arr, order, axis=case.line_axis).copy() if arr is x else arr
+                     for name, arr, _ in case.inputs}
+            for i, out in enumerate(run_ort(model, feeds, optimize=True)):
+                if out.shape == x.shape:
+                    out = np.take(out, np.argsort(order), axis=case.line_axis)
+                mask = disagreement(outputs[i], out)
+                if mask.any():
+                    found.append((mask, f"with each line {label}", out, outputs[i]))
     if case.row_axes:
         x = case.inputs[0][1]
         row_shape = tuple(x.shape[a] for a in case.row_axes)
@@ -244,7 +264,7 @@ def neutralize(case, unstable):
     """Replaces the input elements (elementwise cases) or rows (row cases) that
     feed an unstable output element by NEUTRAL and records why, once each."""
     x = case.inputs[0][1]
-    lead = x.ndim - len(case.row_axes) if case.row_axes else None
+    lead = x.ndim - len(case.row_axes) if case.row_axes else case.line_axis
     done = set()
     for mask, label, other, ort_answer in unstable:
         if lead is not None and mask.shape[:lead] != x.shape[:lead]:
@@ -344,11 +364,11 @@ def special_rows(n, for_sums=False):
 # ---------------------------------------------------------------------------
 # Cases
 
-def unary(op, attrs=None, name=None, extra_inputs=(), initializers=(), out_type=F32):
+def unary(op, attrs=None, name=None, extra_inputs=(), initializers=(), out_type=F32, opset=OPSET):
     x = palette_rows()
     node = helper.make_node(op, ["x"] + list(extra_inputs), ["y"], **(attrs or {}))
     return Case(name or op.lower(), f"{op} on every palette value", [node], [("x", x, True)], [("y", out_type)],
-                initializers)
+                initializers, opset=opset)
 
 
 def binary(op, name=None, attrs=None, out_type=F32):
@@ -366,6 +386,11 @@ def elementwise_cases():
     cases = [unary(op) for op in ("Relu", "Neg", "Abs", "Exp", "Log", "Sqrt", "Tanh", "Erf", "Sigmoid",
                                   "Reciprocal")]
     cases.append(unary("LeakyRelu", {"alpha": 0.1}, name="leaky_relu"))
+    # ONNX's parameterized activations, default attributes and others.
+    cases += [unary(op) for op in ("Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign")]
+    cases.append(unary("Mish", opset=18))  # ONNX has Mish from opset 18
+    cases.append(unary("Elu", {"alpha": 0.5}, name="elu_alpha"))
+    cases.append(unary("HardSigmoid", {"alpha": 0.5, "beta": 0.6}, name="hard_sigmoid_alpha_beta"))
     cases += [unary(op) for op in ("Sin", "Cos", "Floor", "Ceil", "Round", "Sign")]
     cases.append(unary("IsNaN", name="is_nan", out_type=np.bool_))
     cases.append(unary("IsInf", name="is_inf", out_type=np.bool_))
@@ -479,6 +504,33 @@ def reduction_cases():
              helper.make_node("Sub", ["x", "m"], ["y"])]
     cases.append(Case("reduce_max_2axes_sub", "x - ReduceMax(x) over two trailing axes", nodes,
                       [("x", x3.copy(), True)], [("y", F32)], row_axes=(1, 2)))
+    # The other Reduce* kinds over rows.
+    for op in ("ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"):
+        node = helper.make_node(op, ["x"], ["y"], axes=[1], keepdims=1)
+        name = {"ReduceProd": "reduce_prod", "ReduceL1": "reduce_l1", "ReduceL2": "reduce_l2",
+                "ReduceLogSum": "reduce_log_sum", "ReduceLogSumExp": "reduce_log_sum_exp"}[op]
+        cases.append(Case(name, f"{op} over rows with specials", [node], [("x", x.copy(), True)], [("y", F32)],
+                          row_axes=(1,), float64_check=True))
+    # Over a middle axis (the last kept: mean pooling's form, the columns kernel),
+    # its lines permuted like rows.
+    xt = np.ascontiguousarray(x3.transpose(0, 2, 1))  # [rows, 6, 4]: reduce the 6
+    for op in ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean"):
+        if op == "ReduceSum":
+            node = helper.make_node(op, ["x", "axes"], ["y"], keepdims=0)
+            inits = [("axes", c([1], np.int64))]
+        else:
+            node = helper.make_node(op, ["x"], ["y"], axes=[1], keepdims=0)
+            inits = []
+        cases.append(Case(op.lower().replace("reduce", "reduce_") + "_middle_axis",
+                          f"{op} over the middle axis of [rows, 6, 4] with specials", [node],
+                          [("x", xt.copy(), True)], [("y", F32)], inits, float64_check=True, line_axis=1))
+    # ArgMax/ArgMin: first index of the extreme, NaN, ties (rows of repeated values).
+    for op in ("ArgMax", "ArgMin"):
+        for last in (0, 1):
+            node = helper.make_node(op, ["x"], ["y"], axis=1, keepdims=1, select_last_index=last)
+            name = op.lower() + ("_last" if last else "")
+            cases.append(Case(name, f"{op} over rows with specials, select_last_index={last}", [node],
+                              [("x", x.copy(), True)], [("y", np.int64)]))
     return cases
 
 
@@ -489,6 +541,13 @@ def normalization_cases():
         cases.append(Case(f"softmax_{n}", f"Softmax over rows of {n} with specials",
                           [helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
                           [("x", x, True)], [("y", F32)], row_axes=(1,)))
+    cases.append(Case("log_softmax_40", "LogSoftmax over rows of 40 with specials",
+                      [helper.make_node("LogSoftmax", ["x"], ["y"], axis=-1)],
+                      [("x", special_rows(40), True)], [("y", F32)], row_axes=(1,)))
+    xm = np.ascontiguousarray(special_rows(16).reshape(-1, 4, 4).transpose(0, 2, 1))
+    cases.append(Case("log_softmax_middle_axis", "LogSoftmax over the middle axis of [rows, 4, 4] with specials",
+                      [helper.make_node("LogSoftmax", ["x"], ["y"], axis=1)],
+                      [("x", xm, True)], [("y", F32)], line_axis=1))
     # Attention scores: softmax(x * 0.125 + mask), mask [batch, 1, 1, k].
     rows = special_rows(16)
     batch = rows.shape[0] // 2

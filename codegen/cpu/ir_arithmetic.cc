@@ -145,11 +145,19 @@ llvm::Value* IrArithmetic::Cast(llvm::Value* x, ScalarType from, ScalarType to, 
 }
 
 llvm::Value* IrArithmetic::Combine(ReduceOp op, ScalarType type, llvm::Value* acc, llvm::Value* x) {
-  return Binary(op == ReduceOp::kSum ? BinaryOp::kAdd : BinaryOp::kMax, acc, x, type);
+  switch (op) {
+    case ReduceOp::kSum: return Binary(BinaryOp::kAdd, acc, x, type);
+    case ReduceOp::kProd: return Binary(BinaryOp::kMul, acc, x, type);
+    case ReduceOp::kMax: break;
+  }
+  return Binary(BinaryOp::kMax, acc, x, type);
 }
 
 llvm::Value* IrArithmetic::Identity(ReduceOp op, ScalarType type, llvm::Type* t) {
   if (op == ReduceOp::kSum) return llvm::Constant::getNullValue(t);
+  if (op == ReduceOp::kProd) {
+    return type == ScalarType::kF32 ? llvm::ConstantFP::get(t, 1.0) : llvm::ConstantInt::get(t, 1);
+  }
   if (type == ScalarType::kF32) return llvm::ConstantFP::getInfinity(t, /*Negative=*/true);
   int64_t lowest = type == ScalarType::kI64 ? std::numeric_limits<int64_t>::min()
                                             : std::numeric_limits<int32_t>::min();
@@ -161,12 +169,14 @@ llvm::Value* IrArithmetic::HorizontalReduce(ReduceOp op, ScalarType type, llvm::
     // llvm.vector.reduce.fmax has maxnum semantics (drops NaN): halve the
     // vector with the NaN-propagating max instead.
     if (op == ReduceOp::kMax) return MaxReduceKeepingNan(vec);
-    llvm::CallInst* sum = b_.CreateFAddReduce(llvm::ConstantFP::get(b_.getFloatTy(), 0.0), vec);
+    llvm::CallInst* sum = op == ReduceOp::kProd ? b_.CreateFMulReduce(llvm::ConstantFP::get(b_.getFloatTy(), 1.0), vec)
+                                                : b_.CreateFAddReduce(llvm::ConstantFP::get(b_.getFloatTy(), 0.0), vec);
     llvm::FastMathFlags reassoc;
     reassoc.setAllowReassoc();
     sum->setFastMathFlags(reassoc);  // a tree, not a lane-by-lane chain
     return sum;
   }
+  if (op == ReduceOp::kProd) return b_.CreateMulReduce(vec);
   return op == ReduceOp::kSum ? b_.CreateAddReduce(vec) : b_.CreateIntMaxReduce(vec, /*IsSigned=*/true);
 }
 

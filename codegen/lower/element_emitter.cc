@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/lower/activation_math.h"
 #include "codegen/lower/special_math.h"
 #include "graph/dtype.h"
 #include "passes/op_classes.h"
@@ -362,6 +363,11 @@ absl::StatusOr<codegen::Value> ElementEmitter::EmitNode(const Node* node, const 
       }
     }
     return lower::Clip(x, bounds[0], bounds[1]);  // special_math.h: ORT's NaN rules
+  }
+  if (IsActivation(op)) {
+    if (*out_type != ScalarType::kF32) return Unsupported(node, "compiled for f32 only");
+    SS_ARG(x, 0);
+    return Activation(*node, x);  // activation_math.h
   }
   if (op == "LeakyRelu" || op == "PRelu") {
     if (*out_type != ScalarType::kF32) return Unsupported(node, "compiled for f32 only");

@@ -1,6 +1,7 @@
 // The kernel-producing group lowerings: elementwise DAGs (also transposes and
-// reshape copies, which are index remaps), softmax, layer norm, trailing-axis
-// reductions, concat and slice copies (the rotary embeddings: rotary_kernel.cc).
+// reshape copies, which are index remaps), softmax and log-softmax, layer
+// norm, concat and slice copies (the rotary embeddings: rotary_kernel.cc; the
+// reductions: reduce_kernel.cc).
 #include <limits>
 #include <memory>
 #include <string>
@@ -82,13 +83,23 @@ absl::StatusOr<KernelCall> LowerElementwise(const passes::Group& g, ShapeEnv* en
 
 absl::StatusOr<KernelCall> LowerSoftmax(const passes::Group& g, ShapeEnv* env) {
   const passes::SoftmaxGroup& s = g.softmax;
-  const Node* softmax = FindOp(g, s.causal ? "CausalSoftmax" : "Softmax");
-  if (softmax == nullptr || s.x == nullptr) return GroupError(g, s.causal ? "no CausalSoftmax node" : "no Softmax node");
+  const char* op = s.causal ? "CausalSoftmax" : s.log ? "LogSoftmax" : "Softmax";
+  const Node* softmax = FindOp(g, op);
+  if (softmax == nullptr || s.x == nullptr) return GroupError(g, absl::StrCat("no ", op, " node"));
   const std::vector<SymExpr>& domain = s.x->type().shape;
   if (domain.empty()) return GroupError(g, "softmax of a scalar");
   if (s.causal && domain.size() < 2) return GroupError(g, "causal softmax of rank < 2");
-  Builder b(env, g.nodes, s.causal ? "causal_softmax" : "softmax");
-  RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, domain, 1);
+  const int64_t rank = static_cast<int64_t>(domain.size());
+  const int64_t axis = s.axis < 0 ? rank - 1 : s.axis;
+  const int64_t axis_end = s.axis_end < 0 ? rank : s.axis_end;
+  if (axis >= axis_end || axis_end > rank || (s.causal && axis != rank - 1)) {
+    return GroupError(g, "the softmax's axes are outside its input");
+  }
+  std::vector<int64_t> line;
+  for (int64_t a = axis; a < axis_end; ++a) line.push_back(a);
+  Builder b(env, g.nodes, s.causal ? "causal_softmax" : s.log ? "log_softmax" : "softmax");
+  // The last axis: a contiguous row; another axis: a line read at its stride.
+  RowLoop loop = MakeLineLoop(&b.call->kernel, &b.em, domain, line);
   SS_ASSIGN_OR_RETURN(logit, b.em.Emit(s.x, loop.idx));
   if (s.scale != 1.0f) logit = logit * F32(s.scale);
   if (s.causal && s.keep) logit = CausalSelect(s.keep_window, s.keep_fill, b.em.dims().Bind(domain), loop.idx, logit);
@@ -106,6 +117,18 @@ absl::StatusOr<KernelCall> LowerSoftmax(const passes::Group& g, ShapeEnv* env) {
     if (mask != nullptr) logit = logit + mask;
   }
   SS_ASSIGN_OR_RETURN(y, b.em.OutputBuffer(softmax->output(0)));
+  if (s.log) {
+    // (x - max) - log(sum(exp(x - max))), the reference's order of operations.
+    b.call->kernel.body = {
+        Accumulator("row_max", F32(-std::numeric_limits<double>::infinity())),
+        Loop(kInnerVar, 0, loop.n, {Accumulate("row_max", ReduceOp::kMax, logit)}),
+        Accumulator("row_sum", F32(0)),
+        Loop(kInnerVar, 0, loop.n, {Accumulate("row_sum", ReduceOp::kSum, Exp(logit - F32Var("row_max")))}),
+        Let("log_sum", Unary(UnaryOp::kLog, F32Var("row_sum"))),
+        Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, (logit - F32Var("row_max")) - F32Var("log_sum"))}),
+    };
+    return b.Take();
+  }
   b.call->kernel.body = {
       Accumulator("row_max", F32(-std::numeric_limits<double>::infinity())),
       Loop(kInnerVar, 0, loop.n, {Accumulate("row_max", ReduceOp::kMax, logit)}),
@@ -185,50 +208,6 @@ absl::StatusOr<KernelCall> LowerLayerNorm(const passes::Group& g, ShapeEnv* env)
       Let("inv_std", Unary(UnaryOp::kRsqrt, F32Var("sum_sq") * F32Var("inv_n") + F32(s.epsilon))),
       Loop(kInnerVar, 0, loop.n, {Store(y, loop.linear, centered * F32Var("inv_std") * gamma + beta)}),
   };
-  return b.Take();
-}
-
-absl::StatusOr<KernelCall> LowerReduction(const passes::Group& g, ShapeEnv* env) {
-  const Node* reduce = g.reduction.reduce;
-  if (reduce == nullptr) return GroupError(g, "no reduce node");
-  const std::string& op = reduce->op_type();
-  const GraphValue* in = reduce->input(0);
-  const GraphValue* reduced = reduce->output(0);
-  if (in->type().dtype != DType::kF32) return GroupError(g, "only f32 reductions are compiled");
-  int axes = static_cast<int>(g.reduction.reduced_axes);
-  Builder b(env, g.nodes, absl::StrCat("reduce_", op));
-  RowLoop loop = MakeRowLoop(&b.call->kernel, &b.em, in->type().shape, axes);
-  SS_ASSIGN_OR_RETURN(x, b.em.Emit(in, loop.idx));
-  ReduceOp kind = ReduceOp::kSum;
-  Value init = F32(0);
-  if (op == "ReduceSumSquare") {
-    x = x * x;
-  } else if (op == "ReduceMax" || op == "ReduceMin") {
-    kind = ReduceOp::kMax;
-    init = F32(-std::numeric_limits<double>::infinity());
-    if (op == "ReduceMin") x = Unary(UnaryOp::kNeg, x);  // min(x) = -max(-x)
-  } else if (op != "ReduceSum" && op != "ReduceMean") {
-    return GroupError(g, absl::StrCat(op, " is not a supported reduction"));
-  }
-  Value result = F32Var("acc");
-  if (op == "ReduceMean") result = result / Cast(ScalarType::kF32, IndexValue(loop.n));
-  if (op == "ReduceMin") result = Unary(UnaryOp::kNeg, result);
-  std::vector<Stmt> body = {Accumulator("acc", init), Loop(kInnerVar, 0, loop.n, {Accumulate("acc", kind, x)}),
-                            Let("reduced", result)};
-  b.em.Override(reduced, F32Var("reduced"));
-  // Elements of the reduced shape: the outer index, then 0 for kept dims.
-  std::vector<SymExpr> out_idx = loop.outer;
-  out_idx.resize(reduced->type().rank(), SymExpr(0));
-  SymExpr p = b.call->kernel.ParallelVar();
-  for (const GraphValue* out : g.outputs) {
-    if (!SameShape(env, out->type().shape, reduced->type().shape)) {
-      return GroupError(g, absl::StrCat("output '", out->name(), "' does not have the reduced shape"));
-    }
-    SS_ASSIGN_OR_RETURN(value, b.em.Emit(out, out_idx));
-    SS_ASSIGN_OR_RETURN(buffer, b.em.OutputBuffer(out));
-    body.push_back(Store(buffer, p, value));
-  }
-  b.call->kernel.body = std::move(body);
   return b.Take();
 }
 

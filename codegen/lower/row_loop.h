@@ -31,6 +31,19 @@ struct RowLoop {
 // a scalar domain is one row of one element. Sets k->parallel_extent.
 RowLoop MakeRowLoop(Kernel* k, ElementEmitter* em, const std::vector<SymExpr>& domain, int inner_axes);
 
+// A line that may cross rows (a softmax over axis 1, a reduction over axes
+// {0, 2}): the parallel loop over the elements of `domain` outside
+// `line_axes` (sorted, distinct; row-major) and the inner loop over the
+// elements inside them (row-major), each read at its axes' strides. `outer`
+// is the multi-index of the other axes, in order. Trailing `line_axes` are
+// MakeRowLoop's contiguous row (the same kernel).
+RowLoop MakeLineLoop(Kernel* k, ElementEmitter* em, const std::vector<SymExpr>& domain,
+                     const std::vector<int64_t>& line_axes);
+
+// Splits `flat` into indices over `dims` (row-major, kernel space); the
+// first index needs no Mod because `flat` < product(dims).
+std::vector<SymExpr> Delinearize(SymExpr flat, const std::vector<SymExpr>& dims);
+
 }  // namespace shapeshift::codegen::lower
 
 #endif  // SHAPESHIFT_CODEGEN_LOWER_ROW_LOOP_H_

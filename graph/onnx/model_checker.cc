@@ -36,11 +36,12 @@ bool IsMetadataField(const std::string& message, int number) {
 
 // Default-domain ops whose definition changed in opset 18 (the newest the
 // importer accepts) — the ones a 1.12 checker would check against an older
-// schema.
+// schema, or (Mish, the bitwise ops, CenterCropPad, Col2Im,
+// GroupNormalization) has none for.
 bool ChangedInOpset18(const std::string& op) {
   static const auto* ops = new absl::flat_hash_set<std::string>{
       "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "CenterCropPad", "Col2Im", "GroupNormalization",
-      "LpPool", "OptionalGetElement", "OptionalHasElement", "Pad", "ReduceL1", "ReduceL2", "ReduceLogSum",
+      "LpPool", "Mish", "OptionalGetElement", "OptionalHasElement", "Pad", "ReduceL1", "ReduceL2", "ReduceLogSum",
       "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Resize",
       "ScatterElements", "ScatterND", "Split"};
   return ops->contains(op);

@@ -1,5 +1,6 @@
 #include "passes/internal/fusion_anchors.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -224,11 +225,19 @@ void BuildSoftmax(Grouping& g, Node* node) {
   Value* x = node->input(0);
   int64_t rank = x->type().rank();
   const bool causal = node->op_type() == "CausalSoftmax";  // always over the last axis, at any opset
-  int64_t axis = causal ? rank - 1 : NormalizedAxis(*node, g.graph().opset() < 13 ? 1 : -1, rank);
-  bool supported = x->type().dtype == DType::kF32 && rank >= 1 && axis == rank - 1;
+  const bool flatten = !causal && g.graph().opset() < 13;  // the line is every axis from `axis` on
+  int64_t axis = causal ? rank - 1 : NormalizedAxis(*node, flatten ? 1 : -1, rank);
+  bool supported = x->type().dtype == DType::kF32 && rank >= 1 && axis >= 0 && axis < rank;
   int gid = g.NewGroup(supported ? GroupKind::kSoftmax : GroupKind::kOther, node);
   if (!supported) return;
   SoftmaxGroup& sm = g.group(gid).softmax;
+  sm.log = node->op_type() == "LogSoftmax";
+  sm.axis = axis;
+  sm.axis_end = flatten ? rank : axis + 1;
+  if (sm.axis_end != rank || axis != rank - 1) {
+    sm.x = x;  // a line across rows: no scale, mask or bias is fused
+    return;
+  }
   Node* reader = node;
   if (causal) {
     sm.causal = true;
@@ -304,19 +313,83 @@ void BuildLayerNorm(Grouping& g, Node* node) {
   }
 }
 
+bool IsArgReduce(const Node& node) { return node.op_type() == "ArgMax" || node.op_type() == "ArgMin"; }
+
+// The axes a Reduce*, ArgMax or ArgMin node reduces (sorted, distinct), or
+// nullopt when they are not known while compiling (an axes input computed
+// from data). `noop`: noop_with_empty_axes with no axes, the identity. An
+// axes input with no elements (ONNX's tests feed `[]` as a graph input) is
+// no axes whatever its data.
+std::optional<std::vector<int64_t>> ReductionAxesOf(const Node& node, int64_t rank, bool* noop) {
+  *noop = false;
+  if (IsArgReduce(node)) {
+    const int64_t axis = node.attrs().GetInt("axis", 0).value_or(rank);
+    if (axis < -rank || axis >= rank) return std::nullopt;
+    return std::vector<int64_t>{axis < 0 ? axis + rank : axis};
+  }
+  const Value* axes_input = node.num_inputs() > 1 ? node.input(1) : nullptr;
+  bool no_axes = !node.attrs().Has("axes");
+  if (no_axes && axes_input != nullptr) {
+    const std::optional<int64_t> count = axes_input->type().NumElements().AsConst();
+    no_axes = count && *count == 0;
+  }
+  if (no_axes) {
+    absl::StatusOr<int64_t> flag = node.attrs().GetInt("noop_with_empty_axes", 0);
+    if (!flag.ok()) return std::nullopt;
+    *noop = *flag != 0;
+    std::vector<int64_t> all;
+    for (int64_t d = 0; !*noop && d < rank; ++d) all.push_back(d);
+    return all;
+  }
+  std::optional<std::vector<int64_t>> axes = ReduceAxes(node, rank);
+  if (axes) axes->erase(std::unique(axes->begin(), axes->end()), axes->end());
+  return axes;
+}
+
+// Elementwise producers of the reduced input that the group computes per
+// element (mean pooling's x * mask): each output of the input's shape and
+// read only inside the group, so no work is done twice.
+void AbsorbPrologue(Grouping& g, int gid, Node* reduce) {
+  const Value* in = reduce->input(0);
+  std::vector<Node*> frontier = {reduce};
+  while (!frontier.empty()) {
+    Node* n = frontier.back();
+    frontier.pop_back();
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      Value* v = n->input(i);
+      if (v == nullptr || IsShapeOperand(*n, i)) continue;
+      Node* p = v->producer();
+      if (p == nullptr || p->num_outputs() != 1 || !IsElementwiseOp(*p) || !g.ReadOnlyBy(v, gid) ||
+          !g.CanAdd(p, gid) ||
+          !ShapesEqual(g.env(), v->type().shape, in->type().shape,
+                       Provenance{kPass, p->name(), "prologue has the reduced input's shape"})) {
+        continue;
+      }
+      g.Add(p, gid);
+      frontier.push_back(p);
+    }
+  }
+}
+
 void BuildReduction(Grouping& g, Node* node) {
   Value* x = node->input(0);
   int64_t rank = x->type().rank();
-  std::optional<std::vector<int64_t>> axes = ReduceAxes(*node, rank);
-  bool trailing = axes && !axes->empty();
+  bool noop = false;
+  std::optional<std::vector<int64_t>> axes = ReductionAxesOf(*node, rank, &noop);
+  int gid = g.NewGroup(axes ? GroupKind::kReduction : GroupKind::kOther, node);
+  if (!axes) return;
+  ReductionGroup& r = g.group(gid).reduction;
+  r.reduce = node;
+  r.noop = noop;
+  bool trailing = !noop;
   for (size_t i = 0; trailing && i < axes->size(); ++i) {
     trailing = (*axes)[i] == rank - static_cast<int64_t>(axes->size()) + static_cast<int64_t>(i);
   }
-  int gid = g.NewGroup(trailing ? GroupKind::kReduction : GroupKind::kOther, node);
-  if (!trailing) return;
-  ReductionGroup& r = g.group(gid).reduction;
-  r.reduce = node;
-  r.reduced_axes = static_cast<int64_t>(axes->size());
+  if (trailing) {
+    r.reduced_axes = static_cast<int64_t>(axes->size());
+  } else {
+    r.axes = *axes;
+  }
   r.keepdims = node->attrs().GetInt("keepdims", 1).value_or(1) != 0;
   Value* cur = node->output(0);
   while (Node* c = AbsorbableConsumer(g, cur, gid)) {
@@ -327,6 +400,7 @@ void BuildReduction(Grouping& g, Node* node) {
     g.Add(c, gid);
     cur = c->output(0);
   }
+  AbsorbPrologue(g, gid, node);
 }
 
 // RotateHalfMulAdd or RotateEveryTwoMulAdd: one row kernel of its own (kOther
@@ -400,13 +474,13 @@ bool BuildAnchoredGroup(Grouping& g, Node* node) {
   const std::string& op = node->op_type();
   if (op == "MatMul" || op == "Gemm") {
     BuildMatmul(g, node);
-  } else if (op == "Softmax" || op == "CausalSoftmax") {
+  } else if (op == "Softmax" || op == "LogSoftmax" || op == "CausalSoftmax") {
     BuildSoftmax(g, node);
   } else if (op == "LayerNormalization" || op == "RMSNormalization") {
     BuildLayerNorm(g, node);
   } else if (op == "RotateHalfMulAdd" || op == "RotateEveryTwoMulAdd") {
     BuildRotary(g, node);
-  } else if (op.rfind("Reduce", 0) == 0) {
+  } else if (op.rfind("Reduce", 0) == 0 || IsArgReduce(*node)) {
     BuildReduction(g, node);
   } else if (op == "Transpose") {
     int gid = g.NewGroup(GroupKind::kTranspose, node);

@@ -1,5 +1,7 @@
 #include "passes/fusion.h"
 
+#include "gmock/gmock.h"
+
 #include "tests/passes/pass_test_util.h"
 
 namespace shapeshift::passes {
@@ -230,7 +232,7 @@ TEST_F(FusionTest, ViewsTransposesGathersAndUnsupportedOps) {
   Value* emb = Op("Gather", {table, ids});
   Value* r = Op("Reshape", {emb, Ints({0, -1})});
   Value* t = Op("Transpose", {emb}, Attr("perm", std::vector<int64_t>{1, 0, 2}));
-  Value* am = Op("ArgMax", {r}, Attr("axis", int64_t{1}));
+  Value* am = Op("GatherElements", {r, ids}, Attr("axis", int64_t{1}));  // no fused kind: kOther
   g.AddOutput(Op("Neg", {t}));
   g.AddOutput(am);
   g.AddOutput(Op("Reshape", {emb, Ints({-1})}));  // a view that is a graph output copies
@@ -304,6 +306,102 @@ TEST_F(FusionTest, ValuesOnlyMeasuredByShapeGetNoKernel) {
   ASSERT_EQ(plan.groups.size(), 1u) << plan.ToString();
   EXPECT_EQ(plan.groups[0].nodes.front()->op_type(), "Range");
   EXPECT_TRUE(plan.groups[0].inputs.empty());
+}
+
+
+// Mean pooling over the sequence axis: the masked product is computed in the
+// sum's kernel (a prologue: read only by the reduction, of its input's
+// shape) and the division by the count is its epilogue; the count's clamp
+// is the count's epilogue; the expanded mask, read by both sums, is stored
+// once by a group of its own.
+TEST_F(FusionTest, MeanPoolingFusesTheMaskedProductAndTheDivision) {
+  Value* hidden = In("hidden", {batch, seq, 8});
+  Value* mask = In("mask", {batch, seq}, DType::kI64);
+  Value* expanded = Op("Cast", {Op("Expand", {Op("Unsqueeze", {mask, Ints({-1})}), Ints({1, 1, 8})})},
+                       Attr("to", int64_t{1}));
+  Value* product = Op("Mul", {hidden, expanded});
+  Attributes no_keep = Attr("keepdims", int64_t{0});
+  Value* sum = Op("ReduceSum", {product, Ints({1})}, no_keep);
+  Value* count = Op("Clip", {Op("ReduceSum", {expanded, Ints({1})}, no_keep), Scalar(1e-9f)});
+  Value* mean = Op("Div", {sum, count});
+  g.AddOutput(mean);
+  FusionPlan plan = Plan();
+  const Group* masked = nullptr;
+  const Group* counting = nullptr;
+  for (const Group& group : plan.groups) {
+    if (group.kind != GroupKind::kReduction) continue;
+    (group.reduction.reduce->output(0) == sum ? masked : counting) = &group;
+  }
+  ASSERT_NE(masked, nullptr) << plan.ToString();
+  ASSERT_NE(counting, nullptr) << plan.ToString();
+  EXPECT_EQ(masked->reduction.axes, std::vector<int64_t>{1});
+  EXPECT_FALSE(masked->reduction.keepdims);
+  EXPECT_EQ(masked->nodes.size(), 3u) << masked->ToString();  // Mul, ReduceSum, Div
+  EXPECT_EQ(masked->nodes[0], product->producer());
+  EXPECT_EQ(masked->inputs, (std::vector<Value*>{hidden, expanded, count}));
+  EXPECT_EQ(masked->outputs, std::vector<Value*>{mean}) << masked->ToString();
+  EXPECT_EQ(counting->outputs, std::vector<Value*>{count}) << counting->ToString();
+  EXPECT_THAT(counting->ToString(), ::testing::HasSubstr("ReduceSum axes=[1]"));
+  int kernels = 0;  // the expanded mask, the two sums (and the Unsqueeze, a view)
+  for (const Group& group : plan.groups) kernels += group.kind != GroupKind::kView;
+  EXPECT_EQ(kernels, 3) << plan.ToString();
+  EXPECT_TRUE(VerifyFusionPlan(g, plan).ok());
+}
+
+// A prologue value read outside the group is stored, not recomputed.
+TEST_F(FusionTest, APrologueReadElsewhereStaysOutOfTheReduction) {
+  Value* x = In("x", {batch, seq, 8});
+  Value* squared = Op("Mul", {x, x});
+  g.AddOutput(Op("ReduceMax", {squared}, Attr("axes", std::vector<int64_t>{0})));
+  g.AddOutput(Op("Neg", {squared}));
+  FusionPlan plan = Plan();
+  for (const Group& group : plan.groups) {
+    if (group.kind == GroupKind::kReduction) {
+      EXPECT_EQ(group.nodes.size(), 1u) << group.ToString();
+      EXPECT_EQ(group.reduction.axes, std::vector<int64_t>{0});
+    }
+  }
+  EXPECT_TRUE(VerifyFusionPlan(g, plan).ok());
+}
+
+// ArgMax/ArgMin reduce their axis; Reduce* with noop_with_empty_axes and no
+// axes are the identity; an axes input of no elements (ONNX's `[]` fed as a
+// graph input) reduces every axis; LogSoftmax is a softmax group on any axis
+// (scale and mask fused only on the last).
+TEST_F(FusionTest, ArgReductionsNoopsAndLogSoftmaxGetTheirGroups) {
+  Value* x = In("x", {batch, seq, 8});
+  Attributes arg = Attr("axis", int64_t{-2});
+  arg.Set("keepdims", int64_t{0});
+  Value* argmax = Op("ArgMax", {x}, arg);
+  Value* noop = Op("ReduceL2", {x}, Attr("noop_with_empty_axes", int64_t{1}));
+  Value* none = In("none", {0}, DType::kI64);
+  Value* all = Op("ReduceSum", {x, none});
+  Value* log = Op("LogSoftmax", {x}, Attr("axis", int64_t{1}));
+  for (Value* v : {argmax, noop, all, log}) g.AddOutput(v);
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 4u) << plan.ToString();
+  for (const Group& group : plan.groups) {
+    const std::string op = group.nodes[0]->op_type();
+    if (op == "ArgMax") {
+      EXPECT_EQ(group.kind, GroupKind::kReduction);
+      EXPECT_EQ(group.reduction.axes, std::vector<int64_t>{1});
+      EXPECT_FALSE(group.reduction.keepdims);
+    } else if (op == "ReduceL2") {
+      EXPECT_EQ(group.kind, GroupKind::kReduction);
+      EXPECT_TRUE(group.reduction.noop);
+    } else if (op == "ReduceSum") {
+      EXPECT_EQ(group.kind, GroupKind::kReduction);
+      EXPECT_EQ(group.reduction.reduced_axes, 3);
+      EXPECT_TRUE(group.reduction.axes.empty());
+    } else {
+      EXPECT_EQ(op, "LogSoftmax");
+      EXPECT_EQ(group.kind, GroupKind::kSoftmax);
+      EXPECT_TRUE(group.softmax.log);
+      EXPECT_EQ(group.softmax.axis, 1);
+      EXPECT_EQ(group.softmax.axis_end, 2);
+    }
+  }
+  EXPECT_TRUE(VerifyFusionPlan(g, plan).ok());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The model zoo of issue 13 (tests/data/models/<model>-<exporter>/: Llama and
 // Qwen2 with and without past key/values, GPT-J, OPT, GPT-Neo, DeBERTa-v2, the
-// T5 encoder, BART, ELECTRA, ALBERT; tiny random-weight Hugging Face models
+// T5 encoder, BART, ELECTRA, ALBERT, a sentence-transformers embedding model;
+// tiny random-weight Hugging Face models
 // from bench/peers/export_models.py --zoo, both torch exporters) under the
 // default policy, as a new user would run them: no declared dims, `auto`.
 //
@@ -75,6 +76,10 @@ constexpr const char* kZooExports[] = {
     // domain's relation past_sequence + sequence <= 512 (graph/README.md).
     // Its dynamo export fails in torch.export (not ours).
     "mpt-past-torchscript",
+    // sentence-transformers' pipeline on a tiny BERT: masked mean pooling
+    // over the sequence axis (ReduceSum over axis 1: the columns form, the
+    // masked product as its prologue) and L2 normalization.
+    "sentence-bert-torchscript", "sentence-bert-dynamo",
 };
 
 // Exports that fail today, with the error each gives (the Session's status,

@@ -506,11 +506,122 @@ bool KernelKindsTest::Build(int index, KindCase* kind) {
                }};
       return true;
     }
+    case 27: {  // mean pooling over the sequence axis: the columns form (one pass in memory order, the
+                // partial sums in the output), x * mask as its prologue, the division as its epilogue
+      GraphValue* x = In("x", {batch, n, 24});
+      GraphValue* mask = In("mask", {batch, n, 1});
+      GraphValue* count = In("count", {batch, 24});
+      Node* mul = Op("Mul", {x, mask});
+      Node* sum = Op("ReduceSum", {mul->output(0), LowerTest::Ints({1})}, Attr("keepdims", int64_t{0}));
+      Node* div = Op("Div", {sum->output(0), count});
+      g.AddOutput(div->output(0));
+      passes::Group group = MakeGroup(GroupKind::kReduction, {mul, sum, div}, {x, mask, count});
+      group.reduction.reduce = sum;
+      group.reduction.keepdims = false;
+      group.reduction.axes = {1};
+      *kind = {"masked sum over a middle axis (columns)", Lower(group), [this](int64_t len) {
+                 return std::vector<Tensor>{RandomTensor({2, len, 24}, 43), RandomTensor({2, len, 1}, 44),
+                                            RandomTensor({2, 24}, 45)};
+               }};
+      return true;
+    }
+    case 28:
+    case 29:
+    case 30: {  // lines across rows: ReduceMax over the outer and last axes (a strided line), LogSumExp over a
+                // middle axis (two passes at the axis' stride), ReduceProd over the last axis (a product)
+      const char* op = index == 28 ? "ReduceMax" : index == 29 ? "ReduceLogSumExp" : "ReduceProd";
+      GraphValue* x = In("x", {batch, n, 7});
+      std::vector<int64_t> axes = index == 28 ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{index == 29 ? 1 : 2};
+      Node* reduce = Op(op, {x}, attr_axes(axes));
+      g.AddOutput(reduce->output(0));
+      passes::Group group = MakeGroup(GroupKind::kReduction, {reduce}, {x});
+      group.reduction.reduce = reduce;
+      if (index == 30) {
+        group.reduction.reduced_axes = 1;
+      } else {
+        group.reduction.axes = axes;
+      }
+      *kind = {absl::StrCat(op, " over axes ", axes.size() == 2 ? "0, 2" : axes[0] == 1 ? "1" : "2"), Lower(group),
+               [this](int64_t len) {
+                 Tensor t = RandomTensor({2, len, 7}, 46);
+                 for (int64_t i = 0; i < t.num_elements(); ++i) t.mutable_data<float>()[i] = 1.0f + 0.01f * t.data<float>()[i];
+                 return std::vector<Tensor>{t};
+               }};
+      return true;
+    }
+    case 31:
+    case 32: {  // ArgMax over the outer axis (a strided line; the last index among ties), ArgMin over the
+                // last (the first index); NaN handling as the interpreter's
+      const bool max = index == 31;
+      GraphValue* x = In("x", {batch, n, 5});
+      Attributes attrs = Attr("axis", int64_t{max ? 0 : 2});
+      attrs.Set("keepdims", int64_t{max ? 0 : 1});
+      attrs.Set("select_last_index", int64_t{max ? 1 : 0});
+      Node* arg = Op(max ? "ArgMax" : "ArgMin", {x}, attrs);
+      g.AddOutput(arg->output(0));
+      passes::Group group = MakeGroup(GroupKind::kReduction, {arg}, {x});
+      group.reduction.reduce = arg;
+      group.reduction.keepdims = !max;
+      if (max) {
+        group.reduction.axes = {0};
+      } else {
+        group.reduction.reduced_axes = 1;
+      }
+      *kind = {max ? "ArgMax over the outer axis" : "ArgMin over the last axis", Lower(group), [](int64_t len) {
+                 Tensor t = KernelKindsTest::Ints({2, len, 5}, 3, DType::kI64);
+                 std::vector<float> v(t.num_elements());
+                 for (int64_t i = 0; i < t.num_elements(); ++i) {
+                   v[i] = i % 11 == 4 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(t.GetAsInt64(i));
+                 }
+                 return std::vector<Tensor>{Tensor::FromVector<float>(DType::kF32, {2, len, 5}, v)};
+               }};
+      return true;
+    }
+    case 33: {  // LogSoftmax over a middle axis: a line at the axis' stride
+      GraphValue* x = In("x", {batch, n, 6});
+      Node* log = Op("LogSoftmax", {x}, Attr("axis", int64_t{1}));
+      g.AddOutput(log->output(0));
+      passes::Group group = MakeGroup(GroupKind::kSoftmax, {log}, {x});
+      group.softmax.x = x;
+      group.softmax.log = true;
+      group.softmax.axis = 1;
+      group.softmax.axis_end = 2;
+      *kind = {"log-softmax over a middle axis", Lower(group),
+               [this](int64_t len) { return std::vector<Tensor>{RandomTensor({2, len, 6}, 47)}; }};
+      return true;
+    }
+    case 34: {  // the parameterized activations in one elementwise DAG
+      GraphValue* x = In("x", {batch, n});
+      std::vector<GraphValue*> terms;
+      for (const char* op : {"Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Mish"}) {
+        terms.push_back(Op(op, {x})->output(0));
+      }
+      Node* sum = Op("Sum", terms);
+      g.AddOutput(sum->output(0));
+      std::vector<Node*> nodes = g.nodes();
+      *kind = {"activations (Elu ... Mish)", Lower(Elementwise(nodes, {x}, g.outputs())), [this](int64_t len) {
+                 Tensor t = RandomTensor({2, len}, 48);
+                 for (int64_t i = 0; i < t.num_elements(); ++i) t.mutable_data<float>()[i] *= 8.0f;
+                 return std::vector<Tensor>{t};
+               }};
+      return true;
+    }
+    case 35: {  // an integer ReduceMin over a middle axis: columns of i64 partial minima
+      GraphValue* x = In("x", {batch, n, 9}, DType::kI64);
+      Node* reduce = Op("ReduceMin", {x}, attr_axes({1}));
+      g.AddOutput(reduce->output(0));
+      passes::Group group = MakeGroup(GroupKind::kReduction, {reduce}, {x});
+      group.reduction.reduce = reduce;
+      group.reduction.axes = {1};
+      *kind = {"integer ReduceMin over a middle axis (columns)", Lower(group),
+               [](int64_t len) { return std::vector<Tensor>{KernelKindsTest::Ints({2, len, 9}, 1000)}; }};
+      return true;
+    }
     default: return false;
   }
 }
 
-constexpr int kLoweredKinds = 27;
+constexpr int kLoweredKinds = 36;
 
 TEST_F(KernelKindsTest, EveryKindMatchesTheInterpreterOnCpuAndUnderCudaEmulation) {
   int kinds = 0;
