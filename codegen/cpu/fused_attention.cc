@@ -1,0 +1,233 @@
+// FusedAttention: argument checks, the choice of core, the split of the
+// work items over the OpenMP team, and the portable core (the algorithm of
+// fused_attention_impl.h over plain C++ arrays of 8 floats, compiled with the
+// build's baseline flags; the compiler vectorizes what it can).
+#include "codegen/cpu/fused_attention.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cpu/fused_attention_impl.h"
+#include "codegen/cpu/fused_attention_kernel.h"
+#include "codegen/cpu/isa_limit.h"
+#include "codegen/cpu/parallel_run.h"
+
+namespace shapeshift::codegen::cpu {
+namespace attention {
+namespace {
+
+// The operations of fused_attention_avx512.cc's Avx512, as loops.
+struct Portable {
+  static constexpr int kLanes = static_cast<int>(kPortableShape.lanes);
+  static constexpr int kMaxRowVectors = static_cast<int>(kPortableShape.max_row_vectors);
+  static constexpr int kAccumulators = 12;
+  static constexpr int kPvRows = 4;
+  static constexpr int kPvVecs = 2;
+  struct V {
+    float x[kLanes];
+  };
+  using Flags = V;  // 1 in a lane whose row saw a NaN or +inf score
+
+  template <class F>
+  static V Map(F f) {
+    V out;
+    for (int i = 0; i < kLanes; ++i) out.x[i] = f(i);
+    return out;
+  }
+  static V Zero() { return Splat(0.0f); }
+  static V Splat(float x) {
+    return Map([x](int) { return x; });
+  }
+  static V Load(const float* p) {
+    return Map([p](int i) { return p[i]; });
+  }
+  static V LoadU(const float* p) { return Load(p); }
+  static V LoadPartial(const float* p, int n) {
+    return Map([p, n](int i) { return i < n ? p[i] : 0.0f; });
+  }
+  static void Store(float* p, V v) {
+    for (int i = 0; i < kLanes; ++i) p[i] = v.x[i];
+  }
+  static V Add(V a, V b) {
+    return Map([&](int i) { return a.x[i] + b.x[i]; });
+  }
+  static V Sub(V a, V b) {
+    return Map([&](int i) { return a.x[i] - b.x[i]; });
+  }
+  static V Mul(V a, V b) {
+    return Map([&](int i) { return a.x[i] * b.x[i]; });
+  }
+  static V Fma(V a, V b, V c) {
+    return Map([&](int i) { return a.x[i] * b.x[i] + c.x[i]; });
+  }
+  // x86's maxps: the second operand unless the first is greater.
+  static V Max(V a, V b) {
+    return Map([&](int i) { return a.x[i] > b.x[i] ? a.x[i] : b.x[i]; });
+  }
+  static V Pow2(V shifted, int32_t round_bits) {
+    return Map([&](int i) {
+      const int32_t n = std::bit_cast<int32_t>(shifted.x[i]) - round_bits;
+      return std::bit_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(n + 127) << 23));
+    });
+  }
+  static V ZeroBelow(V e, V x, float threshold) {
+    return Map([&](int i) { return x.x[i] < threshold ? 0.0f : e.x[i]; });
+  }
+  static V NegInfToZero(V x) {
+    return Map([&](int i) { return x.x[i] == -std::numeric_limits<float>::infinity() ? 0.0f : x.x[i]; });
+  }
+  static V SelectLanes(V in, V out, int lo, int hi) {
+    return Map([&](int i) { return i >= lo && i < hi ? in.x[i] : out.x[i]; });
+  }
+  static Flags NoFlags() { return Zero(); }
+  static Flags MarkBad(Flags f, V y) {
+    return Map([&](int i) { return !(y.x[i] <= FLT_MAX) ? 1.0f : f.x[i]; });
+  }
+  static V FlagsToOnes(Flags f) { return f; }
+  static V Gather(const float* base, int32_t stride, int valid) {
+    return Map([&](int i) { return i < valid ? base[int64_t{i} * stride] : 0.0f; });
+  }
+};
+
+void RunItemsPortableImpl(const AttentionArgs& args, int64_t begin, int64_t end) {
+  RunItems<Portable>(args, begin, end);
+}
+
+}  // namespace
+
+void RunItemsPortable(const AttentionArgs& args, int64_t begin, int64_t end) {
+  RunItemsPortableImpl(args, begin, end);
+}
+
+}  // namespace attention
+
+namespace {
+
+bool IsaSupported(AttentionIsa isa) {
+  switch (isa) {
+    case AttentionIsa::kAvx512:
+      // libgcc's CPU model checks that the OS saves the registers (XCR0) too.
+      return Avx512Allowed() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    case AttentionIsa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case AttentionIsa::kPortable:
+      return true;
+  }
+  return false;
+}
+
+absl::Status Invalid(const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat("FusedAttention: ", what));
+}
+
+absl::Status CheckOperand(const char* name, const AttentionOperand& op, bool output, const AttentionArgs& a,
+                          int64_t heads, int64_t rows) {
+  if (op.data == nullptr) return Invalid(absl::StrCat(name, ".data is null"));
+  const struct {
+    const char* field;
+    int64_t stride, extent;
+  } strides[] = {{"batch_stride", op.batch_stride, a.batch},
+                 {"head_stride", op.head_stride, heads},
+                 {"row_stride", op.row_stride, rows}};
+  for (const auto& s : strides) {
+    if (s.stride < 0) return Invalid(absl::StrCat(name, ".", s.field, " = ", s.stride, " is negative"));
+    // Distinct outputs must not share memory: an output dim of extent > 1
+    // cannot be broadcast.
+    if (output && s.stride == 0 && s.extent > 1) {
+      return Invalid(absl::StrCat(name, ".", s.field, " is 0 for an output dimension of ", s.extent));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Validate(const AttentionArgs& a) {
+  const struct {
+    const char* field;
+    int64_t value;
+  } sizes[] = {{"batch", a.batch},       {"heads", a.heads},       {"kv_heads", a.kv_heads},
+               {"q_len", a.q_len},       {"kv_len", a.kv_len},     {"head_dim", a.head_dim},
+               {"v_head_dim", a.v_head_dim}};
+  for (const auto& s : sizes) {
+    if (s.value <= 0) return Invalid(absl::StrCat(s.field, " = ", s.value, " is not positive"));
+  }
+  if (a.heads % a.kv_heads != 0) {
+    return Invalid(absl::StrCat("kv_heads = ", a.kv_heads, " does not divide heads = ", a.heads));
+  }
+  if (absl::Status s = CheckOperand("q", a.q, false, a, a.heads, a.q_len); !s.ok()) return s;
+  if (absl::Status s = CheckOperand("k", a.k, false, a, a.kv_heads, a.kv_len); !s.ok()) return s;
+  if (absl::Status s = CheckOperand("v", a.v, false, a, a.kv_heads, a.kv_len); !s.ok()) return s;
+  if (absl::Status s = CheckOperand("out", a.out, true, a, a.heads, a.q_len); !s.ok()) return s;
+  if (a.mask.data != nullptr) {
+    if (absl::Status s = CheckOperand("mask", a.mask, false, a, a.heads, a.q_len); !s.ok()) return s;
+  }
+  if (a.mask_col_stride != 0 && a.mask_col_stride != 1) {
+    return Invalid(absl::StrCat("mask_col_stride = ", a.mask_col_stride, " is neither 0 nor 1"));
+  }
+  if (a.window < 0) return Invalid(absl::StrCat("window = ", a.window, " is negative"));
+  if (a.window > 0 && !a.causal) return Invalid(absl::StrCat("window = ", a.window, " without causal"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+AttentionIsa SelectedAttentionIsa() {
+  if (IsaSupported(AttentionIsa::kAvx512)) return AttentionIsa::kAvx512;
+  if (IsaSupported(AttentionIsa::kAvx2)) return AttentionIsa::kAvx2;
+  return AttentionIsa::kPortable;
+}
+
+const char* AttentionIsaName(AttentionIsa isa) {
+  switch (isa) {
+    case AttentionIsa::kAvx512:
+      return "avx512";
+    case AttentionIsa::kAvx2:
+      return "avx2";
+    case AttentionIsa::kPortable:
+      return "portable";
+  }
+  return "unknown";
+}
+
+absl::Status RunFusedAttention(const AttentionArgs& args) { return RunFusedAttentionOn(SelectedAttentionIsa(), args); }
+
+absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& args) {
+  if (absl::Status s = Validate(args); !s.ok()) return s;
+  if (!IsaSupported(isa)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("FusedAttention: this CPU (or SHAPESHIFT_MAX_CPU_ISA) rules out the ", AttentionIsaName(isa),
+                     " core"));
+  }
+  attention::CoreShape shape = attention::kPortableShape;
+  void (*run)(const AttentionArgs&, int64_t, int64_t) = attention::RunItemsPortable;
+  if (isa == AttentionIsa::kAvx512) shape = attention::kAvx512Shape, run = attention::RunItemsAvx512;
+  if (isa == AttentionIsa::kAvx2) shape = attention::kAvx2Shape, run = attention::RunItemsAvx2;
+
+  const int64_t items = args.batch * args.heads * attention::TilesPerHead(shape, args.q_len);
+  // Multiply-adds, in double (no overflow): below kSerialGemmMacs a fork
+  // costs more than a second thread saves.
+  const double macs = static_cast<double>(args.batch) * args.heads * args.q_len * args.kv_len *
+                      static_cast<double>(args.head_dim + args.v_head_dim);
+  const int team = macs < static_cast<double>(kSerialGemmMacs) ? 1 : TeamFor(items);
+  if (team <= 1) {
+    run(args, 0, items);
+    return absl::OkStatus();
+  }
+  // A static split of whole items: an item's arithmetic does not depend on
+  // which thread runs it, so neither does the result.
+#pragma omp parallel num_threads(team)
+  {
+    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    const int64_t begin = items * t / n, end = items * (t + 1) / n;
+    if (begin < end) run(args, begin, end);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shapeshift::codegen::cpu

@@ -1,0 +1,71 @@
+// FusedAttention's core for AVX2 + FMA (compiled with -mavx2 -mfma: see
+// codegen/CMakeLists.txt; called only where the CPU has both).
+#include <immintrin.h>
+
+#include <cfloat>
+#include <cstdint>
+#include <limits>
+
+#include "codegen/cpu/fused_attention_impl.h"
+
+namespace shapeshift::codegen::cpu::attention {
+namespace {
+
+// The operations of fused_attention_avx512.cc's Avx512, on 8 lanes.
+struct Avx2 {
+  using V = __m256;
+  using Flags = __m256;  // all-ones lanes: the row saw a NaN or +inf score
+  static constexpr int kLanes = static_cast<int>(kAvx2Shape.lanes);
+  static constexpr int kMaxRowVectors = static_cast<int>(kAvx2Shape.max_row_vectors);
+  // Score micro-tile: 12 accumulators + up to 3 row vectors + a broadcast,
+  // of the 16 ymm registers.
+  static constexpr int kAccumulators = 12;
+  // P·V micro-tile: 6 rows × 2 vectors (16 columns) + 2 of V + a broadcast.
+  static constexpr int kPvRows = 6;
+  static constexpr int kPvVecs = 2;
+
+  static V Zero() { return _mm256_setzero_ps(); }
+  static V Splat(float x) { return _mm256_set1_ps(x); }
+  static V Load(const float* p) { return _mm256_load_ps(p); }
+  static V LoadU(const float* p) { return _mm256_loadu_ps(p); }
+  static V LoadPartial(const float* p, int n) { return _mm256_maskload_ps(p, LaneMask(0, n)); }
+  static void Store(float* p, V v) { _mm256_store_ps(p, v); }
+  static V Add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V Sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V Max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V Pow2(V shifted, int32_t round_bits) {
+    __m256i n = _mm256_sub_epi32(_mm256_castps_si256(shifted), _mm256_set1_epi32(round_bits));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
+  }
+  static V ZeroBelow(V e, V x, float threshold) {
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, Splat(threshold), _CMP_LT_OQ), e);
+  }
+  static V NegInfToZero(V x) { return _mm256_andnot_ps(_mm256_cmp_ps(x, Splat(-std::numeric_limits<float>::infinity()), _CMP_EQ_OQ), x); }
+  static V SelectLanes(V in, V out, int lo, int hi) {
+    if (lo >= hi) return out;
+    return _mm256_blendv_ps(out, in, _mm256_castsi256_ps(LaneMask(lo, hi)));
+  }
+  static Flags NoFlags() { return Zero(); }
+  static Flags MarkBad(Flags f, V y) { return _mm256_or_ps(f, _mm256_cmp_ps(y, Splat(FLT_MAX), _CMP_NLE_UQ)); }
+  static V FlagsToOnes(Flags f) { return _mm256_and_ps(f, Splat(1.0f)); }
+  static V Gather(const float* base, int32_t stride, int valid) {
+    const __m256i index = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
+    return _mm256_mask_i32gather_ps(Zero(), base, index, _mm256_castsi256_ps(LaneMask(0, valid)), 4);
+  }
+
+ private:
+  // All-ones in lanes [lo, hi).
+  static __m256i LaneMask(int lo, int hi) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 1)),
+                            _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), lane));
+  }
+};
+
+}  // namespace
+
+void RunItemsAvx2(const AttentionArgs& args, int64_t begin, int64_t end) { RunItems<Avx2>(args, begin, end); }
+
+}  // namespace shapeshift::codegen::cpu::attention

@@ -1,0 +1,79 @@
+// FusedAttention's core for AVX-512F (compiled with -mavx512f -mfma: see
+// codegen/CMakeLists.txt; called only where the CPU has both and the ISA
+// limit allows AVX-512).
+#include <immintrin.h>
+
+#include <cfloat>
+#include <cstdint>
+#include <limits>
+
+#include "codegen/cpu/fused_attention_impl.h"
+
+namespace shapeshift::codegen::cpu::attention {
+namespace {
+
+// The operations fused_attention_impl.h needs of an instruction set.
+struct Avx512 {
+  using V = __m512;
+  using Flags = __mmask16;  // per lane: the row saw a NaN or +inf score
+  static constexpr int kLanes = static_cast<int>(kAvx512Shape.lanes);
+  static constexpr int kMaxRowVectors = static_cast<int>(kAvx512Shape.max_row_vectors);
+  // Score micro-tile: 24 accumulators (keys × row vectors) + the row
+  // vectors + a broadcast, of the 32 zmm registers.
+  static constexpr int kAccumulators = 24;
+  // P·V micro-tile: 6 rows × 4 vectors (64 columns) + 4 of V + a broadcast.
+  static constexpr int kPvRows = 6;
+  static constexpr int kPvVecs = 4;
+
+  static V Zero() { return _mm512_setzero_ps(); }
+  static V Splat(float x) { return _mm512_set1_ps(x); }
+  static V Load(const float* p) { return _mm512_load_ps(p); }
+  static V LoadU(const float* p) { return _mm512_loadu_ps(p); }
+  // Lanes [0, n) from p (nothing past them is read), the rest 0.
+  static V LoadPartial(const float* p, int n) { return _mm512_maskz_loadu_ps(LaneMask(0, n), p); }
+  static void Store(float* p, V v) { _mm512_store_ps(p, v); }
+  static V Add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V Sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  // The masked forms with an all-ones mask: GCC 12's unmasked ones pass an
+  // "undefined" source that -Wmaybe-uninitialized reports.
+  static V Max(V a, V b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
+  // 2^n for `shifted` = n + 1.5·2^23 (n in [-126, 127]) as exponent bits.
+  static V Pow2(V shifted, int32_t round_bits) {
+    __m512i n = _mm512_sub_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(round_bits));
+    return _mm512_castsi512_ps(_mm512_mask_slli_epi32(n, 0xFFFF, _mm512_add_epi32(n, _mm512_set1_epi32(127)), 23));
+  }
+  // e where x >= threshold (or x is NaN), else 0.
+  static V ZeroBelow(V e, V x, float threshold) {
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, Splat(threshold), _CMP_NLT_UQ), e);
+  }
+  static V NegInfToZero(V x) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, Splat(-std::numeric_limits<float>::infinity()), _CMP_EQ_OQ), x, Zero());
+  }
+  // Lanes [lo, hi) of `in`, the others of `out`.
+  static V SelectLanes(V in, V out, int lo, int hi) {
+    if (lo >= hi) return out;
+    return _mm512_mask_blend_ps(LaneMask(lo, hi), out, in);
+  }
+  static Flags NoFlags() { return 0; }
+  static Flags MarkBad(Flags f, V y) { return f | _mm512_cmp_ps_mask(y, Splat(FLT_MAX), _CMP_NLE_UQ); }
+  static V FlagsToOnes(Flags f) { return _mm512_maskz_mov_ps(f, Splat(1.0f)); }
+  // Lanes [0, valid) of base[lane * stride], the others 0.
+  static V Gather(const float* base, int32_t stride, int valid) {
+    const __m512i index = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(stride));
+    return _mm512_mask_i32gather_ps(Zero(), LaneMask(0, valid), index, base, 4);
+  }
+
+ private:
+  static __mmask16 LaneMask(int lo, int hi) {
+    return static_cast<__mmask16>(((uint32_t{1} << hi) - 1) & ~((uint32_t{1} << lo) - 1));
+  }
+};
+
+}  // namespace
+
+void RunItemsAvx512(const AttentionArgs& args, int64_t begin, int64_t end) { RunItems<Avx512>(args, begin, end); }
+
+}  // namespace shapeshift::codegen::cpu::attention

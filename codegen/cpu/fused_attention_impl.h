@@ -1,0 +1,489 @@
+// FusedAttention's algorithm, written once over an instruction set's vector
+// type (`Isa`: see the Avx512 struct in fused_attention_avx512.cc for the
+// operations it needs) and included by one translation unit per core
+// (fused_attention_avx512.cc, fused_attention_avx2.cc, and fused_attention.cc
+// for the portable one), each compiled with its own target flags. It lives
+// in an anonymous namespace so that no inline function compiled for one
+// instruction set can be merged with, and called in place of, another's.
+//
+// One work item is a tile of R = kRV * lanes query rows of one (batch,
+// head). Per tile:
+//  - Q's rows are copied transposed and zero-padded into qt[d][R], so that a
+//    vector holds one feature of `lanes` consecutive query rows;
+//  - the keys are visited in blocks of kKeyBlock. For a block, the scores
+//    are computed transposed, st[key][R] (one vector over rows per key): the
+//    micro-kernel keeps kAccumulators vectors (kKeys keys × kRV row vectors)
+//    in registers over d, reading each key's features as broadcasts straight
+//    from K (no packing of K) and qt's vectors;
+//  - the softmax is vertical (every operation is between rows' own values,
+//    no horizontal reduction): the block's y = scale·x + mask (or + fill),
+//    its per-row maximum, the running maximum m, the rescale factor
+//    alpha = exp(m_old - m_new), p = exp(y - m_new) written over the scores
+//    and the running sum l = l·alpha + Σp;
+//  - P·V: o[R][dv] (in the thread's workspace) = o·alpha + P·V, a micro-kernel
+//    of kPvRows query rows × kPvVecs vectors of V's columns in registers over
+//    the block's keys, P broadcast from st, V's rows read in place;
+//  - at the end O = o / l, or NaN (0 with nan_to_zero) for a row that saw a
+//    NaN or +inf score (tracked per row) or whose scores were all -inf.
+//
+// Causal tiles first run the key blocks that hold an allowed key for some
+// row of the tile, then decide whether the others (wholly above the
+// diagonal, or below the window) can be skipped: only when their
+// exponentials are exactly 0 in f32 for every row, which CanSkip proves
+// (see there); otherwise they run like the rest.
+#ifndef SHAPESHIFT_CODEGEN_CPU_FUSED_ATTENTION_IMPL_H_
+#define SHAPESHIFT_CODEGEN_CPU_FUSED_ATTENTION_IMPL_H_
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+
+#include "codegen/cpu/fused_attention_kernel.h"
+#include "codegen/cpu/math_coefficients.h"
+
+namespace shapeshift::codegen::cpu::attention {
+namespace {
+
+// Keys per block: the scores of one block (kKeyBlock × R floats) stay in L1.
+inline constexpr int64_t kKeyBlock = 64;
+
+// Causal block skipping (CanSkip): the fill must be at most this, every
+// (non-NaN) row's running maximum at least kSkipRowMaxAtLeast, and the bound
+// on |scale · q·k| over the skipped keys at most kSkipScoreBound. Then every
+// skipped y = fl(x + fill) <= fill + |x| + |fill|·2^-24 < -9.9e29, at least
+// 8e29 below the row's maximum, and exp of anything below -104 is 0 in f32
+// (the smallest denormal is 1.4e-45 = exp(-103.3)).
+inline constexpr float kSkipFillAtMost = -1e30f;
+inline constexpr float kSkipRowMaxAtLeast = -1e29f;
+inline constexpr double kSkipScoreBound = 1e20;
+
+enum class MaskMode {
+  kNone,    // no mask
+  kPerKey,  // row_stride 0: one value per key (or one in all, column stride 0)
+  kPerRow,  // column stride 0: one value per query row
+  kFull,    // one value per (row, key)
+};
+
+MaskMode ModeOf(const AttentionArgs& a) {
+  if (a.mask.data == nullptr) return MaskMode::kNone;
+  if (a.mask.row_stride == 0) return MaskMode::kPerKey;
+  if (a.mask_col_stride == 0) return MaskMode::kPerRow;
+  return MaskMode::kFull;
+}
+
+// A grow-only, 64-byte aligned scratch buffer per thread (and per core:
+// each translation unit has its own).
+float* ThreadWorkspace(int64_t floats) {
+  thread_local std::unique_ptr<float[]> storage;
+  thread_local int64_t capacity = 0;
+  if (floats > capacity) {
+    storage.reset(new float[floats + 16]);
+    capacity = floats;
+  }
+  auto address = reinterpret_cast<uintptr_t>(storage.get());
+  return reinterpret_cast<float*>((address + 63) & ~uintptr_t{63});
+}
+
+// exp(x) for x <= 0 (and -inf). Below -87 the result is 0: the true value
+// is under 1.7e-38, a weight no softmax sum can notice (flushed rather than
+// built as a denormal), so 2^n is built from exponent bits alone. x = n·ln2
+// + r, n rounded with the 1.5·2^23 trick, ln2 split in two so n·ln2 is
+// exact, then Taylor to r^7 on |r| <= ln2/2 (relative error < 1e-8 before
+// the float rounding of a few operations: a few ulp). A NaN gives some
+// value; the caller has already marked its row.
+template <class Isa>
+inline typename Isa::V ExpNonPositive(typename Isa::V x) {
+  using V = typename Isa::V;
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  constexpr float kFloor = -87.0f;
+  const V xc = Isa::Max(x, Isa::Splat(kFloor));
+  const V shifted = Isa::Fma(xc, Isa::Splat(static_cast<float>(M_LOG2E)), Isa::Splat(kRound));
+  const V n = Isa::Sub(shifted, Isa::Splat(kRound));
+  V r = Isa::Fma(n, Isa::Splat(static_cast<float>(-math::kLn2High)), xc);
+  r = Isa::Fma(n, Isa::Splat(static_cast<float>(-math::kLn2Low)), r);
+  constexpr size_t kTerms = math::kExpTaylor.size();
+  V p = Isa::Splat(static_cast<float>(math::kExpTaylor[kTerms - 1]));
+  for (size_t i = kTerms - 1; i-- > 0;) p = Isa::Fma(p, r, Isa::Splat(static_cast<float>(math::kExpTaylor[i])));
+  return Isa::ZeroBelow(Isa::Mul(p, Isa::Pow2(shifted, std::bit_cast<int32_t>(kRound))), x, kFloor);
+}
+
+// Lanes [0, valid) of base[lane * stride], the others 0.
+template <class Isa>
+inline typename Isa::V GatherRows(const float* base, int64_t stride, int64_t valid, bool stride_fits_int32) {
+  if (stride_fits_int32) return Isa::Gather(base, static_cast<int32_t>(stride), static_cast<int>(valid));
+  alignas(64) float lanes[Isa::kLanes] = {};
+  for (int64_t lane = 0; lane < valid; ++lane) lanes[lane] = base[lane * stride];
+  return Isa::Load(lanes);
+}
+
+// o[r][0, kVecs·lanes) = o[r]·alpha[r] + Σ_c p[c·p_stride + r] · v[c·v_stride + ...]
+// for rows r < kRows and keys c < keys; with kPartial the last vector of V
+// has only last_lanes columns (the rest of o's padded row is left at 0·…).
+struct PvArgs {
+  const float* p = nullptr;      // st + r0
+  int64_t p_stride = 0;          // R
+  const float* alpha = nullptr;  // alpha + r0
+  const float* v = nullptr;      // V's row j0, column e0
+  int64_t v_stride = 0;
+  int64_t keys = 0;
+  float* o = nullptr;  // o + r0 * o_stride + e0
+  int64_t o_stride = 0;
+  int last_lanes = 0;
+};
+
+template <class Isa, int kRows, int kVecs, bool kPartial>
+void AccumulatePv(const PvArgs& g) {
+  using V = typename Isa::V;
+  constexpr int L = Isa::kLanes;
+  V acc[kRows][kVecs];
+  for (int r = 0; r < kRows; ++r) {
+    const V scale = Isa::Splat(g.alpha[r]);
+    for (int e = 0; e < kVecs; ++e) acc[r][e] = Isa::Mul(Isa::Load(g.o + r * g.o_stride + e * L), scale);
+  }
+  const float* p = g.p;
+  const float* v = g.v;
+  for (int64_t c = 0; c < g.keys; ++c, p += g.p_stride, v += g.v_stride) {
+    V vv[kVecs];
+    for (int e = 0; e < kVecs; ++e) {
+      vv[e] = (kPartial && e == kVecs - 1) ? Isa::LoadPartial(v + e * L, g.last_lanes) : Isa::LoadU(v + e * L);
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const V pr = Isa::Splat(p[r]);
+      for (int e = 0; e < kVecs; ++e) acc[r][e] = Isa::Fma(pr, vv[e], acc[r][e]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int e = 0; e < kVecs; ++e) Isa::Store(g.o + r * g.o_stride + e * L, acc[r][e]);
+}
+
+template <class Isa, int kRows, int kVecs>
+void PvVecs(const PvArgs& g, int vecs, bool partial) {
+  if constexpr (kVecs > 1) {
+    if (vecs < kVecs) return PvVecs<Isa, kRows, kVecs - 1>(g, vecs, partial);
+  }
+  if (partial) return AccumulatePv<Isa, kRows, kVecs, true>(g);
+  AccumulatePv<Isa, kRows, kVecs, false>(g);
+}
+
+template <class Isa, int kRows>
+void PvRows(const PvArgs& g, int rows, int vecs, bool partial) {
+  if constexpr (kRows > 1) {
+    if (rows < kRows) return PvRows<Isa, kRows - 1>(g, rows, vecs, partial);
+  }
+  PvVecs<Isa, kRows, Isa::kPvVecs>(g, vecs, partial);
+}
+
+// One query tile of kRV row vectors.
+template <class Isa, int kRV>
+class Tile {
+ public:
+  using V = typename Isa::V;
+  using Flags = typename Isa::Flags;
+  static constexpr int L = Isa::kLanes;
+  static constexpr int64_t R = int64_t{kRV} * L;
+  static constexpr int kKeys = Isa::kAccumulators / kRV;  // keys per score micro-tile
+
+  // The workspace's floats for `a`: qt, st, o, then m, l, alpha, bad, mrow.
+  static int64_t WorkspaceFloats(const AttentionArgs& a) {
+    return a.head_dim * R + kKeyBlock * R + R * PaddedDim(a.v_head_dim) + 5 * R;
+  }
+  static int64_t PaddedDim(int64_t n) { return (n + L - 1) / L * L; }
+
+  Tile(const AttentionArgs& a, MaskMode mode, bool gather32, float* workspace)
+      : a_(a), mode_(mode), gather32_(gather32), dvp_(PaddedDim(a.v_head_dim)) {
+    qt_ = workspace;
+    st_ = qt_ + a.head_dim * R;
+    o_ = st_ + kKeyBlock * R;
+    m_ = o_ + R * dvp_;
+    l_ = m_ + R;
+    alpha_ = l_ + R;
+    bad_ = alpha_ + R;
+    mrow_ = bad_ + R;
+  }
+
+  void Run(int64_t b, int64_t h, int64_t i0) {
+    const AttentionArgs& a = a_;
+    const int64_t kvh = h / (a.heads / a.kv_heads);
+    i0_ = i0;
+    rows_ = std::min(R, a.q_len - i0);
+    q_ = a.q.data + b * a.q.batch_stride + h * a.q.head_stride + i0 * a.q.row_stride;
+    k_ = a.k.data + b * a.k.batch_stride + kvh * a.k.head_stride;
+    v_ = a.v.data + b * a.v.batch_stride + kvh * a.v.head_stride;
+    out_ = a.out.data + b * a.out.batch_stride + h * a.out.head_stride + i0 * a.out.row_stride;
+    mask_ = mode_ == MaskMode::kNone
+                ? nullptr
+                : a.mask.data + b * a.mask.batch_stride + h * a.mask.head_stride + i0 * a.mask.row_stride;
+
+    PackQ();
+    for (int64_t r = 0; r < R; ++r) m_[r] = -std::numeric_limits<float>::infinity();
+    std::fill(l_, l_ + R, 0.0f);
+    std::fill(bad_, bad_ + R, 0.0f);
+    std::fill(o_, o_ + R * dvp_, 0.0f);
+    if (mode_ == MaskMode::kPerRow) {
+      for (int r = 0; r < kRV; ++r) {
+        const V row = GatherRows<Isa>(mask_ + r * L * a.mask.row_stride, a.mask.row_stride, ValidLanes(r), gather32_);
+        Isa::Store(mrow_ + r * L, row);
+      }
+    }
+
+    const int64_t blocks = (a.kv_len + kKeyBlock - 1) / kKeyBlock;
+    int64_t first = 0, last = blocks;  // the blocks that hold an allowed key
+    if (a.causal) {
+      const int64_t offset = a.kv_len - a.q_len;
+      const int64_t j_high = std::min(a.kv_len - 1, i0 + rows_ - 1 + offset);
+      const int64_t j_low = a.window > 0 ? std::max<int64_t>(0, i0 + offset - a.window + 1) : 0;
+      if (j_high < j_low) {
+        first = last = 0;
+      } else {
+        first = j_low / kKeyBlock;
+        last = j_high / kKeyBlock + 1;
+      }
+    }
+    for (int64_t block = first; block < last; ++block) Block(block);
+    if ((first > 0 || last < blocks) && !CanSkip(first * kKeyBlock, std::min(last * kKeyBlock, a.kv_len))) {
+      for (int64_t block = 0; block < first; ++block) Block(block);
+      for (int64_t block = last; block < blocks; ++block) Block(block);
+    }
+    Finish();
+  }
+
+ private:
+  int64_t ValidLanes(int r) const { return std::clamp<int64_t>(rows_ - int64_t{r} * L, 0, L); }
+
+  void PackQ() {
+    const int64_t d = a_.head_dim;
+    for (int64_t r = 0; r < rows_; ++r) {
+      const float* src = q_ + r * a_.q.row_stride;
+      for (int64_t dd = 0; dd < d; ++dd) qt_[dd * R + r] = src[dd];
+    }
+    for (int64_t dd = 0; dd < d; ++dd) std::fill(qt_ + dd * R + rows_, qt_ + dd * R + R, 0.0f);
+  }
+
+  // st[c][·] = scale · q·k for keys j + c, c < kN.
+  template <int kN>
+  void Scores(int64_t j, float* s) const {
+    V acc[kN][kRV];
+    for (int c = 0; c < kN; ++c)
+      for (int r = 0; r < kRV; ++r) acc[c][r] = Isa::Zero();
+    const int64_t krs = a_.k.row_stride, d = a_.head_dim;
+    const float* kj = k_ + j * krs;
+    const float* qp = qt_;
+    for (int64_t dd = 0; dd < d; ++dd, qp += R) {
+      V qv[kRV];
+      for (int r = 0; r < kRV; ++r) qv[r] = Isa::Load(qp + r * L);
+      for (int c = 0; c < kN; ++c) {
+        const V kb = Isa::Splat(kj[c * krs + dd]);
+        for (int r = 0; r < kRV; ++r) acc[c][r] = Isa::Fma(qv[r], kb, acc[c][r]);
+      }
+    }
+    const V scale = Isa::Splat(a_.scale);
+    for (int c = 0; c < kN; ++c)
+      for (int r = 0; r < kRV; ++r) Isa::Store(s + c * R + r * L, Isa::Mul(acc[c][r], scale));
+  }
+
+  template <int kN>
+  void ScoresUpTo(int64_t n, int64_t j, float* s) const {
+    if constexpr (kN > 1) {
+      if (n < kN) return ScoresUpTo<kN - 1>(n, j, s);
+    }
+    Scores<kN>(j, s);
+  }
+
+  void Block(int64_t block) {
+    const int64_t j0 = block * kKeyBlock;
+    const int64_t keys = std::min(kKeyBlock, a_.kv_len - j0);
+    for (int64_t c = 0; c < keys; c += kKeys) ScoresUpTo<kKeys>(std::min<int64_t>(kKeys, keys - c), j0 + c, st_ + c * R);
+    switch (mode_) {
+      case MaskMode::kNone:
+        a_.causal ? Softmax<MaskMode::kNone, true>(j0, keys) : Softmax<MaskMode::kNone, false>(j0, keys);
+        break;
+      case MaskMode::kPerKey:
+        a_.causal ? Softmax<MaskMode::kPerKey, true>(j0, keys) : Softmax<MaskMode::kPerKey, false>(j0, keys);
+        break;
+      case MaskMode::kPerRow:
+        a_.causal ? Softmax<MaskMode::kPerRow, true>(j0, keys) : Softmax<MaskMode::kPerRow, false>(j0, keys);
+        break;
+      case MaskMode::kFull:
+        a_.causal ? Softmax<MaskMode::kFull, true>(j0, keys) : Softmax<MaskMode::kFull, false>(j0, keys);
+        break;
+    }
+    const int64_t dv = a_.v_head_dim;
+    const int64_t vectors = dvp_ / L;
+    const int last_lanes = static_cast<int>(dv - (vectors - 1) * L);
+    for (int64_t r0 = 0; r0 < rows_; r0 += Isa::kPvRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(Isa::kPvRows, rows_ - r0));
+      for (int64_t e0 = 0; e0 < vectors; e0 += Isa::kPvVecs) {
+        const int vecs = static_cast<int>(std::min<int64_t>(Isa::kPvVecs, vectors - e0));
+        const bool partial = e0 + vecs == vectors && last_lanes < L;
+        PvArgs g;
+        g.p = st_ + r0;
+        g.p_stride = R;
+        g.alpha = alpha_ + r0;
+        g.v = v_ + j0 * a_.v.row_stride + e0 * L;
+        g.v_stride = a_.v.row_stride;
+        g.keys = keys;
+        g.o = o_ + r0 * dvp_ + e0 * L;
+        g.o_stride = dvp_;
+        g.last_lanes = last_lanes;
+        PvRows<Isa, Isa::kPvRows>(g, rows, vecs, partial);
+      }
+    }
+  }
+
+  // The block's scores become y, then p; m, l, alpha and bad are updated.
+  template <MaskMode kMode, bool kCausal>
+  void Softmax(int64_t j0, int64_t keys) {
+    const AttentionArgs& a = a_;
+    V top[kRV];
+    Flags flags[kRV];
+    for (int r = 0; r < kRV; ++r) {
+      top[r] = Isa::Splat(-std::numeric_limits<float>::infinity());
+      flags[r] = Isa::NoFlags();
+    }
+    const int64_t offset = a.kv_len - a.q_len;
+    const V fill = Isa::Splat(a.fill);
+    for (int64_t c = 0; c < keys; ++c) {
+      const int64_t j = j0 + c;
+      float* s = st_ + c * R;
+      [[maybe_unused]] V key_mask;
+      if constexpr (kMode == MaskMode::kPerKey) key_mask = Isa::Splat(mask_[j * a.mask_col_stride]);
+      for (int r = 0; r < kRV; ++r) {
+        const V x = Isa::Load(s + r * L);
+        V y = x;
+        if constexpr (kMode == MaskMode::kPerKey) y = Isa::Add(x, key_mask);
+        if constexpr (kMode == MaskMode::kPerRow) y = Isa::Add(x, Isa::Load(mrow_ + r * L));
+        if constexpr (kMode == MaskMode::kFull) {
+          y = Isa::Add(x, GatherRows<Isa>(mask_ + r * L * a.mask.row_stride + j, a.mask.row_stride, ValidLanes(r),
+                                          gather32_));
+        }
+        if constexpr (kCausal) {
+          // Row i may see key j iff j - offset <= i (< j - offset + window).
+          const int64_t base = i0_ + int64_t{r} * L;
+          const int64_t lo = std::clamp<int64_t>(j - offset - base, 0, L);
+          const int64_t hi = a.window > 0 ? std::clamp<int64_t>(j - offset + a.window - base, 0, L) : L;
+          y = Isa::SelectLanes(y, Isa::Add(x, fill), static_cast<int>(lo), static_cast<int>(hi));
+        }
+        Isa::Store(s + r * L, y);
+        flags[r] = Isa::MarkBad(flags[r], y);
+        top[r] = Isa::Max(top[r], y);
+      }
+    }
+    V shift[kRV];
+    for (int r = 0; r < kRV; ++r) {
+      const V old_max = Isa::Load(m_ + r * L);
+      const V new_max = Isa::Max(old_max, top[r]);
+      Isa::Store(m_ + r * L, new_max);
+      // A row whose scores are all -inf so far subtracts 0: its p are 0,
+      // not exp(-inf - -inf) = NaN (and its o and l are still 0).
+      shift[r] = Isa::NegInfToZero(new_max);
+      Isa::Store(alpha_ + r * L, ExpNonPositive<Isa>(Isa::Sub(old_max, shift[r])));
+      Isa::Store(bad_ + r * L, Isa::Max(Isa::Load(bad_ + r * L), Isa::FlagsToOnes(flags[r])));
+    }
+    V sum[kRV];
+    for (int r = 0; r < kRV; ++r) sum[r] = Isa::Zero();
+    for (int64_t c = 0; c < keys; ++c) {
+      float* s = st_ + c * R;
+      for (int r = 0; r < kRV; ++r) {
+        const V p = ExpNonPositive<Isa>(Isa::Sub(Isa::Load(s + r * L), shift[r]));
+        Isa::Store(s + r * L, p);
+        sum[r] = Isa::Add(sum[r], p);
+      }
+    }
+    for (int r = 0; r < kRV; ++r) {
+      Isa::Store(l_ + r * L, Isa::Fma(Isa::Load(l_ + r * L), Isa::Load(alpha_ + r * L), sum[r]));
+    }
+  }
+
+  // Whether the keys outside [j_begin, j_end) (all of them disallowed for
+  // every row of the tile) contribute exactly nothing: each of their
+  // y = fl(x + fill) has |x| <= |scale|·|q_i|·|k_j| (Cauchy-Schwarz; 1.01
+  // covers the float rounding of x and of the norms) <= kSkipScoreBound and
+  // fill <= kSkipFillAtMost, so y < -9.9e29, while every row that is not
+  // already NaN has a maximum >= kSkipRowMaxAtLeast from the keys run so far
+  // (its final maximum is at least that): exp(y - max) is exactly 0 in f32,
+  // as in the graph's softmax, and p·V adds exactly 0 (for finite V). The
+  // skipped y are finite, so no row would have turned NaN from them.
+  bool CanSkip(int64_t j_begin, int64_t j_end) const {
+    const AttentionArgs& a = a_;
+    if (!(a.fill <= kSkipFillAtMost)) return false;
+    for (int64_t r = 0; r < rows_; ++r) {
+      if (bad_[r] == 0.0f && !(m_[r] >= kSkipRowMaxAtLeast)) return false;
+    }
+    auto norm = [](const float* x, int64_t n) {
+      double s = 0;
+      for (int64_t t = 0; t < n; ++t) s += static_cast<double>(x[t]) * x[t];
+      return std::sqrt(s);
+    };
+    double q_norm = 0, k_norm = 0;
+    for (int64_t r = 0; r < rows_; ++r) q_norm = std::max(q_norm, norm(q_ + r * a.q.row_stride, a.head_dim));
+    for (int64_t j = 0; j < a.kv_len; ++j) {
+      if (j == j_begin) j = j_end;
+      if (j >= a.kv_len) break;
+      k_norm = std::max(k_norm, norm(k_ + j * a.k.row_stride, a.head_dim));
+    }
+    const double bound = 1.01 * std::abs(static_cast<double>(a.scale)) * q_norm * k_norm;
+    return bound <= kSkipScoreBound;  // false for NaN
+  }
+
+  void Finish() {
+    const AttentionArgs& a = a_;
+    const float nan_row = a.nan_to_zero ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+    for (int64_t r = 0; r < rows_; ++r) {
+      float* dst = out_ + r * a.out.row_stride;
+      if (bad_[r] != 0.0f || m_[r] == -std::numeric_limits<float>::infinity()) {
+        std::fill(dst, dst + a.v_head_dim, nan_row);
+        continue;
+      }
+      const float inv = 1.0f / l_[r];
+      const float* src = o_ + r * dvp_;
+      for (int64_t e = 0; e < a.v_head_dim; ++e) dst[e] = src[e] * inv;
+    }
+  }
+
+  const AttentionArgs& a_;
+  const MaskMode mode_;
+  const bool gather32_;
+  const int64_t dvp_;
+  int64_t i0_ = 0, rows_ = 0;
+  const float *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *mask_ = nullptr;
+  float* out_ = nullptr;
+  float *qt_, *st_, *o_, *m_, *l_, *alpha_, *bad_, *mrow_;
+};
+
+template <class Isa, int kRV>
+void RunItemsWith(const AttentionArgs& a, int64_t begin, int64_t end) {
+  using T = Tile<Isa, kRV>;
+  const int64_t tiles = (a.q_len + T::R - 1) / T::R;
+  const MaskMode mode = ModeOf(a);
+  const bool gather32 =
+      a.mask.row_stride <= std::numeric_limits<int32_t>::max() / Isa::kLanes;  // (lanes-1)·stride + 1 fits
+  T tile(a, mode, gather32, ThreadWorkspace(T::WorkspaceFloats(a)));
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t t = item % tiles, bh = item / tiles;
+    tile.Run(bh / a.heads, bh % a.heads, t * T::R);
+  }
+}
+
+template <class Isa, int kRV>
+void RunItemsUpTo(const AttentionArgs& a, int64_t vectors, int64_t begin, int64_t end) {
+  if constexpr (kRV > 1) {
+    if (vectors < kRV) return RunItemsUpTo<Isa, kRV - 1>(a, vectors, begin, end);
+  }
+  RunItemsWith<Isa, kRV>(a, begin, end);
+}
+
+// Items [begin, end) with the tiling of fused_attention_kernel.h.
+template <class Isa>
+void RunItems(const AttentionArgs& a, int64_t begin, int64_t end) {
+  constexpr CoreShape kShape{Isa::kLanes, Isa::kMaxRowVectors};
+  const int64_t vectors = TileRows(kShape, a.q_len) / Isa::kLanes;
+  RunItemsUpTo<Isa, Isa::kMaxRowVectors>(a, vectors, begin, end);
+}
+
+}  // namespace
+}  // namespace shapeshift::codegen::cpu::attention
+
+#endif  // SHAPESHIFT_CODEGEN_CPU_FUSED_ATTENTION_IMPL_H_
