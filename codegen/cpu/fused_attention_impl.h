@@ -243,7 +243,7 @@ class Tile {
       }
     }
     for (int64_t block = first; block < last; ++block) Block(block);
-    if ((first > 0 || last < blocks) && !CanSkip(first * kKeyBlock, std::min(last * kKeyBlock, a.kv_len))) {
+    if ((first > 0 || last < blocks) && !CanSkip()) {
       for (int64_t block = 0; block < first; ++block) Block(block);
       for (int64_t block = last; block < blocks; ++block) Block(block);
     }
@@ -397,35 +397,52 @@ class Tile {
     }
   }
 
-  // Whether the keys outside [j_begin, j_end) (all of them disallowed for
-  // every row of the tile) contribute exactly nothing: each of their
-  // y = fl(x + fill) has |x| <= |scale|·|q_i|·|k_j| (Cauchy-Schwarz; 1.01
-  // covers the float rounding of x and of the norms) <= kSkipScoreBound and
-  // fill <= kSkipFillAtMost, so y < -9.9e29, while every row that is not
+  // Whether the keys outside the tile's allowed blocks (all of them
+  // disallowed for every row of the tile) contribute exactly nothing: each of their
+  // y = fl(x + fill) has |x| <= |scale|·|q_i|·|k_j| (Cauchy-Schwarz) <=
+  // |scale|·‖Q_tile‖·‖K‖ (Frobenius norms of the tile's queries and of all
+  // of the head's keys; 1.01 covers their float rounding) <= kSkipScoreBound
+  // and fill <= kSkipFillAtMost, so y < -9.9e29, while every row that is not
   // already NaN has a maximum >= kSkipRowMaxAtLeast from the keys run so far
   // (its final maximum is at least that): exp(y - max) is exactly 0 in f32,
-  // as in the graph's softmax, and p·V adds exactly 0 (for finite V). The
-  // skipped y are finite, so no row would have turned NaN from them.
-  bool CanSkip(int64_t j_begin, int64_t j_end) const {
+  // as in the graph's softmax, and p·V adds exactly 0 (for finite V). A NaN
+  // or inf in Q or K makes the bound NaN or inf: no skip, so a skipped y is
+  // never NaN and no row that would be NaN escapes.
+  bool CanSkip() {
     const AttentionArgs& a = a_;
     if (!(a.fill <= kSkipFillAtMost)) return false;
     for (int64_t r = 0; r < rows_; ++r) {
       if (bad_[r] == 0.0f && !(m_[r] >= kSkipRowMaxAtLeast)) return false;
     }
-    auto norm = [](const float* x, int64_t n) {
-      double s = 0;
-      for (int64_t t = 0; t < n; ++t) s += static_cast<double>(x[t]) * x[t];
-      return std::sqrt(s);
-    };
-    double q_norm = 0, k_norm = 0;
-    for (int64_t r = 0; r < rows_; ++r) q_norm = std::max(q_norm, norm(q_ + r * a.q.row_stride, a.head_dim));
-    for (int64_t j = 0; j < a.kv_len; ++j) {
-      if (j == j_begin) j = j_end;
-      if (j >= a.kv_len) break;
-      k_norm = std::max(k_norm, norm(k_ + j * a.k.row_stride, a.head_dim));
+    if (k_ != norm_keys_) {  // once per (batch, kv head) and thread
+      norm_keys_ = k_;
+      keys_norm2_ = SumOfSquares(k_, a.kv_len, a.k.row_stride, a.head_dim);
     }
-    const double bound = 1.01 * std::abs(static_cast<double>(a.scale)) * q_norm * k_norm;
+    const double q_norm2 = SumOfSquares(qt_, 1, 0, a.head_dim * R);  // zero-padded rows add 0
+    const double bound = 1.01 * std::abs(static_cast<double>(a.scale)) * std::sqrt(q_norm2 * keys_norm2_);
     return bound <= kSkipScoreBound;  // false for NaN
+  }
+
+  // Σ x² over `rows` rows of n floats `stride` apart, in float vectors (inf
+  // on overflow, NaN for a NaN).
+  static double SumOfSquares(const float* x, int64_t rows, int64_t stride, int64_t n) {
+    V acc = Isa::Zero();
+    const int64_t full = n / L * L;
+    for (int64_t r = 0; r < rows; ++r, x += stride) {
+      for (int64_t e = 0; e < full; e += L) {
+        const V v = Isa::LoadU(x + e);
+        acc = Isa::Fma(v, v, acc);
+      }
+      if (full < n) {
+        const V v = Isa::LoadPartial(x + full, static_cast<int>(n - full));
+        acc = Isa::Fma(v, v, acc);
+      }
+    }
+    alignas(64) float lanes[L];
+    Isa::Store(lanes, acc);
+    double sum = 0;
+    for (float lane : lanes) sum += lane;
+    return sum;
   }
 
   void Finish() {
@@ -450,6 +467,8 @@ class Tile {
   int64_t i0_ = 0, rows_ = 0;
   const float *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *mask_ = nullptr;
   float* out_ = nullptr;
+  const float* norm_keys_ = nullptr;  // the keys keys_norm2_ is of
+  double keys_norm2_ = 0;
   float *qt_, *st_, *o_, *m_, *l_, *alpha_, *bad_, *mrow_;
 };
 
