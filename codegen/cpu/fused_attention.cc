@@ -94,6 +94,10 @@ struct Portable {
   static V Gather(const float* base, int32_t stride, int valid) {
     return Map([&](int i) { return i < valid ? base[int64_t{i} * stride] : 0.0f; });
   }
+  static void Transpose(const float* src, int64_t stride, float* dst, int64_t dst_stride) {
+    for (int r = 0; r < kLanes; ++r)
+      for (int c = 0; c < kLanes; ++c) dst[c * dst_stride + r] = src[r * stride + c];
+  }
 };
 
 void RunItemsPortableImpl(const AttentionArgs& args, int64_t begin, int64_t end) {

@@ -54,6 +54,28 @@ struct Avx2 {
     const __m256i index = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
     return _mm256_mask_i32gather_ps(Zero(), base, index, _mm256_castsi256_ps(LaneMask(0, valid)), 4);
   }
+  // dst[c * dst_stride + r] = src[r * stride + c] for r, c < 8.
+  static void Transpose(const float* src, int64_t stride, float* dst, int64_t dst_stride) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; ++i) {
+      const __m256 a = _mm256_loadu_ps(src + (2 * i) * stride), b = _mm256_loadu_ps(src + (2 * i + 1) * stride);
+      t[2 * i] = _mm256_unpacklo_ps(a, b);
+      t[2 * i + 1] = _mm256_unpackhi_ps(a, b);
+    }
+    // u[4i + c], 128-bit lane k: rows 4i..4i+3 of column 4k + c.
+    for (int i = 0; i < 2; ++i) {
+      const __m256d t0 = _mm256_castps_pd(t[4 * i]), t1 = _mm256_castps_pd(t[4 * i + 1]);
+      const __m256d t2 = _mm256_castps_pd(t[4 * i + 2]), t3 = _mm256_castps_pd(t[4 * i + 3]);
+      u[4 * i] = _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2));
+      u[4 * i + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2));
+      u[4 * i + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3));
+      u[4 * i + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3));
+    }
+    for (int c = 0; c < 4; ++c) {
+      _mm256_store_ps(dst + c * dst_stride, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
+      _mm256_store_ps(dst + (4 + c) * dst_stride, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
+    }
+  }
 
  private:
   // All-ones in lanes [lo, hi).

@@ -36,8 +36,9 @@ struct Avx512 {
   static V Sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  // The masked forms with an all-ones mask: GCC 12's unmasked ones pass an
-  // "undefined" source that -Wmaybe-uninitialized reports.
+  // Here and below the masked forms with an all-ones mask: GCC 12's
+  // unmasked ones pass an "undefined" source that -W(maybe-)uninitialized
+  // reports.
   static V Max(V a, V b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
   // 2^n for `shifted` = n + 1.5·2^23 (n in [-126, 127]) as exponent bits.
   static V Pow2(V shifted, int32_t round_bits) {
@@ -64,6 +65,38 @@ struct Avx512 {
     const __m512i index = _mm512_mullo_epi32(
         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(stride));
     return _mm512_mask_i32gather_ps(Zero(), LaneMask(0, valid), index, base, 4);
+  }
+  // Lanes a[imm & 3], a[imm >> 2 & 3], b[imm >> 4 & 3], b[imm >> 6] of 128 bits.
+  template <int kImm>
+  static V Shuffle128(V a, V b) {
+    return _mm512_mask_shuffle_f32x4(a, 0xFFFF, a, b, kImm);
+  }
+  // dst[c * dst_stride + r] = src[r * stride + c] for r, c < 16.
+  static void Transpose(const float* src, int64_t stride, float* dst, int64_t dst_stride) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; ++i) {
+      const __m512 a = _mm512_loadu_ps(src + (2 * i) * stride), b = _mm512_loadu_ps(src + (2 * i + 1) * stride);
+      t[2 * i] = _mm512_mask_unpacklo_ps(a, 0xFFFF, a, b);  // per 128-bit lane k: a[4k] b[4k] a[4k+1] b[4k+1]
+      t[2 * i + 1] = _mm512_mask_unpackhi_ps(a, 0xFFFF, a, b);
+    }
+    // u[4i + c], 128-bit lane k: rows 4i..4i+3 of column 4k + c.
+    for (int i = 0; i < 4; ++i) {
+      const __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
+      const __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
+      u[4 * i] = _mm512_castpd_ps(_mm512_mask_unpacklo_pd(t0, 0xFF, t0, t2));
+      u[4 * i + 1] = _mm512_castpd_ps(_mm512_mask_unpackhi_pd(t0, 0xFF, t0, t2));
+      u[4 * i + 2] = _mm512_castpd_ps(_mm512_mask_unpacklo_pd(t1, 0xFF, t1, t3));
+      u[4 * i + 3] = _mm512_castpd_ps(_mm512_mask_unpackhi_pd(t1, 0xFF, t1, t3));
+    }
+    for (int c = 0; c < 4; ++c) {
+      const __m512 v0 = Shuffle128<0x88>(u[c], u[4 + c]), v1 = Shuffle128<0xDD>(u[c], u[4 + c]);
+      const __m512 w0 = Shuffle128<0x88>(u[8 + c], u[12 + c]);
+      const __m512 w1 = Shuffle128<0xDD>(u[8 + c], u[12 + c]);
+      _mm512_store_ps(dst + c * dst_stride, Shuffle128<0x88>(v0, w0));
+      _mm512_store_ps(dst + (4 + c) * dst_stride, Shuffle128<0x88>(v1, w1));
+      _mm512_store_ps(dst + (8 + c) * dst_stride, Shuffle128<0xDD>(v0, w0));
+      _mm512_store_ps(dst + (12 + c) * dst_stride, Shuffle128<0xDD>(v1, w1));
+    }
   }
 
  private:

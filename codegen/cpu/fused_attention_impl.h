@@ -253,13 +253,22 @@ class Tile {
  private:
   int64_t ValidLanes(int r) const { return std::clamp<int64_t>(rows_ - int64_t{r} * L, 0, L); }
 
+  // qt[dd][r] = Q[i0 + r][dd], zero past the tile's rows: lanes × lanes
+  // blocks transposed in registers where whole (a scalar transpose costs as
+  // much as the scores of a short block; gathers are slower still), scalar
+  // copies for the rest.
   void PackQ() {
-    const int64_t d = a_.head_dim;
-    for (int64_t r = 0; r < rows_; ++r) {
-      const float* src = q_ + r * a_.q.row_stride;
-      for (int64_t dd = 0; dd < d; ++dd) qt_[dd * R + r] = src[dd];
+    const int64_t d = a_.head_dim, stride = a_.q.row_stride;
+    for (int r = 0; r < kRV; ++r) {
+      const float* src = q_ + int64_t{r} * L * stride;
+      float* dst = qt_ + r * L;
+      const int64_t valid = ValidLanes(r);
+      const int64_t whole = valid == L ? d / L * L : 0;
+      for (int64_t dd = 0; dd < whole; dd += L) Isa::Transpose(src + dd, stride, dst + dd * R, R);
+      for (int64_t dd = whole; dd < d; ++dd) {
+        for (int64_t lane = 0; lane < L; ++lane) dst[dd * R + lane] = lane < valid ? src[lane * stride + dd] : 0.0f;
+      }
     }
-    for (int64_t dd = 0; dd < d; ++dd) std::fill(qt_ + dd * R + rows_, qt_ + dd * R + R, 0.0f);
   }
 
   // st[c][·] = scale · q·k for keys j + c, c < kN.
