@@ -304,6 +304,7 @@ class Tile {
   void Block(int64_t block) {
     const int64_t j0 = block * kKeyBlock;
     const int64_t keys = std::min(kKeyBlock, a_.kv_len - j0);
+    PrefetchBlock(j0 + kKeyBlock);
     for (int64_t c = 0; c < keys; c += kKeys) ScoresUpTo<kKeys>(std::min<int64_t>(kKeys, keys - c), j0 + c, st_ + c * R);
     switch (mode_) {
       case MaskMode::kNone:
@@ -339,6 +340,21 @@ class Tile {
         g.last_lanes = last_lanes;
         PvRows<Isa, Isa::kPvRows>(g, rows, vecs, partial);
       }
+    }
+  }
+
+  // Asks for the K and V rows of the block at key j_next into L2 while this
+  // block computes (the next block in order; from L3 or memory otherwise,
+  // one row at a time at the micro-kernels' pace).
+  void PrefetchBlock(int64_t j_next) const {
+    if (j_next >= a_.kv_len) return;
+    const int64_t keys = std::min(kKeyBlock, a_.kv_len - j_next);
+    constexpr int64_t kLine = 64 / sizeof(float);
+    for (int64_t c = 0; c < keys; ++c) {
+      const float* k = k_ + (j_next + c) * a_.k.row_stride;
+      for (int64_t e = 0; e < a_.head_dim; e += kLine) __builtin_prefetch(k + e, 0, 2);
+      const float* v = v_ + (j_next + c) * a_.v.row_stride;
+      for (int64_t e = 0; e < a_.v_head_dim; e += kLine) __builtin_prefetch(v + e, 0, 2);
     }
   }
 
