@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "passes/graph_rewrite.h"
+#include "passes/internal/attention_groups.h"
 #include "passes/internal/fusion_anchors.h"
 #include "passes/internal/grouping.h"
 #include "passes/op_classes.h"
@@ -42,7 +43,7 @@ void GrowElementwiseGroup(Grouping& g, int gid) {
 
 }  // namespace
 
-absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env) {
+absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env, const FusionOptions& options) {
   Grouping g(graph, env);
   std::vector<Node*> order = graph.nodes();
   // Matmuls first: their operand transposes and epilogues take precedence.
@@ -65,6 +66,7 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env) {
     g.group(gid).elementwise.domain = node->output(0)->type().shape;
     GrowElementwiseGroup(g, gid);
   }
+  if (options.fuse_attention) internal::MergeAttentionGroups(g);
   absl::StatusOr<FusionPlan> plan = g.Finish();
   if (!plan.ok()) return plan.status();
   if (absl::Status s = VerifyFusionPlan(graph, *plan); !s.ok()) return s;

@@ -25,6 +25,9 @@
 //     RelativePositionExpand, an index remap), every
 //     runtime reader of its output is in that group, and its output has the
 //     group's iteration domain (an env question, provenance "fusion").
+//  3. Attention (optional). The groups of one attention — head transposes,
+//     Q·Kᵀ, softmax, NaN-to-zero, ·V, output transpose — merge into one
+//     kAttention group (internal/attention_groups.h says exactly which).
 // Multi-use values: a value read by two groups is computed once, by its
 // producer's group, stored, and read by both; no group ever recomputes a
 // value another group computes. Every absorption is also checked not to
@@ -39,7 +42,13 @@
 
 namespace shapeshift::passes {
 
-absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env);
+struct FusionOptions {
+  // Merge each attention's groups into one kAttention group
+  // (internal/attention_groups.h). Only the CPU lowering runs those.
+  bool fuse_attention = true;
+};
+
+absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env, const FusionOptions& options = {});
 
 }  // namespace shapeshift::passes
 

@@ -24,6 +24,7 @@ const char* GroupKindName(GroupKind kind) {
     case GroupKind::kSlice: return "slice";
     case GroupKind::kScan: return "scan";
     case GroupKind::kRotary: return "rotary";
+    case GroupKind::kAttention: return "attention";
     case GroupKind::kOther: return "other";
   }
   return "?";
@@ -102,6 +103,20 @@ std::string KindDetails(const Group& g) {
       parts.push_back(absl::StrCat("half=", g.rotary.half));
       if (g.rotary.every_two) parts.push_back("every_two");
       break;
+    case GroupKind::kAttention: {
+      const AttentionGroup& a = g.attention;
+      auto layout = [](bool seq_major) { return seq_major ? "bshd" : "bhsd"; };
+      parts.push_back(absl::StrCat("q=", layout(a.q_seq_major), " k=", layout(a.k_seq_major), " v=",
+                                   layout(a.v_seq_major), " out=", layout(a.out_seq_major)));
+      if (a.scale != 1.0f) parts.push_back(absl::StrCat("scale=", a.scale));
+      if (a.mask) parts.push_back(absl::StrCat("mask=%", a.mask->name()));
+      if (a.causal) {
+        parts.push_back(absl::StrCat("causal fill=", a.fill));
+        if (a.window > 0) parts.push_back(absl::StrCat("window=", a.window));
+      }
+      if (a.nan_to_zero) parts.push_back("nan_to_zero");
+      break;
+    }
     case GroupKind::kSlice: {
       std::vector<std::string> starts;
       for (SymExpr s : g.slice.starts) starts.push_back(s.ToString());
@@ -179,7 +194,8 @@ absl::Status VerifyFusionPlan(const Graph& graph, const FusionPlan& plan) {
                               g.kind == GroupKind::kTranspose || g.kind == GroupKind::kView ||
                               g.kind == GroupKind::kCopy || g.kind == GroupKind::kGather ||
                               g.kind == GroupKind::kConcat || g.kind == GroupKind::kSlice ||
-                              g.kind == GroupKind::kScan || g.kind == GroupKind::kRotary;
+                              g.kind == GroupKind::kScan || g.kind == GroupKind::kRotary ||
+                              g.kind == GroupKind::kAttention;
     size_t allowed = g.kind == GroupKind::kLayerNorm && g.layer_norm.sum_output ? 2 : 1;
     if ((single_output_kind || g.kind == GroupKind::kLayerNorm) && g.outputs.size() > allowed) {
       return fail(absl::StrCat("has ", g.outputs.size(), " outputs; this kind writes ", allowed));

@@ -56,6 +56,7 @@ enum class GroupKind {
   kSlice,        // strided slice copy
   kScan,         // CumSum along one axis: a sequential running sum per line
   kRotary,       // RotateHalfMulAdd / RotateEveryTwoMulAdd: x*a + rotate(x)*b, one row kernel over the last axis
+  kAttention,    // [head transposes →] Q·Kᵀ → softmax → [NaN→0 →] ·V [→ head transpose]: one fused attention
   kOther,        // one node with no fused lowering; lowering rejects it
 };
 const char* GroupKindName(GroupKind kind);
@@ -195,6 +196,27 @@ struct RotaryGroup {
   bool every_two = false;
 };
 
+// softmax(scale · Q·Kᵀ + mask) · V without the scores in memory
+// (attention_fusion.h): the groups of an attention's two batched matmuls,
+// its softmax (additive mask, or CausalSoftmax's index mask with its fill),
+// torch SDPA's Where(IsNaN(p), 0, p) and the head transposes around them,
+// merged. q, k, v and out are rank 4; `*_seq_major` says the tensor is
+// stored [batch, S, heads, d] (the input of an absorbed Transpose perm
+// [0, 2, 1, 3], or the output of one) instead of [batch, heads, S, d].
+struct AttentionGroup {
+  Value* q = nullptr;     // [b, h, S, d] or [b, S, h, d]
+  Value* k = nullptr;     // [b, h, T, d] or [b, T, h, d] (keys as rows: the Q·Kᵀ matmul's transpose_b)
+  Value* v = nullptr;     // [b, h, T, dv] or [b, T, h, dv]
+  Value* mask = nullptr;  // additive, broadcasts to [b, h, S, T]; or null
+  Value* out = nullptr;   // [b, h, S, dv] or [b, S, h, dv]
+  bool q_seq_major = false, k_seq_major = false, v_seq_major = false, out_seq_major = false;
+  float scale = 1.0f;     // the matmul's scale times the softmax's
+  bool causal = false;    // CausalSoftmax: not allowed(i, j) adds fill instead of the mask
+  int64_t window = 0;
+  float fill = 0.0f;
+  bool nan_to_zero = false;  // the probabilities went through Where(IsNaN(p), 0, p)
+};
+
 struct Group {
   int id = 0;                  // position in FusionPlan::groups
   GroupKind kind = GroupKind::kOther;
@@ -213,6 +235,7 @@ struct Group {
   ConcatGroup concat;
   SliceGroup slice;
   RotaryGroup rotary;
+  AttentionGroup attention;
 
   // A short readable summary, e.g. `#3 matmul[transpose_b, scale=0.125] (MatMul_4, Div_5) -> v12`.
   std::string ToString() const;

@@ -33,6 +33,9 @@ struct PipelineOptions {
   // Constant folding leaves results larger than this many elements unfolded
   // (they would bloat the program; the kernels compute them instead).
   int64_t max_folded_elements = 1 << 16;
+  // Fusion's attention groups (fusion.h, FusionOptions): the CPU lowering
+  // runs them; a CUDA program plans without.
+  bool fuse_attention = true;
 };
 
 struct PipelineResult {

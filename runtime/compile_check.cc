@@ -80,6 +80,11 @@ std::vector<SymExpr> SizesOf(const passes::Group& group, const codegen::lower::L
     sizes.push_back(g->num_indices);
   } else if (const auto* c = std::get_if<codegen::lower::IndexCheckCall>(&step)) {
     sizes.insert(sizes.end(), c->dims.begin(), c->dims.end());
+  } else if (const auto* a = std::get_if<codegen::lower::AttentionCall>(&step)) {
+    sizes.insert(sizes.end(), {a->batch, a->heads, a->kv_heads, a->q_len, a->kv_len});
+    for (const auto* strides : {&a->q_strides, &a->k_strides, &a->v_strides, &a->out_strides, &a->mask_strides}) {
+      sizes.insert(sizes.end(), strides->begin(), strides->end());
+    }
   }
   return sizes;
 }
@@ -88,7 +93,9 @@ std::vector<SymExpr> SizesOf(const passes::Group& group, const codegen::lower::L
 
 ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env, Device device) {
   ProgramCheck check;
-  absl::StatusOr<passes::PipelineResult> pipeline = passes::RunPipeline(graph, env);
+  passes::PipelineOptions options;
+  options.fuse_attention = device == Device::kCpu;  // as Program::Compile plans
+  absl::StatusOr<passes::PipelineResult> pipeline = passes::RunPipeline(graph, env, options);
   if (!pipeline.ok()) {
     check.problems.push_back({"", "", std::string(pipeline.status().message())});
     return check;
@@ -151,6 +158,7 @@ ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env, Device device) {
         ++check.kernels;
       }
       if (std::holds_alternative<codegen::lower::MatmulCall>(step)) ++check.gemms;
+      if (std::holds_alternative<codegen::lower::AttentionCall>(step)) ++check.kernels;  // a library kernel
     }
   }
   return check;

@@ -83,6 +83,11 @@ struct CompileOptions {
   // its core. Null: the built-in defaults (SkinnyOptions). A tuning made on
   // another machine, thread count or build is a compile error.
   std::shared_ptr<const GemmTuning> tuning;
+  // Each attention (Q·Kᵀ → softmax → ·V with its head transposes) runs as
+  // one fused kernel with no [S, T] scores in memory (passes/internal/
+  // attention_groups.h, codegen/cpu/fused_attention.h); off: two batched
+  // oneDNN GEMMs, a softmax kernel and the transposes. CPU only.
+  bool fuse_attention = true;
   // OpenMP threads the compile's oneDNN primitives are created and warmed
   // with (oneDNN fixes a primitive's thread count at creation); 0 = the
   // compiling thread's omp_get_max_threads() (OMP_NUM_THREADS). Python's

@@ -280,6 +280,10 @@ class ProgramBuilder {
         touched = {g->table, g->indices, g->output};
       } else if (const auto* c = std::get_if<IndexCheckStep>(&impl_.steps[i])) {
         touched = {c->indices};
+      } else if (const auto* a = std::get_if<AttentionStep>(&impl_.steps[i])) {
+        touched = {a->q, a->mask, a->out};
+        if (a->k_kv_pair < 0) touched.push_back(a->k);
+        if (a->v_kv_pair < 0) touched.push_back(a->v);
       }
       for (size_t p = 0; p < impl_.kv_pairs.size(); ++p) {
         KvPair& pair = impl_.kv_pairs[p];
@@ -519,6 +523,55 @@ class ProgramBuilder {
     return absl::OkStatus();
   }
 
+  absl::Status AddStep(const lower::AttentionCall& call) {
+    if (impl_.device != nullptr) {  // the CUDA pipeline plans no attention groups
+      return absl::UnimplementedError(absl::StrCat("node '", call.node_name, "': no CUDA fused attention"));
+    }
+    AttentionStep step;
+    SS_ASSIGN_OR_RETURN(q, Buffer(call.q));
+    SS_ASSIGN_OR_RETURN(k, Buffer(call.k));
+    SS_ASSIGN_OR_RETURN(v, Buffer(call.v));
+    SS_ASSIGN_OR_RETURN(mask, Buffer(call.mask));
+    SS_ASSIGN_OR_RETURN(out, Buffer(call.out));
+    step.q = q, step.k = k, step.v = v, step.mask = mask, step.out = out;
+    for (auto [expr, slot] : {std::pair{call.batch, &step.batch}, std::pair{call.heads, &step.heads},
+                              std::pair{call.kv_heads, &step.kv_heads}, std::pair{call.q_len, &step.q_len},
+                              std::pair{call.kv_len, &step.kv_len}}) {
+      SS_ASSIGN_OR_RETURN(s, Slot(expr));
+      *slot = s;
+    }
+    for (auto [exprs, slots] : {std::pair{&call.q_strides, &step.q_strides}, std::pair{&call.k_strides, &step.k_strides},
+                                std::pair{&call.v_strides, &step.v_strides},
+                                std::pair{&call.out_strides, &step.out_strides},
+                                std::pair{&call.mask_strides, &step.mask_strides}}) {
+      for (size_t i = 0; i < 3; ++i) {
+        SS_ASSIGN_OR_RETURN(s, Slot((*exprs)[i]));
+        (*slots)[i] = s;
+      }
+    }
+    step.head_dim = call.head_dim;
+    step.v_head_dim = call.v_head_dim;
+    step.mask_col_stride = call.mask_col_stride;
+    step.scale = call.scale;
+    step.causal = call.causal;
+    step.window = call.window;
+    step.fill = call.fill;
+    step.nan_to_zero = call.nan_to_zero;
+    step.node_name = call.node_name;
+    // A present read in place ([b, h, T, d], the pair's positions axis T):
+    // bound, its strides follow the caller's capacity (RunStep).
+    if (auto it = present_pair_.find(call.k); it != present_pair_.end() && !call.k_seq_major) {
+      step.k_kv_pair = it->second;
+    }
+    if (auto it = present_pair_.find(call.v); it != present_pair_.end() && !call.v_seq_major) {
+      step.v_kv_pair = it->second;
+    }
+    impl_.steps.push_back(std::move(step));
+    step_origin_.push_back(absl::StrCat("group #", current_group_, " (fused attention at node '", call.node_name, "')"));
+    ++stats_.attention_calls;
+    return absl::OkStatus();
+  }
+
   absl::Status AddStep(const lower::GatherRowsCall& call) {
     if (impl_.device != nullptr) {
       ++kernel_calls_;
@@ -638,6 +691,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Compile(Graph& graph, ShapeEnv
   passes::PipelineOptions pipeline_options;
   pipeline_options.print_after = options.print_after;
   pipeline_options.print_stream = options.print_stream;
+  pipeline_options.fuse_attention = options.fuse_attention && options.device == Device::kCpu;  // a CPU kernel
   SS_ASSIGN_OR_RETURN(pipeline, passes::RunPipeline(graph, env, pipeline_options));
   auto impl = std::make_unique<Impl>();
   ProgramStats stats;

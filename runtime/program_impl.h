@@ -3,6 +3,7 @@
 #ifndef SHAPESHIFT_RUNTIME_PROGRAM_IMPL_H_
 #define SHAPESHIFT_RUNTIME_PROGRAM_IMPL_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -97,7 +98,27 @@ struct IndexCheckStep {
   std::string node_name, op_type;
 };
 
-using Step = std::variant<KernelStep, MatmulStep, GatherStep, IndexCheckStep>;
+// One fused attention (codegen/lower/lowered_step.h AttentionCall): every
+// size and stride a tape slot, filled into the core's AttentionArgs per
+// request.
+struct AttentionStep {
+  int q = -1, k = -1, v = -1, mask = -1, out = -1;  // buffers; mask -1 absent
+  int batch = -1, heads = -1, kv_heads = -1, q_len = -1, kv_len = -1;  // tape slots
+  std::array<int, 3> q_strides{}, k_strides{}, v_strides{}, out_strides{}, mask_strides{};  // tape slots
+  int64_t head_dim = 0, v_head_dim = 0, mask_col_stride = 1;
+  float scale = 1.0f;
+  bool causal = false;
+  int64_t window = 0;
+  float fill = 0.0f;
+  bool nan_to_zero = false;
+  std::string node_name;
+  // K or V is a KV pair's present ([b, kv_heads, T, d]): with the pair bound
+  // to a caller's buffer its batch and head strides follow the buffer's
+  // capacity instead of T. -1: not a present.
+  int k_kv_pair = -1, v_kv_pair = -1;
+};
+
+using Step = std::variant<KernelStep, MatmulStep, GatherStep, IndexCheckStep, AttentionStep>;
 
 // An input dim the binder does not settle (a constant, a repeated symbol,
 // an expression like 2*seq or past+seq): after the size tape it must equal

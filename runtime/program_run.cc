@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/cpu/fused_attention.h"
 #include "codegen/cpu/parallel_run.h"
 #include "runtime/program_impl.h"
 
@@ -103,6 +104,52 @@ absl::Status RunStep(const GatherStep& step, void* const* buffers, const int64_t
                                   : static_cast<const int64_t*>(buffers[step.indices])[r];
     return absl::InvalidArgumentError(absl::StrCat("node '", step.node_name, "': index ", id, " at position ", r,
                                                    " is outside the table's ", step.table_rows, " rows"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunStep(const AttentionStep& step, void* const* buffers, const int64_t* slots,
+                     const PairCapacities& capacity) {
+  cpu::AttentionArgs args;
+  args.batch = slots[step.batch];
+  args.heads = slots[step.heads];
+  args.kv_heads = slots[step.kv_heads];
+  args.q_len = slots[step.q_len];
+  args.kv_len = slots[step.kv_len];
+  args.head_dim = step.head_dim;
+  args.v_head_dim = step.v_head_dim;
+  auto operand = [&](int buffer, const std::array<int, 3>& strides) {
+    cpu::AttentionOperand o;
+    o.data = static_cast<float*>(buffers[buffer]);
+    o.batch_stride = slots[strides[0]];
+    o.head_stride = slots[strides[1]];
+    o.row_stride = slots[strides[2]];
+    return o;
+  };
+  args.q = operand(step.q, step.q_strides);
+  args.k = operand(step.k, step.k_strides);
+  args.v = operand(step.v, step.v_strides);
+  // A bound present holds `capacity` positions per head.
+  if (step.k_kv_pair >= 0 && capacity[step.k_kv_pair] >= 0) {
+    args.k.head_stride = capacity[step.k_kv_pair] * args.head_dim;
+    args.k.batch_stride = args.kv_heads * args.k.head_stride;
+  }
+  if (step.v_kv_pair >= 0 && capacity[step.v_kv_pair] >= 0) {
+    args.v.head_stride = capacity[step.v_kv_pair] * args.v_head_dim;
+    args.v.batch_stride = args.kv_heads * args.v.head_stride;
+  }
+  args.out = operand(step.out, step.out_strides);
+  if (step.mask >= 0) {
+    args.mask = operand(step.mask, step.mask_strides);
+    args.mask_col_stride = step.mask_col_stride;
+  }
+  args.scale = step.scale;
+  args.causal = step.causal;
+  args.window = step.window;
+  args.fill = step.fill;
+  args.nan_to_zero = step.nan_to_zero;
+  if (absl::Status s = cpu::RunFusedAttention(args); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("attention at node '", step.node_name, "': ", s.message()));
   }
   return absl::OkStatus();
 }
@@ -329,6 +376,8 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
       s = RunStep(*m, buffers, slots, p.kv_pairs, capacity, ctx.skinny_gemm_calls_);
     } else if (const auto* c = std::get_if<IndexCheckStep>(&step)) {
       s = RunStep(*c, buffers, slots);
+    } else if (const auto* a = std::get_if<AttentionStep>(&step)) {
+      s = RunStep(*a, buffers, slots, capacity);
     } else {
       s = RunStep(std::get<GatherStep>(step), buffers, slots);
     }

@@ -145,6 +145,8 @@ constexpr char kUsage[] =
     "         tuning:      [--tuning FILE]   (this machine's GEMM choices, from `shapeshift tune`;\n"
     "                      default: the one `shapeshift tune` left in the cache dir, if any;\n"
     "                      [--tune-budget-s S]: first measure the classes that file lacks, within S s)\n"
+    "         kernels:     [--no-fused-attention]   (each attention as two GEMMs, a softmax and transposes,\n"
+    "                      not one fused kernel; to compare the two)\n"
     "         fleet:       [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
     "                      [--remote-cache-ttl-s S] [--remote-cache-max-entry-mb N] [--remote-cache-timeout-ms N]\n"
     "                      [--remote-cache-wait-s S] [--sign-key-file FILE]   (a signed MODEL.ssb)\n"
@@ -172,6 +174,7 @@ struct RunFlags {
   bool check = false;
   bool pack_small_row_gemms = true;  // --no-small-row-packing: one copy of the weights, slower short requests
   bool long_rows_on_panels = false;  // --panel-long-rows: long requests on the packed copy
+  bool fuse_attention = true;        // --no-fused-attention: two GEMMs, softmax and transposes per attention
   std::string weights_dir;           // --weights-dir (default under the cache dir); empty: --weights-in-memory
   std::shared_ptr<const runtime::GemmTuning> tuning;  // --tuning FILE, or the cache dir's, read and parsed
   std::string tuning_file;                            // where `tuning` came from; empty: none
@@ -279,7 +282,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
                  "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag,
                  "inputs-from", "save-outputs", "tuning", "tune-budget-s", kWeightsDirFlag};
   spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing", "panel-long-rows",
-                   kWeightsInMemoryFlag};
+                   kWeightsInMemoryFlag, "no-fused-attention"};
   for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.valued.insert(kSignKeyFileFlag);
   AddDeviceFlags(&spec);
@@ -337,6 +340,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   flags.check = args->Has("check");
   flags.pack_small_row_gemms = !args->Has("no-small-row-packing");
   flags.long_rows_on_panels = args->Has("panel-long-rows");
+  flags.fuse_attention = !args->Has("no-fused-attention");
   absl::StatusOr<std::string> weights_dir = WeightsDirFromFlags(*args, flags.cache_dir);
   if (!weights_dir.ok()) return weights_dir.status();
   flags.weights_dir = *std::move(weights_dir);
@@ -378,7 +382,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   flags.sign_key = *std::move(key);
   if (IsBundlePath(flags.model)) {
     for (const char* flag : {"dim", "policy", "print-after", "no-small-row-packing", "panel-long-rows", "device", "tuning",
-                             "tune-budget-s"}) {
+                             "tune-budget-s", "no-fused-attention"}) {
       if (args->Has(flag)) {
         return absl::InvalidArgumentError(absl::StrCat("--", flag, " cannot change a bundle (", flags.model,
                                                        " fixes its domain, policy and code)"));
@@ -422,6 +426,7 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   options.compile.print_stream = prepared.ir_stream.get();
   options.compile.pack_small_row_gemms = flags.pack_small_row_gemms;
   options.compile.long_rows_on_panels = flags.long_rows_on_panels;
+  options.compile.fuse_attention = flags.fuse_attention;
   options.compile.tuning = flags.tuning;
   options.compile.device = flags.device.device;
   options.compile.cuda = flags.device.cuda;
@@ -588,9 +593,10 @@ void PrintShapeText(const nlohmann::ordered_json& r) {
   for (const auto& [name, value] : r["dims"].items()) {
     std::printf(" %s=%lld", Escaped(name).c_str(), value.get<long long>());
   }
-  std::printf("\ncompile: %.1f ms, %lld compile(s), %lld loaded from the cache, %lld kernel(s), %lld GEMM primitive(s)\n",
+  std::printf("\ncompile: %.1f ms, %lld compile(s), %lld loaded from the cache, %lld kernel(s), %lld GEMM primitive(s), "
+              "%lld fused attention(s)\n",
               r["compile_ms"].get<double>(), r["compiles"].get<long long>(), r["cache_loads"].get<long long>(),
-              r["kernels"].get<long long>(), r["gemms"].get<long long>());
+              r["kernels"].get<long long>(), r["gemms"].get<long long>(), r["fused_attentions"].get<long long>());
   PrintShortRequests(r["short_request_gemms"]);
   PrintKvCaches(r["kv_caches"]);
   for (const auto& out : r["outputs"]) {
@@ -696,6 +702,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   r["entry_tier"] = entry != nullptr ? runtime::TierName(entry->tier) : "none";
   r["kernels"] = program != nullptr ? program->kernels : 0;
   r["gemms"] = program != nullptr ? program->gemms : 0;
+  r["fused_attentions"] = program != nullptr ? program->attention_calls : 0;
   r["tuned_gemms"] = program != nullptr ? program->tuned_gemms : 0;
   r["tuning_file"] = flags.tuning_file;
   r["short_request_gemms"] = entry != nullptr ? ShortRequestGemmsJson(*entry->artifact->program)

@@ -115,6 +115,7 @@ absl::StatusOr<std::vector<LoweredStep>> LowerGroup(const passes::Group& group, 
     case passes::GroupKind::kConcat: return LowerConcat(group, env);
     case passes::GroupKind::kSlice: return One(LowerSlice(group, env));
     case passes::GroupKind::kScan: return One(LowerScan(group, env));
+    case passes::GroupKind::kAttention: return One(LowerAttention(group));
     case passes::GroupKind::kView: {
       if (group.inputs.size() != 1) return GroupError(group, "a view reads exactly one value");
       std::vector<LoweredStep> steps;

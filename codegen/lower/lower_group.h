@@ -36,6 +36,9 @@ absl::StatusOr<KernelCall> LowerRotary(const passes::Group& group, ShapeEnv* env
 // CumSum (scan_kernel.cc).
 absl::StatusOr<KernelCall> LowerScan(const passes::Group& group, ShapeEnv* env);
 
+// One fused attention (lower_attention.cc).
+absl::StatusOr<AttentionCall> LowerAttention(const passes::Group& group);
+
 // One Gather (any axis, any data), GatherElements, GatherND, Tile or Trilu
 // node as a kernel over its output, after an
 // IndexCheckCall for the gathers (a Gather or GatherElements group may also

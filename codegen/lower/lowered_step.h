@@ -10,6 +10,7 @@
 #ifndef SHAPESHIFT_CODEGEN_LOWER_LOWERED_STEP_H_
 #define SHAPESHIFT_CODEGEN_LOWER_LOWERED_STEP_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -91,7 +92,30 @@ struct AliasCall {
   const GraphValue* alias = nullptr;
 };
 
-using LoweredStep = std::variant<KernelCall, MatmulCall, GatherRowsCall, IndexCheckCall, AliasCall>;
+// One fused attention (passes/fusion_plan.h AttentionGroup; the CPU core is
+// codegen/cpu/fused_attention.h, whose AttentionArgs this fills per
+// request): sizes and strides in model symbols, strides in elements as
+// {batch, head, row}; a mask stride is 0 on a broadcast dim.
+struct AttentionCall {
+  const GraphValue* q = nullptr;
+  const GraphValue* k = nullptr;
+  const GraphValue* v = nullptr;
+  const GraphValue* mask = nullptr;  // or null
+  const GraphValue* out = nullptr;
+  SymExpr batch = 1, heads = 1, kv_heads = 1, q_len = 1, kv_len = 1;
+  int64_t head_dim = 0, v_head_dim = 0;
+  std::array<SymExpr, 3> q_strides, k_strides, v_strides, out_strides, mask_strides;
+  bool k_seq_major = false, v_seq_major = false;  // K, V stored [b, T, h, d] (else [b, h, T, d])
+  int64_t mask_col_stride = 1;
+  float scale = 1.0f;
+  bool causal = false;
+  int64_t window = 0;
+  float fill = 0.0f;
+  bool nan_to_zero = false;
+  std::string node_name;  // the softmax's, for messages
+};
+
+using LoweredStep = std::variant<KernelCall, MatmulCall, GatherRowsCall, IndexCheckCall, AliasCall, AttentionCall>;
 
 }  // namespace shapeshift::codegen::lower
 

@@ -133,6 +133,12 @@ void Grouping::Remove(Node* n) {
   group_of_node_.erase(n);
 }
 
+void Grouping::MergeInto(int from, int into) {
+  std::vector<Node*> moved = std::move(groups_[from].nodes);
+  groups_[from].nodes.clear();
+  for (Node* n : moved) Add(n, into);
+}
+
 bool Grouping::ReadOnlyBy(const Value* v, int gid, const Node* extra) const {
   if (IsGraphOutput(graph_, v)) return false;
   for (const Use& u : v->uses()) {
@@ -167,7 +173,10 @@ absl::StatusOr<FusionPlan> Grouping::Finish() {
     return position_.at(groups_[a].nodes.front()) > position_.at(groups_[b].nodes.front());
   };
   std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
+  int live = 0;  // groups emptied by MergeInto are dropped
   for (int g = 0; g < count; ++g) {
+    if (groups_[g].nodes.empty()) continue;
+    ++live;
     if (pending[g] == 0) ready.push(g);
   }
   FusionPlan plan;
@@ -200,7 +209,7 @@ absl::StatusOr<FusionPlan> Grouping::Finish() {
       if (--pending[s] == 0) ready.push(s);
     }
   }
-  if (static_cast<int>(plan.groups.size()) != count) {
+  if (static_cast<int>(plan.groups.size()) != live) {
     return absl::InternalError("fusion produced a cycle between groups");
   }
   return plan;

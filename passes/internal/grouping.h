@@ -35,6 +35,12 @@ class Grouping {
   bool CanAdd(const Node* n, int gid) const;
   void Add(Node* n, int gid);  // requires CanAdd
   void Remove(Node* n);         // undoes Add (n must not be a group's anchor)
+  // Moves every node of group `from` into group `into` (kept in topological
+  // order); `from` is left empty and Finish() drops it. The caller has
+  // checked that the merged group is acyclic with the rest (the values
+  // between the two are read by nothing else).
+  void MergeInto(int from, int into);
+  int num_groups() const { return static_cast<int>(groups_.size()); }
 
   // True when every runtime read of `v` is by a node of `gid` or by `extra`.
   bool ReadOnlyBy(const Value* v, int gid, const Node* extra = nullptr) const;

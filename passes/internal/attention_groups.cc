@@ -1,0 +1,187 @@
+#include "passes/internal/attention_groups.h"
+
+#include <optional>
+#include <vector>
+
+#include "passes/graph_rewrite.h"
+
+namespace shapeshift::passes::internal {
+namespace {
+
+// The value a single-result group computes last (its one output).
+Value* Result(Grouping& g, int gid) { return g.group(gid).nodes.back()->output(0); }
+
+int ProducerGroup(Grouping& g, const Value* v) {
+  return v->producer() == nullptr ? -1 : g.GroupOfNode(v->producer());
+}
+
+bool IsHeadTranspose(const Node& n) {
+  if (n.op_type() != "Transpose") return false;
+  absl::StatusOr<std::vector<int64_t>> perm = n.attrs().GetInts("perm");
+  return perm.ok() && *perm == std::vector<int64_t>{0, 2, 1, 3};
+}
+
+// The one-node head-transpose group producing `v`, read by nothing outside
+// `reader`; -1 when there is none.
+int AbsorbableInputTranspose(Grouping& g, const Value* v, int reader) {
+  const int t = ProducerGroup(g, v);
+  if (t < 0) return -1;
+  const Group& group = g.group(t);
+  if (group.kind != GroupKind::kTranspose || group.nodes.size() != 1 || !IsHeadTranspose(*group.nodes[0])) return -1;
+  return g.ReadOnlyBy(v, reader) ? t : -1;
+}
+
+// The one-node head-transpose group that is the only reader of `v`.
+int AbsorbableOutputTranspose(Grouping& g, const Value* v) {
+  if (IsGraphOutput(g.graph(), v)) return -1;
+  Node* user = SingleUser(v);
+  if (user == nullptr || !IsHeadTranspose(*user)) return -1;
+  const int t = g.GroupOfNode(user);
+  if (t < 0) return -1;
+  const Group& group = g.group(t);
+  if (group.kind != GroupKind::kTranspose || group.nodes.size() != 1) return -1;
+  for (const Use& u : v->uses()) {
+    if (u.user != user) return -1;
+  }
+  return t;
+}
+
+bool PlainBatchedMatmul(const Group& group) {
+  const MatmulGroup& m = group.matmul;
+  return group.kind == GroupKind::kMatmul && !m.b_is_2d && m.bias == nullptr && m.residual == nullptr &&
+         m.activation == GeluForm::kNone && m.a->type().rank() == 4 && m.b->type().rank() == 4 &&
+         m.a->type().dtype == DType::kF32 && m.b->type().dtype == DType::kF32;
+}
+
+// Only the softmax, its mask's Add and its scale: nothing the fused kernel
+// would have to recompute (relative positions, an ALiBi bias, views).
+bool PlainSoftmax(const Group& group) {
+  const SoftmaxGroup& sm = group.softmax;
+  if (group.kind != GroupKind::kSoftmax || sm.log || sm.select || sm.keep || sm.bias != nullptr) return false;
+  if (sm.x == nullptr || sm.x->type().rank() != 4 || sm.axis != 3 || sm.axis_end != 4) return false;
+  if (sm.mask != nullptr && sm.mask->type().dtype != DType::kF32) return false;
+  for (const Node* n : group.nodes) {
+    const std::string& op = n->op_type();
+    if (op != "Softmax" && op != "CausalSoftmax" && op != "Add" && op != "Mul" && op != "Div") return false;
+  }
+  return true;
+}
+
+// True when group `gid` is exactly Where(IsNaN(p), 0, p) and the only reader of p.
+bool NanToZeroGroup(Grouping& g, int gid, const Value* p) {
+  const Group& group = g.group(gid);
+  if (group.kind != GroupKind::kElementwise || group.nodes.size() != 2) return false;
+  const Node* is_nan = group.nodes[0];
+  const Node* where = group.nodes[1];
+  return is_nan->op_type() == "IsNaN" && is_nan->input(0) == p && where->op_type() == "Where" &&
+         where->input(0) == is_nan->output(0) && IsConstantFilledWith(where->input(1), 0.0) &&
+         ConstantScalar(where->input(1)).has_value() && where->input(2) == p && g.ReadOnlyBy(p, gid);
+}
+
+bool ConstantDim(SymExpr d) { return d.AsConst().has_value(); }
+
+// Every dim of the mask (right-aligned) is 1 or provably the scores' dim.
+bool MaskBroadcasts(Grouping& g, const Value* mask, const std::vector<SymExpr>& scores, const Node& at) {
+  const std::vector<SymExpr>& shape = mask->type().shape;
+  if (shape.size() > scores.size()) return false;
+  const size_t shift = scores.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i].AsConst() == std::optional<int64_t>(1)) continue;
+    if (!DimsEqual(g.env(), shape[i], scores[shift + i],
+                   Provenance{"fusion", at.name(), "the attention mask's dim is the scores' dim"})) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool TryMerge(Grouping& g, int sid) {
+  const Group& softmax = g.group(sid);
+  if (!PlainSoftmax(softmax)) return false;
+  const SoftmaxGroup sm = softmax.softmax;
+  Node* softmax_node = softmax.nodes.back();
+  const int m1 = ProducerGroup(g, sm.x);
+  if (m1 < 0 || !PlainBatchedMatmul(g.group(m1)) || !g.group(m1).matmul.transpose_b) return false;
+  if (Result(g, m1) != sm.x || !g.ReadOnlyBy(sm.x, sid)) return false;
+  // The probabilities, through torch SDPA's NaN-to-zero Where if present.
+  Value* p = softmax_node->output(0);
+  if (IsGraphOutput(g.graph(), p)) return false;
+  if (p->uses().empty()) return false;
+  // p is read by IsNaN and the Where (NanToZeroGroup checks that is all), or by one matmul.
+  Node* user = p->uses().front().user;
+  int nan_group = -1;
+  if (user->op_type() == "IsNaN") {
+    nan_group = g.GroupOfNode(user);
+    if (nan_group < 0 || !NanToZeroGroup(g, nan_group, p)) return false;
+    p = g.group(nan_group).nodes[1]->output(0);
+    if (IsGraphOutput(g.graph(), p)) return false;
+  }
+  user = SingleUser(p);
+  if (user == nullptr) return false;
+  const int m2 = g.GroupOfNode(user);
+  if (m2 < 0 || !PlainBatchedMatmul(g.group(m2))) return false;
+  const MatmulGroup& pv = g.group(m2).matmul;
+  if (pv.transpose_b || pv.scale != 1.0f || pv.a != p || g.group(m2).nodes.size() != 1 || !g.ReadOnlyBy(p, m2)) {
+    return false;
+  }
+  const MatmulGroup& qk = g.group(m1).matmul;
+  Value* q = qk.a;
+  Value* k = qk.b;
+  Value* v = pv.b;
+  const std::vector<SymExpr>& qs = q->type().shape;
+  const std::vector<SymExpr>& ks = k->type().shape;
+  const std::vector<SymExpr>& vs = v->type().shape;
+  if (!ConstantDim(qs[3]) || !ConstantDim(vs[3]) || ks[3] != qs[3] ||
+      !DimsEqual(g.env(), ks[2], vs[2], Provenance{"fusion", user->name(), "keys and values have one length"})) {
+    return false;
+  }
+  if (sm.mask != nullptr && !MaskBroadcasts(g, sm.mask, sm.x->type().shape, *softmax_node)) return false;
+
+  AttentionGroup a;
+  a.scale = qk.scale * sm.scale;
+  a.mask = sm.mask;
+  a.causal = sm.causal;
+  a.window = sm.window;
+  a.fill = sm.fill;
+  a.nan_to_zero = nan_group >= 0;
+  std::vector<int> merged = {m1};
+  if (nan_group >= 0) merged.push_back(nan_group);
+  merged.push_back(m2);
+  auto absorb_input = [&](Value*& value, bool& seq_major, int reader) {
+    if (int t = AbsorbableInputTranspose(g, value, reader); t >= 0) {
+      merged.push_back(t);
+      value = g.group(t).nodes[0]->input(0);
+      seq_major = true;
+    }
+  };
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  absorb_input(a.q, a.q_seq_major, m1);
+  if (a.k != a.q) absorb_input(a.k, a.k_seq_major, m1);
+  absorb_input(a.v, a.v_seq_major, m2);
+  a.out = Result(g, m2);
+  if (int t = AbsorbableOutputTranspose(g, a.out); t >= 0) {
+    merged.push_back(t);
+    a.out = g.group(t).nodes[0]->output(0);
+    a.out_seq_major = true;
+  }
+  for (int gid : merged) g.MergeInto(gid, sid);
+  Group& group = g.group(sid);
+  group.kind = GroupKind::kAttention;
+  group.attention = a;
+  return true;
+}
+
+}  // namespace
+
+int MergeAttentionGroups(Grouping& g) {
+  int merged = 0;
+  const int count = g.num_groups();
+  for (int gid = 0; gid < count; ++gid) {
+    if (g.group(gid).kind == GroupKind::kSoftmax && TryMerge(g, gid)) ++merged;
+  }
+  return merged;
+}
+
+}  // namespace shapeshift::passes::internal
