@@ -430,8 +430,9 @@ class Tile {
   // and fill <= kSkipFillAtMost, so y < -9.9e29, while every row that is not
   // already NaN has a maximum >= kSkipRowMaxAtLeast from the keys run so far
   // (its final maximum is at least that): exp(y - max) is exactly 0 in f32,
-  // as in the graph's softmax, and p·V adds exactly 0 (for finite V). A NaN
-  // or inf in Q or K makes the bound NaN or inf: no skip, so a skipped y is
+  // as in the graph's softmax, and p·V adds exactly 0 — V's values are
+  // checked finite (Σ v² finite), since 0·inf is NaN in the graph. A NaN or
+  // inf in Q or K makes the bound NaN or inf: no skip, so a skipped y is
   // never NaN and no row that would be NaN escapes.
   bool CanSkip() {
     const AttentionArgs& a = a_;
@@ -439,10 +440,12 @@ class Tile {
     for (int64_t r = 0; r < rows_; ++r) {
       if (bad_[r] == 0.0f && !(m_[r] >= kSkipRowMaxAtLeast)) return false;
     }
-    if (k_ != norm_keys_) {  // once per (batch, kv head) and thread
-      norm_keys_ = k_;
+    if (k_ != norm_keys_ || v_ != norm_values_) {  // once per (batch, kv head) and thread
+      norm_keys_ = k_, norm_values_ = v_;
       keys_norm2_ = SumOfSquares(k_, a.kv_len, a.k.row_stride, a.head_dim);
+      values_finite_ = std::isfinite(SumOfSquares(v_, a.kv_len, a.v.row_stride, a.v_head_dim));
     }
+    if (!values_finite_) return false;
     const double q_norm2 = SumOfSquares(qt_, 1, 0, a.head_dim * R);  // zero-padded rows add 0
     const double bound = 1.01 * std::abs(static_cast<double>(a.scale)) * std::sqrt(q_norm2 * keys_norm2_);
     return bound <= kSkipScoreBound;  // false for NaN
@@ -492,8 +495,10 @@ class Tile {
   int64_t i0_ = 0, rows_ = 0;
   const float *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *mask_ = nullptr;
   float* out_ = nullptr;
-  const float* norm_keys_ = nullptr;  // the keys keys_norm2_ is of
+  const float* norm_keys_ = nullptr;    // the keys keys_norm2_ is of
+  const float* norm_values_ = nullptr;  // the values values_finite_ is of
   double keys_norm2_ = 0;
+  bool values_finite_ = false;
   float *qt_, *st_, *o_, *m_, *l_, *alpha_, *bad_, *mrow_;
 };
 

@@ -248,8 +248,10 @@ void ExpectMatches(AttentionIsa isa, Buffers& buffers, const std::vector<double>
         for (int64_t e = 0; e < a.v_head_dim; ++e) {
           const double w = want[((b * a.heads + h) * a.q_len + i) * a.v_head_dim + e];
           const float got = At(a.out, b, h, i, e);
-          const bool ok = std::isnan(w) ? std::isnan(got) : std::abs(got - w) <= kTolerance;
-          if (!std::isnan(w) && !std::isnan(got)) worst = std::max(worst, std::abs(got - w));
+          const bool ok = std::isnan(w)   ? std::isnan(got)
+                          : std::isinf(w) ? got == w
+                                          : std::abs(got - w) <= kTolerance;
+          if (std::isfinite(w) && std::isfinite(got)) worst = std::max(worst, std::abs(got - w));
           if (!ok && mismatches++ < 5) {
             ADD_FAILURE() << "out[" << b << "][" << h << "][" << i << "][" << e << "] = " << got << ", want " << w;
           }
@@ -520,6 +522,21 @@ TEST(FusedAttentionTest, NaNKeyMakesEveryRowNaN) {
     buffers.k.at(0, 0, 100, 3) = kNaN;  // x + fill is NaN too, allowed or not
     CheckOnEveryCore(buffers, p.Describe());
     for (int64_t i = 0; i < p.q_len; ++i) EXPECT_TRUE(std::isnan(buffers.out.at(0, 1, i, 0)));
+  }
+}
+
+TEST(FusedAttentionTest, InfiniteValueAboveTheDiagonalGivesNaNAsInTheGraph) {
+  // Key 129's value is inf in column 3: every row that may not see key 129
+  // has p = 0 there, and 0·inf is NaN in the graph's P·V — so the blocks
+  // above the diagonal must run, not be skipped.
+  for (float bad : {kInf, kNaN}) {
+    Problem p;
+    p.q_len = 130, p.kv_len = 130, p.causal = true, p.fill = kLowestFill, p.scale = 0.125f;
+    Buffers buffers(p);
+    buffers.v.at(0, 0, 129, 3) = bad;
+    CheckOnEveryCore(buffers, p.Describe());
+    EXPECT_TRUE(std::isnan(buffers.out.at(0, 0, 0, 3)));
+    EXPECT_TRUE(std::isfinite(buffers.out.at(0, 0, 0, 2)));
   }
 }
 
