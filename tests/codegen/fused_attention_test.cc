@@ -233,12 +233,8 @@ std::vector<double> Reference(const AttentionArgs& a) {
   return out;
 }
 
-// Runs `isa` on the buffers' arguments and compares with `want`.
-void ExpectMatches(AttentionIsa isa, Buffers& buffers, const std::vector<double>& want, const std::string& what) {
-  SCOPED_TRACE(absl::StrCat(what, " core=", AttentionIsaName(isa)));
-  std::fill(buffers.out.data.begin(), buffers.out.data.end(), -12345.0f);
-  absl::Status run = RunFusedAttentionOn(isa, buffers.args);
-  ASSERT_TRUE(run.ok()) << run;
+// Compares the buffers' output with `want`.
+void ExpectOutputMatches(const Buffers& buffers, const std::vector<double>& want) {
   const AttentionArgs& a = buffers.args;
   double worst = 0;
   int64_t mismatches = 0;
@@ -260,6 +256,15 @@ void ExpectMatches(AttentionIsa isa, Buffers& buffers, const std::vector<double>
     }
   }
   EXPECT_EQ(mismatches, 0) << "max |diff| " << worst;
+}
+
+// Runs `isa` on the buffers' arguments and compares with `want`.
+void ExpectMatches(AttentionIsa isa, Buffers& buffers, const std::vector<double>& want, const std::string& what) {
+  SCOPED_TRACE(absl::StrCat(what, " core=", AttentionIsaName(isa)));
+  std::fill(buffers.out.data.begin(), buffers.out.data.end(), -12345.0f);
+  absl::Status run = RunFusedAttentionOn(isa, buffers.args);
+  ASSERT_TRUE(run.ok()) << run;
+  ExpectOutputMatches(buffers, want);
 }
 
 void CheckOnEveryCore(const Problem& p) {
@@ -564,6 +569,28 @@ TEST(FusedAttentionTest, ResultDoesNotDependOnTheThreadCount) {
         ASSERT_EQ(std::bit_cast<uint32_t>(one[n]), std::bit_cast<uint32_t>(two[n])) << n;
       }
     }
+  }
+}
+
+TEST(FusedAttentionTest, ConcurrentCallsInsideAParallelRegionRunSerially) {
+  // Each thread of a region runs its own attention (on its calling thread:
+  // no nested team) with its own workspace; all match the reference.
+  std::vector<Buffers> buffers;
+  std::vector<std::vector<double>> want;
+  for (int t = 0; t < 4; ++t) {
+    Problem p;
+    p.batch = 2, p.heads = 3, p.q_len = 65 + t, p.kv_len = 130 - t, p.head_dim = 32 + 8 * t;
+    p.mask = MaskShape::kB1ST, p.causal = t % 2 == 1, p.fill = kLowestFill, p.seed = 50 + t;
+    buffers.emplace_back(p);
+    want.push_back(Reference(buffers.back().args));
+  }
+  std::vector<absl::Status> status(buffers.size());
+#pragma omp parallel for num_threads(2) schedule(static, 1)
+  for (size_t t = 0; t < buffers.size(); ++t) status[t] = RunFusedAttention(buffers[t].args);
+  for (size_t t = 0; t < buffers.size(); ++t) {
+    SCOPED_TRACE(absl::StrCat("item ", t));
+    ASSERT_TRUE(status[t].ok()) << status[t];
+    ExpectOutputMatches(buffers[t], want[t]);
   }
 }
 
