@@ -577,9 +577,9 @@ TEST(FusedAttentionTest, ConcurrentCallsInsideAParallelRegionRunSerially) {
   // no nested team) with its own workspace; all match the reference.
   std::vector<Buffers> buffers;
   std::vector<std::vector<double>> want;
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < 8; ++t) {
     Problem p;
-    p.batch = 2, p.heads = 3, p.q_len = 65 + t, p.kv_len = 130 - t, p.head_dim = 32 + 8 * t;
+    p.batch = 2, p.heads = 3, p.q_len = 65 + t, p.kv_len = 130 - t, p.head_dim = 32 + 8 * (t % 4);
     p.mask = MaskShape::kB1ST, p.causal = t % 2 == 1, p.fill = kLowestFill, p.seed = 50 + t;
     buffers.emplace_back(p);
     want.push_back(Reference(buffers.back().args));
