@@ -355,7 +355,7 @@ TEST(FusedAttentionTest, HeadDimsMatchTheReference) {
   // Multiples of 16 and of 8, and dims no vector width divides; V's dim
   // apart from Q's and K's.
   for (auto [d, dv] : {std::pair<int64_t, int64_t>{64, 64}, {32, 32}, {80, 80}, {128, 128}, {40, 40}, {24, 24},
-                       {64, 32}, {32, 80}, {40, 128}, {3, 5}, {1, 1}, {96, 200}}) {
+                       {64, 32}, {32, 80}, {40, 128}, {3, 5}, {1, 1}, {96, 200}, {24, 20}, {16, 45}, {7, 70}}) {
     Problem p;
     p.batch = 2, p.heads = 2, p.q_len = 33, p.kv_len = 70, p.head_dim = d, p.v_head_dim = dv;
     p.mask = MaskShape::kB1ST;
