@@ -44,7 +44,9 @@ struct Avx2 {
   static V ZeroBelow(V e, V x, float threshold) {
     return _mm256_andnot_ps(_mm256_cmp_ps(x, Splat(threshold), _CMP_LT_OQ), e);
   }
-  static V NegInfToZero(V x) { return _mm256_andnot_ps(_mm256_cmp_ps(x, Splat(-std::numeric_limits<float>::infinity()), _CMP_EQ_OQ), x); }
+  static V NegInfToZero(V x) {
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, Splat(-std::numeric_limits<float>::infinity()), _CMP_EQ_OQ), x);
+  }
   static V SelectLanes(V in, V out, int lo, int hi) {
     if (lo >= hi) return out;
     return _mm256_blendv_ps(out, in, _mm256_castsi256_ps(LaneMask(lo, hi)));

@@ -305,7 +305,8 @@ class Tile {
     const int64_t j0 = block * kKeyBlock;
     const int64_t keys = std::min(kKeyBlock, a_.kv_len - j0);
     PrefetchBlock(j0 + kKeyBlock);
-    for (int64_t c = 0; c < keys; c += kKeys) ScoresUpTo<kKeys>(std::min<int64_t>(kKeys, keys - c), j0 + c, st_ + c * R);
+    for (int64_t c = 0; c < keys; c += kKeys)
+      ScoresUpTo<kKeys>(std::min<int64_t>(kKeys, keys - c), j0 + c, st_ + c * R);
     switch (mode_) {
       case MaskMode::kNone:
         a_.causal ? Softmax<MaskMode::kNone, true>(j0, keys) : Softmax<MaskMode::kNone, false>(j0, keys);
@@ -381,8 +382,8 @@ class Tile {
         if constexpr (kMode == MaskMode::kPerKey) y = Isa::Add(x, key_mask);
         if constexpr (kMode == MaskMode::kPerRow) y = Isa::Add(x, Isa::Load(mrow_ + r * L));
         if constexpr (kMode == MaskMode::kFull) {
-          y = Isa::Add(x, GatherRows<Isa>(mask_ + r * L * a.mask.row_stride + j, a.mask.row_stride, ValidLanes(r),
-                                          gather32_));
+          y = Isa::Add(
+              x, GatherRows<Isa>(mask_ + r * L * a.mask.row_stride + j, a.mask.row_stride, ValidLanes(r), gather32_));
         }
         if constexpr (kCausal) {
           // Row i may see key j iff j - offset <= i (< j - offset + window).

@@ -80,8 +80,8 @@ struct Problem {
   std::string Describe() const {
     return absl::StrCat("b=", batch, " h=", heads, " kvh=", kv_heads, " S=", q_len, " T=", kv_len, " d=", head_dim,
                         " dv=", v_head_dim, " layout=", layout == Layout::kBHSD ? "bhsd" : "bshd",
-                        " mask=", static_cast<int>(mask), causal ? " causal" : "", " window=", window,
-                        " fill=", fill, nan_to_zero ? " nan_to_zero" : "", " scale=", scale);
+                        " mask=", static_cast<int>(mask), causal ? " causal" : "", " window=", window, " fill=", fill,
+                        nan_to_zero ? " nan_to_zero" : "", " scale=", scale);
   }
 };
 
@@ -244,9 +244,7 @@ void ExpectOutputMatches(const Buffers& buffers, const std::vector<double>& want
         for (int64_t e = 0; e < a.v_head_dim; ++e) {
           const double w = want[((b * a.heads + h) * a.q_len + i) * a.v_head_dim + e];
           const float got = At(a.out, b, h, i, e);
-          const bool ok = std::isnan(w)   ? std::isnan(got)
-                          : std::isinf(w) ? got == w
-                                          : std::abs(got - w) <= kTolerance;
+          const bool ok = std::isnan(w) ? std::isnan(got) : std::isinf(w) ? got == w : std::abs(got - w) <= kTolerance;
           if (std::isfinite(w) && std::isfinite(got)) worst = std::max(worst, std::abs(got - w));
           if (!ok && mismatches++ < 5) {
             ADD_FAILURE() << "out[" << b << "][" << h << "][" << i << "][" << e << "] = " << got << ", want " << w;
@@ -354,8 +352,21 @@ TEST(FusedAttentionTest, CausalWindowMatchesTheReference) {
 TEST(FusedAttentionTest, HeadDimsMatchTheReference) {
   // Multiples of 16 and of 8, and dims no vector width divides; V's dim
   // apart from Q's and K's.
-  for (auto [d, dv] : {std::pair<int64_t, int64_t>{64, 64}, {32, 32}, {80, 80}, {128, 128}, {40, 40}, {24, 24},
-                       {64, 32}, {32, 80}, {40, 128}, {3, 5}, {1, 1}, {96, 200}, {24, 20}, {16, 45}, {7, 70}}) {
+  for (auto [d, dv] : {std::pair<int64_t, int64_t>{64, 64},
+                       {32, 32},
+                       {80, 80},
+                       {128, 128},
+                       {40, 40},
+                       {24, 24},
+                       {64, 32},
+                       {32, 80},
+                       {40, 128},
+                       {3, 5},
+                       {1, 1},
+                       {96, 200},
+                       {24, 20},
+                       {16, 45},
+                       {7, 70}}) {
     Problem p;
     p.batch = 2, p.heads = 2, p.q_len = 33, p.kv_len = 70, p.head_dim = d, p.v_head_dim = dv;
     p.mask = MaskShape::kB1ST;
