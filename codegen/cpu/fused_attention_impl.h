@@ -51,8 +51,9 @@ namespace {
 inline constexpr int64_t kKeyBlock = 64;
 
 // Causal block skipping (CanSkip): the fill must be at most this, every
-// (non-NaN) row's running maximum at least kSkipRowMaxAtLeast, and the bound
-// on |scale · q·k| over the skipped keys at most kSkipScoreBound. Then every
+// (non-NaN) row's running maximum at least kSkipRowMaxAtLeast, and a bound
+// on |scale · q·k| (from Frobenius norms, see CanSkip) at most
+// kSkipScoreBound. Then every
 // skipped y = fl(x + fill) <= fill + |x| + |fill|·2^-24 < -9.9e29, at least
 // 8e29 below the row's maximum, and exp of anything below -104 is 0 in f32
 // (the smallest denormal is 1.4e-45 = exp(-103.3)).
