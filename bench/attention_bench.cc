@@ -230,9 +230,9 @@ int Main(int argc, char** argv) {
               (*qk)->implementation().c_str(), codegen::cpu::DescribeConfig(pv_config).c_str(),
               (*pv)->implementation().c_str());
 
-  const std::vector<Shape> shapes = {{1, 32, false},  {1, 128, false}, {1, 256, false}, {1, 512, false},
-                                     {8, 32, false},  {8, 128, false}, {8, 256, false}, {8, 512, false},
-                                     {1, 128, true},  {1, 512, true},  {8, 128, true},  {8, 512, true}};
+  const std::vector<Shape> shapes = {{1, 32, false}, {1, 128, false}, {1, 256, false}, {1, 512, false},
+                                     {8, 32, false}, {8, 128, false}, {8, 256, false}, {8, 512, false},
+                                     {1, 128, true}, {1, 512, true},  {8, 128, true},  {8, 512, true}};
   std::printf("%-5s %4s %4s %-7s | %9s %8s | %9s %8s %6s | %7s %9s\n", "batch", "S", "T", "mask", "unfused", "GFLOP/s",
               "fused", "GFLOP/s", "peak", "speedup", "max|diff|");
   for (const Shape& shape : shapes) {
@@ -252,8 +252,8 @@ int Main(int argc, char** argv) {
     std::vector<float> scores(bh * S * T), unfused(bh * S * kHeadDim), fused(bh * S * kHeadDim);
 
     auto run_unfused = [&] {
-      absl::Status s = (*qk)->Execute({bh, S, kHeadDim, T}, MatmulOperands{q.data(), k.data(), nullptr, nullptr,
-                                                                          scores.data()});
+      absl::Status s =
+          (*qk)->Execute({bh, S, kHeadDim, T}, MatmulOperands{q.data(), k.data(), nullptr, nullptr, scores.data()});
       if (!s.ok()) Fail(s);
       const float* m = shape.causal ? nullptr : mask.data();
       if (avx512_softmax) {
@@ -261,8 +261,8 @@ int Main(int argc, char** argv) {
       } else {
         SoftmaxPlain(scores.data(), bh * S, S, T, m, shape.causal, kLowest);
       }
-      s = (*pv)->Execute({bh, S, T, kHeadDim}, MatmulOperands{scores.data(), v.data(), nullptr, nullptr,
-                                                             unfused.data()});
+      s = (*pv)->Execute({bh, S, T, kHeadDim},
+                         MatmulOperands{scores.data(), v.data(), nullptr, nullptr, unfused.data()});
       if (!s.ok()) Fail(s);
     };
     AttentionArgs args;
@@ -303,8 +303,8 @@ int Main(int argc, char** argv) {
       const float* m = shape.causal ? nullptr : mask.data();
       for (int r = -1; r < repeats; ++r) {
         double t0 = Now();
-        absl::Status s = (*qk)->Execute({bh, S, kHeadDim, T}, MatmulOperands{q.data(), k.data(), nullptr, nullptr,
-                                                                            scores.data()});
+        absl::Status s =
+            (*qk)->Execute({bh, S, kHeadDim, T}, MatmulOperands{q.data(), k.data(), nullptr, nullptr, scores.data()});
         double t1 = Now();
         if (avx512_softmax) {
           Softmax512(scores.data(), bh * S, S, T, m, shape.causal, kLowest);
@@ -313,8 +313,8 @@ int Main(int argc, char** argv) {
         }
         double t2 = Now();
         if (s.ok()) {
-          s = (*pv)->Execute({bh, S, T, kHeadDim}, MatmulOperands{scores.data(), v.data(), nullptr, nullptr,
-                                                                 unfused.data()});
+          s = (*pv)->Execute({bh, S, T, kHeadDim},
+                             MatmulOperands{scores.data(), v.data(), nullptr, nullptr, unfused.data()});
         }
         double t3 = Now();
         if (!s.ok()) Fail(s);

@@ -106,9 +106,7 @@ void RunItemsPortableImpl(const AttentionArgs& args, int64_t begin, int64_t end)
 
 }  // namespace
 
-void RunItemsPortable(const AttentionArgs& args, int64_t begin, int64_t end) {
-  RunItemsPortableImpl(args, begin, end);
-}
+void RunItemsPortable(const AttentionArgs& args, int64_t begin, int64_t end) { RunItemsPortableImpl(args, begin, end); }
 
 }  // namespace attention
 
@@ -155,9 +153,8 @@ absl::Status Validate(const AttentionArgs& a) {
   const struct {
     const char* field;
     int64_t value;
-  } sizes[] = {{"batch", a.batch},       {"heads", a.heads},       {"kv_heads", a.kv_heads},
-               {"q_len", a.q_len},       {"kv_len", a.kv_len},     {"head_dim", a.head_dim},
-               {"v_head_dim", a.v_head_dim}};
+  } sizes[] = {{"batch", a.batch},   {"heads", a.heads},       {"kv_heads", a.kv_heads},    {"q_len", a.q_len},
+               {"kv_len", a.kv_len}, {"head_dim", a.head_dim}, {"v_head_dim", a.v_head_dim}};
   for (const auto& s : sizes) {
     if (s.value <= 0) return Invalid(absl::StrCat(s.field, " = ", s.value, " is not positive"));
   }
@@ -204,9 +201,8 @@ absl::Status RunFusedAttention(const AttentionArgs& args) { return RunFusedAtten
 absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& args) {
   if (absl::Status s = Validate(args); !s.ok()) return s;
   if (!IsaSupported(isa)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("FusedAttention: this CPU (or SHAPESHIFT_MAX_CPU_ISA) rules out the ", AttentionIsaName(isa),
-                     " core"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "FusedAttention: this CPU (or SHAPESHIFT_MAX_CPU_ISA) rules out the ", AttentionIsaName(isa), " core"));
   }
   attention::CoreShape shape = attention::kPortableShape;
   void (*run)(const AttentionArgs&, int64_t, int64_t) = attention::RunItemsPortable;

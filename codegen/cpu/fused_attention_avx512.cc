@@ -50,7 +50,8 @@ struct Avx512 {
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, Splat(threshold), _CMP_NLT_UQ), e);
   }
   static V NegInfToZero(V x) {
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, Splat(-std::numeric_limits<float>::infinity()), _CMP_EQ_OQ), x, Zero());
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, Splat(-std::numeric_limits<float>::infinity()), _CMP_EQ_OQ), x,
+                                Zero());
   }
   // Lanes [lo, hi) of `in`, the others of `out`.
   static V SelectLanes(V in, V out, int lo, int hi) {
@@ -62,8 +63,8 @@ struct Avx512 {
   static V FlagsToOnes(Flags f) { return _mm512_maskz_mov_ps(f, Splat(1.0f)); }
   // Lanes [0, valid) of base[lane * stride], the others 0.
   static V Gather(const float* base, int32_t stride, int valid) {
-    const __m512i index = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(stride));
+    const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                             _mm512_set1_epi32(stride));
     return _mm512_mask_i32gather_ps(Zero(), LaneMask(0, valid), index, base, 4);
   }
   // Lanes a[imm & 3], a[imm >> 2 & 3], b[imm >> 4 & 3], b[imm >> 6] of 128 bits.

@@ -51,8 +51,9 @@ namespace {
 inline constexpr int64_t kKeyBlock = 64;
 
 // Causal block skipping (CanSkip): the fill must be at most this, every
-// (non-NaN) row's running maximum at least kSkipRowMaxAtLeast, and the bound
-// on |scale · q·k| over the skipped keys at most kSkipScoreBound. Then every
+// (non-NaN) row's running maximum at least kSkipRowMaxAtLeast, and a bound
+// on |scale · q·k| (from Frobenius norms, see CanSkip) at most
+// kSkipScoreBound. Then every
 // skipped y = fl(x + fill) <= fill + |x| + |fill|·2^-24 < -9.9e29, at least
 // 8e29 below the row's maximum, and exp of anything below -104 is 0 in f32
 // (the smallest denormal is 1.4e-45 = exp(-103.3)).
@@ -305,7 +306,8 @@ class Tile {
     const int64_t j0 = block * kKeyBlock;
     const int64_t keys = std::min(kKeyBlock, a_.kv_len - j0);
     PrefetchBlock(j0 + kKeyBlock);
-    for (int64_t c = 0; c < keys; c += kKeys) ScoresUpTo<kKeys>(std::min<int64_t>(kKeys, keys - c), j0 + c, st_ + c * R);
+    for (int64_t c = 0; c < keys; c += kKeys)
+      ScoresUpTo<kKeys>(std::min<int64_t>(kKeys, keys - c), j0 + c, st_ + c * R);
     switch (mode_) {
       case MaskMode::kNone:
         a_.causal ? Softmax<MaskMode::kNone, true>(j0, keys) : Softmax<MaskMode::kNone, false>(j0, keys);
@@ -381,8 +383,8 @@ class Tile {
         if constexpr (kMode == MaskMode::kPerKey) y = Isa::Add(x, key_mask);
         if constexpr (kMode == MaskMode::kPerRow) y = Isa::Add(x, Isa::Load(mrow_ + r * L));
         if constexpr (kMode == MaskMode::kFull) {
-          y = Isa::Add(x, GatherRows<Isa>(mask_ + r * L * a.mask.row_stride + j, a.mask.row_stride, ValidLanes(r),
-                                          gather32_));
+          y = Isa::Add(
+              x, GatherRows<Isa>(mask_ + r * L * a.mask.row_stride + j, a.mask.row_stride, ValidLanes(r), gather32_));
         }
         if constexpr (kCausal) {
           // Row i may see key j iff j - offset <= i (< j - offset + window).
@@ -430,8 +432,9 @@ class Tile {
   // and fill <= kSkipFillAtMost, so y < -9.9e29, while every row that is not
   // already NaN has a maximum >= kSkipRowMaxAtLeast from the keys run so far
   // (its final maximum is at least that): exp(y - max) is exactly 0 in f32,
-  // as in the graph's softmax, and p·V adds exactly 0 (for finite V). A NaN
-  // or inf in Q or K makes the bound NaN or inf: no skip, so a skipped y is
+  // as in the graph's softmax, and p·V adds exactly 0 — V's values are
+  // checked finite (Σ v² finite), since 0·inf is NaN in the graph. A NaN or
+  // inf in Q or K makes the bound NaN or inf: no skip, so a skipped y is
   // never NaN and no row that would be NaN escapes.
   bool CanSkip() {
     const AttentionArgs& a = a_;
@@ -439,10 +442,12 @@ class Tile {
     for (int64_t r = 0; r < rows_; ++r) {
       if (bad_[r] == 0.0f && !(m_[r] >= kSkipRowMaxAtLeast)) return false;
     }
-    if (k_ != norm_keys_) {  // once per (batch, kv head) and thread
-      norm_keys_ = k_;
+    if (k_ != norm_keys_ || v_ != norm_values_) {  // once per (batch, kv head) and thread
+      norm_keys_ = k_, norm_values_ = v_;
       keys_norm2_ = SumOfSquares(k_, a.kv_len, a.k.row_stride, a.head_dim);
+      values_finite_ = std::isfinite(SumOfSquares(v_, a.kv_len, a.v.row_stride, a.v_head_dim));
     }
+    if (!values_finite_) return false;
     const double q_norm2 = SumOfSquares(qt_, 1, 0, a.head_dim * R);  // zero-padded rows add 0
     const double bound = 1.01 * std::abs(static_cast<double>(a.scale)) * std::sqrt(q_norm2 * keys_norm2_);
     return bound <= kSkipScoreBound;  // false for NaN
@@ -492,8 +497,10 @@ class Tile {
   int64_t i0_ = 0, rows_ = 0;
   const float *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *mask_ = nullptr;
   float* out_ = nullptr;
-  const float* norm_keys_ = nullptr;  // the keys keys_norm2_ is of
+  const float* norm_keys_ = nullptr;    // the keys keys_norm2_ is of
+  const float* norm_values_ = nullptr;  // the values values_finite_ is of
   double keys_norm2_ = 0;
+  bool values_finite_ = false;
   float *qt_, *st_, *o_, *m_, *l_, *alpha_, *bad_, *mrow_;
 };
 

@@ -30,7 +30,7 @@ struct CoreShape {
 };
 
 inline constexpr CoreShape kAvx512Shape{16, 4};
-inline constexpr CoreShape kAvx2Shape{8, 3};
+inline constexpr CoreShape kAvx2Shape{8, 2};
 inline constexpr CoreShape kPortableShape{8, 2};
 
 // Query rows per tile: whole row vectors, as few as S needs, at most the

@@ -80,8 +80,8 @@ struct Problem {
   std::string Describe() const {
     return absl::StrCat("b=", batch, " h=", heads, " kvh=", kv_heads, " S=", q_len, " T=", kv_len, " d=", head_dim,
                         " dv=", v_head_dim, " layout=", layout == Layout::kBHSD ? "bhsd" : "bshd",
-                        " mask=", static_cast<int>(mask), causal ? " causal" : "", " window=", window,
-                        " fill=", fill, nan_to_zero ? " nan_to_zero" : "", " scale=", scale);
+                        " mask=", static_cast<int>(mask), causal ? " causal" : "", " window=", window, " fill=", fill,
+                        nan_to_zero ? " nan_to_zero" : "", " scale=", scale);
   }
 };
 
@@ -233,12 +233,8 @@ std::vector<double> Reference(const AttentionArgs& a) {
   return out;
 }
 
-// Runs `isa` on the buffers' arguments and compares with `want`.
-void ExpectMatches(AttentionIsa isa, Buffers& buffers, const std::vector<double>& want, const std::string& what) {
-  SCOPED_TRACE(absl::StrCat(what, " core=", AttentionIsaName(isa)));
-  std::fill(buffers.out.data.begin(), buffers.out.data.end(), -12345.0f);
-  absl::Status run = RunFusedAttentionOn(isa, buffers.args);
-  ASSERT_TRUE(run.ok()) << run;
+// Compares the buffers' output with `want`.
+void ExpectOutputMatches(const Buffers& buffers, const std::vector<double>& want) {
   const AttentionArgs& a = buffers.args;
   double worst = 0;
   int64_t mismatches = 0;
@@ -248,8 +244,8 @@ void ExpectMatches(AttentionIsa isa, Buffers& buffers, const std::vector<double>
         for (int64_t e = 0; e < a.v_head_dim; ++e) {
           const double w = want[((b * a.heads + h) * a.q_len + i) * a.v_head_dim + e];
           const float got = At(a.out, b, h, i, e);
-          const bool ok = std::isnan(w) ? std::isnan(got) : std::abs(got - w) <= kTolerance;
-          if (!std::isnan(w) && !std::isnan(got)) worst = std::max(worst, std::abs(got - w));
+          const bool ok = std::isnan(w) ? std::isnan(got) : std::isinf(w) ? got == w : std::abs(got - w) <= kTolerance;
+          if (std::isfinite(w) && std::isfinite(got)) worst = std::max(worst, std::abs(got - w));
           if (!ok && mismatches++ < 5) {
             ADD_FAILURE() << "out[" << b << "][" << h << "][" << i << "][" << e << "] = " << got << ", want " << w;
           }
@@ -258,6 +254,15 @@ void ExpectMatches(AttentionIsa isa, Buffers& buffers, const std::vector<double>
     }
   }
   EXPECT_EQ(mismatches, 0) << "max |diff| " << worst;
+}
+
+// Runs `isa` on the buffers' arguments and compares with `want`.
+void ExpectMatches(AttentionIsa isa, Buffers& buffers, const std::vector<double>& want, const std::string& what) {
+  SCOPED_TRACE(absl::StrCat(what, " core=", AttentionIsaName(isa)));
+  std::fill(buffers.out.data.begin(), buffers.out.data.end(), -12345.0f);
+  absl::Status run = RunFusedAttentionOn(isa, buffers.args);
+  ASSERT_TRUE(run.ok()) << run;
+  ExpectOutputMatches(buffers, want);
 }
 
 void CheckOnEveryCore(const Problem& p) {
@@ -347,8 +352,21 @@ TEST(FusedAttentionTest, CausalWindowMatchesTheReference) {
 TEST(FusedAttentionTest, HeadDimsMatchTheReference) {
   // Multiples of 16 and of 8, and dims no vector width divides; V's dim
   // apart from Q's and K's.
-  for (auto [d, dv] : {std::pair<int64_t, int64_t>{64, 64}, {32, 32}, {80, 80}, {128, 128}, {40, 40}, {24, 24},
-                       {64, 32}, {32, 80}, {40, 128}, {3, 5}, {1, 1}, {96, 200}}) {
+  for (auto [d, dv] : {std::pair<int64_t, int64_t>{64, 64},
+                       {32, 32},
+                       {80, 80},
+                       {128, 128},
+                       {40, 40},
+                       {24, 24},
+                       {64, 32},
+                       {32, 80},
+                       {40, 128},
+                       {3, 5},
+                       {1, 1},
+                       {96, 200},
+                       {24, 20},
+                       {16, 45},
+                       {7, 70}}) {
     Problem p;
     p.batch = 2, p.heads = 2, p.q_len = 33, p.kv_len = 70, p.head_dim = d, p.v_head_dim = dv;
     p.mask = MaskShape::kB1ST;
@@ -523,6 +541,21 @@ TEST(FusedAttentionTest, NaNKeyMakesEveryRowNaN) {
   }
 }
 
+TEST(FusedAttentionTest, InfiniteValueAboveTheDiagonalGivesNaNAsInTheGraph) {
+  // Key 129's value is inf in column 3: every row that may not see key 129
+  // has p = 0 there, and 0·inf is NaN in the graph's P·V — so the blocks
+  // above the diagonal must run, not be skipped.
+  for (float bad : {kInf, kNaN}) {
+    Problem p;
+    p.q_len = 130, p.kv_len = 130, p.causal = true, p.fill = kLowestFill, p.scale = 0.125f;
+    Buffers buffers(p);
+    buffers.v.at(0, 0, 129, 3) = bad;
+    CheckOnEveryCore(buffers, p.Describe());
+    EXPECT_TRUE(std::isnan(buffers.out.at(0, 0, 0, 3)));
+    EXPECT_TRUE(std::isfinite(buffers.out.at(0, 0, 0, 2)));
+  }
+}
+
 TEST(FusedAttentionTest, ResultDoesNotDependOnTheThreadCount) {
   for (bool causal : {false, true}) {
     Problem p;
@@ -547,6 +580,28 @@ TEST(FusedAttentionTest, ResultDoesNotDependOnTheThreadCount) {
         ASSERT_EQ(std::bit_cast<uint32_t>(one[n]), std::bit_cast<uint32_t>(two[n])) << n;
       }
     }
+  }
+}
+
+TEST(FusedAttentionTest, ConcurrentCallsInsideAParallelRegionRunSerially) {
+  // Each thread of a region runs its own attention (on its calling thread:
+  // no nested team) with its own workspace; all match the reference.
+  std::vector<Buffers> buffers;
+  std::vector<std::vector<double>> want;
+  for (int t = 0; t < 8; ++t) {
+    Problem p;
+    p.batch = 2, p.heads = 3, p.q_len = 65 + t, p.kv_len = 130 - t, p.head_dim = 32 + 8 * (t % 4);
+    p.mask = MaskShape::kB1ST, p.causal = t % 2 == 1, p.fill = kLowestFill, p.seed = 50 + t;
+    buffers.emplace_back(p);
+    want.push_back(Reference(buffers.back().args));
+  }
+  std::vector<absl::Status> status(buffers.size());
+#pragma omp parallel for num_threads(2) schedule(static, 1)
+  for (size_t t = 0; t < buffers.size(); ++t) status[t] = RunFusedAttention(buffers[t].args);
+  for (size_t t = 0; t < buffers.size(); ++t) {
+    SCOPED_TRACE(absl::StrCat("item ", t));
+    ASSERT_TRUE(status[t].ok()) << status[t];
+    ExpectOutputMatches(buffers[t], want[t]);
   }
 }
 
