@@ -60,6 +60,23 @@ std::vector<Tensor> MakeInputs(const Graph& graph, int64_t batch, int64_t sequen
   return inputs;
 }
 
+// Runs `inputs` on both programs and the interpreter; every output of the
+// fused program is finite where the others are and within kMaxAbsDiff of both.
+void ExpectFusedMatches(Session& fused, Session& unfused, const std::vector<Tensor>& inputs) {
+  absl::StatusOr<std::vector<Tensor>> got = fused.Run(inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  absl::StatusOr<std::vector<Tensor>> plain = unfused.Run(inputs);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  absl::StatusOr<std::vector<Tensor>> reference = fused.RunReference(inputs);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  ASSERT_EQ(got->size(), plain->size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    EXPECT_TRUE(AllFinite((*got)[i])) << "output " << i;
+    EXPECT_LE(MaxAbsDifference((*got)[i], (*plain)[i]), kMaxAbsDiff) << "output " << i << " vs unfused";
+    EXPECT_LE(MaxAbsDifference((*got)[i], (*reference)[i]), kMaxAbsDiff) << "output " << i << " vs interpreter";
+  }
+}
+
 class FusedAttentionProgramTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(FusedAttentionProgramTest, OneStepPerAttentionMatchingTheUnfusedProgramAndTheInterpreter) {
@@ -75,19 +92,7 @@ TEST_P(FusedAttentionProgramTest, OneStepPerAttentionMatchingTheUnfusedProgramAn
   for (int64_t sequence : {1, 2, 17, 64, 130}) {
     for (int64_t batch : {1, 3}) {
       SCOPED_TRACE(absl::StrCat(GetParam().dir, " batch ", batch, " sequence ", sequence));
-      std::vector<Tensor> inputs = MakeInputs((*fused)->graph(), batch, sequence, seed++);
-      absl::StatusOr<std::vector<Tensor>> got = (*fused)->Run(inputs);
-      ASSERT_TRUE(got.ok()) << got.status();
-      absl::StatusOr<std::vector<Tensor>> plain = (*unfused)->Run(inputs);
-      ASSERT_TRUE(plain.ok()) << plain.status();
-      absl::StatusOr<std::vector<Tensor>> reference = (*fused)->RunReference(inputs);
-      ASSERT_TRUE(reference.ok()) << reference.status();
-      ASSERT_EQ(got->size(), plain->size());
-      for (size_t i = 0; i < got->size(); ++i) {
-        EXPECT_TRUE(AllFinite((*got)[i])) << "output " << i;
-        EXPECT_LE(MaxAbsDifference((*got)[i], (*plain)[i]), kMaxAbsDiff) << "output " << i << " vs unfused";
-        EXPECT_LE(MaxAbsDifference((*got)[i], (*reference)[i]), kMaxAbsDiff) << "output " << i << " vs interpreter";
-      }
+      ExpectFusedMatches(**fused, **unfused, MakeInputs((*fused)->graph(), batch, sequence, seed++));
     }
   }
   EXPECT_EQ((*fused)->stats().program.attention_calls, GetParam().attentions);
@@ -143,16 +148,7 @@ TEST(FusedAttentionProgramTest, DecodeReadsThePresentsInPlace) {
         inputs.push_back(Tensor::FromVector<float>(DType::kF32, {batch, heads, past, d}, v));
       }
     }
-    absl::StatusOr<std::vector<Tensor>> got = (*fused)->Run(inputs);
-    ASSERT_TRUE(got.ok()) << got.status();
-    absl::StatusOr<std::vector<Tensor>> plain = (*unfused)->Run(inputs);
-    ASSERT_TRUE(plain.ok()) << plain.status();
-    absl::StatusOr<std::vector<Tensor>> reference = (*fused)->RunReference(inputs);
-    ASSERT_TRUE(reference.ok()) << reference.status();
-    for (size_t i = 0; i < got->size(); ++i) {
-      EXPECT_LE(MaxAbsDifference((*got)[i], (*plain)[i]), kMaxAbsDiff) << "output " << i << " vs unfused";
-      EXPECT_LE(MaxAbsDifference((*got)[i], (*reference)[i]), kMaxAbsDiff) << "output " << i << " vs interpreter";
-    }
+    ExpectFusedMatches(**fused, **unfused, inputs);
   }
 }
 
