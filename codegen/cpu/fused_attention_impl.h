@@ -187,9 +187,10 @@ class Tile {
   static constexpr int64_t R = int64_t{kRV} * L;
   static constexpr int kKeys = Isa::kAccumulators / kRV;  // keys per score micro-tile
 
-  // The workspace's floats for `a`: qt, st, o, then m, l, alpha, bad, mrow.
+  // The workspace's floats for `a`: qt, st, o, then m, l, alpha, bad, mrow,
+  // then mt (a full mask's block, transposed like st).
   static int64_t WorkspaceFloats(const AttentionArgs& a) {
-    return a.head_dim * R + kKeyBlock * R + R * PaddedDim(a.v_head_dim) + 5 * R;
+    return a.head_dim * R + kKeyBlock * R + R * PaddedDim(a.v_head_dim) + 5 * R + kKeyBlock * R;
   }
   static int64_t PaddedDim(int64_t n) { return (n + L - 1) / L * L; }
 
@@ -203,6 +204,7 @@ class Tile {
     alpha_ = l_ + R;
     bad_ = alpha_ + R;
     mrow_ = bad_ + R;
+    mt_ = mrow_ + R;
   }
 
   void Run(int64_t b, int64_t h, int64_t i0) {
@@ -319,6 +321,7 @@ class Tile {
         a_.causal ? Softmax<MaskMode::kPerRow, true>(j0, keys) : Softmax<MaskMode::kPerRow, false>(j0, keys);
         break;
       case MaskMode::kFull:
+        PackMask(j0, keys);
         a_.causal ? Softmax<MaskMode::kFull, true>(j0, keys) : Softmax<MaskMode::kFull, false>(j0, keys);
         break;
     }
@@ -341,6 +344,27 @@ class Tile {
         g.o_stride = dvp_;
         g.last_lanes = last_lanes;
         PvRows<Isa, Isa::kPvRows>(g, rows, vecs, partial);
+      }
+    }
+  }
+
+  // mt[c][r] = M[i0 + r][j0 + c] for the block's keys c < keys, 0 past the
+  // tile's rows: the mask's rows are read contiguously, lanes × lanes
+  // blocks transposed in registers where whole (a strided gather per key
+  // and row vector is several times slower), scalar copies for the rest.
+  // Values where the causal mask disallows are read too (within the
+  // mask's bounds) but then replaced by the fill.
+  void PackMask(int64_t j0, int64_t keys) {
+    const int64_t stride = a_.mask.row_stride;
+    const int64_t whole_keys = keys / L * L;
+    for (int r = 0; r < kRV; ++r) {
+      const float* src = mask_ + int64_t{r} * L * stride + j0;
+      float* dst = mt_ + r * L;
+      const int64_t valid = ValidLanes(r);
+      const int64_t whole = valid == L ? whole_keys : 0;
+      for (int64_t c = 0; c < whole; c += L) Isa::Transpose(src + c, stride, dst + c * R, R);
+      for (int64_t c = whole; c < keys; ++c) {
+        for (int64_t lane = 0; lane < L; ++lane) dst[c * R + lane] = lane < valid ? src[lane * stride + c] : 0.0f;
       }
     }
   }
@@ -382,10 +406,7 @@ class Tile {
         V y = x;
         if constexpr (kMode == MaskMode::kPerKey) y = Isa::Add(x, key_mask);
         if constexpr (kMode == MaskMode::kPerRow) y = Isa::Add(x, Isa::Load(mrow_ + r * L));
-        if constexpr (kMode == MaskMode::kFull) {
-          y = Isa::Add(
-              x, GatherRows<Isa>(mask_ + r * L * a.mask.row_stride + j, a.mask.row_stride, ValidLanes(r), gather32_));
-        }
+        if constexpr (kMode == MaskMode::kFull) y = Isa::Add(x, Isa::Load(mt_ + c * R + r * L));
         if constexpr (kCausal) {
           // Row i may see key j iff j - offset <= i (< j - offset + window).
           const int64_t base = i0_ + int64_t{r} * L;
@@ -501,7 +522,7 @@ class Tile {
   const float* norm_values_ = nullptr;  // the values values_finite_ is of
   double keys_norm2_ = 0;
   bool values_finite_ = false;
-  float *qt_, *st_, *o_, *m_, *l_, *alpha_, *bad_, *mrow_;
+  float *qt_, *st_, *o_, *m_, *l_, *alpha_, *bad_, *mrow_, *mt_;
 };
 
 template <class Isa, int kRV>
