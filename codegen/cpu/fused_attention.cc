@@ -94,6 +94,23 @@ struct Portable {
   static V Gather(const float* base, int32_t stride, int valid) {
     return Map([&](int i) { return i < valid ? base[int64_t{i} * stride] : 0.0f; });
   }
+  static V SumEach(const V* acc) {
+    return Map([acc](int c) {
+      float sum = 0.0f;
+      for (int i = 0; i < kLanes; ++i) sum += acc[c].x[i];
+      return sum;
+    });
+  }
+  static float ReduceMax(V v) {
+    float top = v.x[0];
+    for (int i = 1; i < kLanes; ++i) top = v.x[i] > top ? v.x[i] : top;
+    return top;
+  }
+  static float ReduceAdd(V v) {
+    float sum = 0.0f;
+    for (int i = 0; i < kLanes; ++i) sum += v.x[i];
+    return sum;
+  }
   static void Transpose(const float* src, int64_t stride, float* dst, int64_t dst_stride) {
     for (int r = 0; r < kLanes; ++r)
       for (int c = 0; c < kLanes; ++c) dst[c * dst_stride + r] = src[r * stride + c];
@@ -104,9 +121,16 @@ void RunItemsPortableImpl(const AttentionArgs& args, int64_t begin, int64_t end)
   RunItems<Portable>(args, begin, end);
 }
 
+void RunDecodeItemsPortableImpl(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end) {
+  RunDecodeItems<Portable>(args, heads_per_item, begin, end);
+}
+
 }  // namespace
 
 void RunItemsPortable(const AttentionArgs& args, int64_t begin, int64_t end) { RunItemsPortableImpl(args, begin, end); }
+void RunDecodeItemsPortable(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end) {
+  RunDecodeItemsPortableImpl(args, heads_per_item, begin, end);
+}
 
 }  // namespace attention
 
@@ -206,15 +230,43 @@ absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& args) {
   }
   attention::CoreShape shape = attention::kPortableShape;
   void (*run)(const AttentionArgs&, int64_t, int64_t) = attention::RunItemsPortable;
-  if (isa == AttentionIsa::kAvx512) shape = attention::kAvx512Shape, run = attention::RunItemsAvx512;
-  if (isa == AttentionIsa::kAvx2) shape = attention::kAvx2Shape, run = attention::RunItemsAvx2;
+  void (*run_decode)(const AttentionArgs&, int64_t, int64_t, int64_t) = attention::RunDecodeItemsPortable;
+  if (isa == AttentionIsa::kAvx512) {
+    shape = attention::kAvx512Shape, run = attention::RunItemsAvx512, run_decode = attention::RunDecodeItemsAvx512;
+  }
+  if (isa == AttentionIsa::kAvx2) {
+    shape = attention::kAvx2Shape, run = attention::RunItemsAvx2, run_decode = attention::RunDecodeItemsAvx2;
+  }
 
-  const int64_t items = args.batch * args.heads * attention::TilesPerHead(shape, args.q_len);
   // Multiply-adds, in double (no overflow): below kSerialGemmMacs a fork
   // costs more than a second thread saves.
   const double macs = static_cast<double>(args.batch) * args.heads * args.q_len * args.kv_len *
                       static_cast<double>(args.head_dim + args.v_head_dim);
-  const int team = macs < static_cast<double>(kSerialGemmMacs) ? 1 : TeamFor(items);
+  const bool serial = macs < static_cast<double>(kSerialGemmMacs);
+  if (attention::UseDecode(args)) {
+    // One item per (batch, KV head): its query heads share the K and V
+    // reads; per query head where that leaves threads idle (a row's result
+    // does not depend on the grouping).
+    const int64_t group = args.heads / args.kv_heads;
+    const int team_max = serial ? 1 : TeamFor(args.batch * args.heads);
+    const int64_t heads_per_item = args.batch * args.kv_heads >= team_max ? group : 1;
+    const int64_t items = args.batch * args.heads / heads_per_item;
+    const int team = serial ? 1 : TeamFor(items);
+    if (team <= 1) {
+      run_decode(args, heads_per_item, 0, items);
+      return absl::OkStatus();
+    }
+#pragma omp parallel num_threads(team)
+    {
+      const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+      const int64_t begin = items * t / n, end = items * (t + 1) / n;
+      if (begin < end) run_decode(args, heads_per_item, begin, end);
+    }
+    return absl::OkStatus();
+  }
+
+  const int64_t items = args.batch * args.heads * attention::TilesPerHead(shape, args.q_len);
+  const int team = serial ? 1 : TeamFor(items);
   if (team <= 1) {
     run(args, 0, items);
     return absl::OkStatus();

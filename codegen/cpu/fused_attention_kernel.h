@@ -7,7 +7,7 @@
 // baseline flags, plain C++). fused_attention.cc validates the arguments,
 // picks a core and splits the work items over the OpenMP team.
 //
-// A work item is one query tile of one (batch, head): item
+// A work item is (for q_len > kDecodeMaxQueryRows) one query tile of one (batch, head): item
 // (b * heads + h) * tiles + t covers query rows [t * R, min(t * R + R, S)),
 // R = TileRows(core, S). The tiling depends only on the core and S, never on
 // the thread count, and one item's arithmetic (its summation order) depends
@@ -49,6 +49,18 @@ inline int64_t TilesPerHead(CoreShape core, int64_t q_len) {
 void RunItemsAvx512(const AttentionArgs& args, int64_t begin, int64_t end);
 void RunItemsAvx2(const AttentionArgs& args, int64_t begin, int64_t end);
 void RunItemsPortable(const AttentionArgs& args, int64_t begin, int64_t end);
+
+// Decode (few query rows, UseDecode): a work item is one (batch, run of
+// heads_per_item query heads of one KV head), heads_per_item dividing the
+// group heads / kv_heads; item (b * kv_heads + kvh) * parts + part, parts =
+// group / heads_per_item. Each query row's arithmetic depends only on the
+// row (not on the grouping or the thread count).
+inline constexpr int64_t kDecodeMaxQueryRows = 4;
+inline bool UseDecode(const AttentionArgs& args) { return args.q_len <= kDecodeMaxQueryRows; }
+
+void RunDecodeItemsAvx512(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end);
+void RunDecodeItemsAvx2(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end);
+void RunDecodeItemsPortable(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end);
 
 }  // namespace shapeshift::codegen::cpu::attention
 

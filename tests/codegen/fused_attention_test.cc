@@ -694,6 +694,156 @@ TEST(FusedAttentionTest, FullMaskGivesThePerKeyMasksResult) {
   }
 }
 
+// Decode: q_len 1..4 (vectors over the head dim and the keys instead of
+// query rows).
+constexpr int64_t kDecodeQueryLens[] = {1, 2, 3, 4};
+constexpr int64_t kDecodeKeyLens[] = {1, 2, 15, 16, 17, 100, 1025};
+
+TEST(FusedAttentionTest, DecodeWithCausalOffsetAndPerKeyMaskMatchesTheReference) {
+  // A KV-cache step: the queries are the last S of T positions; the padding
+  // mask is per key; grouped-query heads share the K and V reads.
+  for (int64_t s : kDecodeQueryLens) {
+    for (int64_t t : kDecodeKeyLens) {
+      for (float fill : {kLowestFill, -10000.0f}) {
+        Problem p;
+        p.batch = 2, p.heads = 4, p.kv_heads = 2, p.q_len = s, p.kv_len = t;
+        p.mask = MaskShape::kB11T, p.causal = true, p.fill = fill, p.scale = 0.125f;
+        p.seed = static_cast<uint32_t>(s * 10000 + t);
+        CheckOnEveryCore(p);
+      }
+    }
+  }
+}
+
+TEST(FusedAttentionTest, DecodeWithEveryMaskMatchesTheReference) {
+  for (int64_t s : kDecodeQueryLens) {
+    for (int64_t t : kDecodeKeyLens) {
+      for (MaskShape mask : {MaskShape::kNone, MaskShape::kB1ST, MaskShape::kBHST, MaskShape::kBHS1,
+                             MaskShape::k1111}) {
+        Problem p;
+        p.batch = 2, p.heads = 3, p.q_len = s, p.kv_len = t, p.mask = mask;
+        p.causal = (s + t) % 2 == 0, p.fill = kLowestFill, p.scale = 0.3f;
+        p.mask_row_pad = t % 2 == 1 ? 3 : 0;
+        p.seed = static_cast<uint32_t>(s * 10000 + t * 10 + static_cast<int>(mask));
+        CheckOnEveryCore(p);
+      }
+    }
+  }
+}
+
+TEST(FusedAttentionTest, DecodeWithWindowMatchesTheReference) {
+  for (int64_t s : kDecodeQueryLens) {
+    for (int64_t t : kDecodeKeyLens) {
+      for (int64_t window : {1, 5, 64}) {
+        Problem p;
+        p.heads = 2, p.q_len = s, p.kv_len = t, p.causal = true, p.window = window;
+        p.fill = window == 5 ? -10000.0f : kLowestFill;
+        p.mask = MaskShape::kB1ST, p.scale = 0.25f;
+        p.seed = static_cast<uint32_t>(s * 10000 + t * 100 + window);
+        CheckOnEveryCore(p);
+      }
+    }
+  }
+}
+
+TEST(FusedAttentionTest, DecodeHeadDimsAndGroupsMatchTheReference) {
+  // Head dims with and without a partial vector, up to and past the
+  // unrolled dot kernels; groups of 1..8 query heads per KV head.
+  for (auto [d, dv] : std::initializer_list<std::pair<int64_t, int64_t>>{
+           {64, 64}, {128, 128}, {80, 80}, {40, 24}, {3, 5}, {1, 1}, {96, 200}, {144, 16}, {160, 33}, {256, 64}}) {
+    for (auto [heads, kv_heads] : {std::pair<int64_t, int64_t>{8, 1}, {6, 3}, {2, 2}}) {
+      Problem p;
+      p.batch = 2, p.heads = heads, p.kv_heads = kv_heads, p.q_len = 1 + d % 4, p.kv_len = 77;
+      p.head_dim = d, p.v_head_dim = dv;
+      p.mask = MaskShape::kB11T, p.causal = true, p.fill = kLowestFill;
+      p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+      p.seed = static_cast<uint32_t>(d * 1000 + dv + heads);
+      CheckOnEveryCore(p);
+    }
+  }
+}
+
+TEST(FusedAttentionTest, DecodeReadsAKvCacheThroughItsCapacity) {
+  // K and V in a buffer of `capacity` rows per head (head_stride =
+  // capacity·d), the rows past kv_len NaN: never read. Both layouts.
+  for (int64_t s : kDecodeQueryLens) {
+    for (int64_t t : kDecodeKeyLens) {
+      for (Layout layout : {Layout::kBHSD, Layout::kBSHD}) {
+        Problem p;
+        p.batch = 2, p.heads = 6, p.kv_heads = 2, p.q_len = s, p.kv_len = t, p.layout = layout;
+        p.kv_capacity = t + 1 + t / 2;
+        p.mask = MaskShape::kB11T, p.causal = true, p.fill = kLowestFill, p.scale = 0.125f;
+        p.seed = static_cast<uint32_t>(s * 10000 + t * 2 + (layout == Layout::kBSHD));
+        CheckOnEveryCore(p);
+      }
+    }
+  }
+  // The prefill path honours the capacity too.
+  Problem p;
+  p.heads = 2, p.q_len = 65, p.kv_len = 130, p.kv_capacity = 200, p.causal = true, p.fill = kLowestFill;
+  CheckOnEveryCore(p);
+}
+
+TEST(FusedAttentionTest, DecodeDegenerateRowsAreNaNOrZero) {
+  // Causal: key 50 is allowed for row 1 of 3 (j <= i + T - S = 98).
+  CheckDegenerateRows(3, 100, 1, 50);
+  CheckDegenerateRows(1, 17, 0, 16);
+}
+
+TEST(FusedAttentionTest, DecodeNaNKeyAndInfiniteValueOutsideTheWindowGiveNaN) {
+  // A NaN key makes every row NaN; an inf value at a key outside the
+  // window has p = 0, and 0·inf is NaN in the graph's P·V: the decode path
+  // must not skip it.
+  for (int64_t s : {1, 4}) {
+    Problem p;
+    p.heads = 2, p.kv_heads = 2, p.q_len = s, p.kv_len = 100, p.causal = true, p.window = 5, p.fill = kLowestFill;
+    Buffers buffers(p);
+    buffers.k.at(0, 1, 60, 3) = kNaN;
+    buffers.v.at(0, 0, 10, 3) = kInf;
+    CheckOnEveryCore(buffers, p.Describe());
+    for (int64_t i = 0; i < s; ++i) {
+      EXPECT_TRUE(std::isnan(buffers.out.at(0, 0, i, 3)));
+      EXPECT_TRUE(std::isfinite(buffers.out.at(0, 0, i, 2)));
+      EXPECT_TRUE(std::isnan(buffers.out.at(0, 1, i, 0)));
+    }
+  }
+}
+
+TEST(FusedAttentionTest, DecodeResultDoesNotDependOnTheThreadCount) {
+  // Large enough to run parallel; with one (batch, KV head) the team splits
+  // the group's query heads (1 × 4 of one KV head), otherwise not.
+  struct Shape {
+    int64_t batch, heads, kv_heads, q_len, kv_len;
+  };
+  for (Shape shape : {Shape{1, 4, 1, 1, 1025}, Shape{1, 4, 1, 4, 1025}, Shape{2, 3, 3, 2, 1025},
+                      Shape{1, 12, 12, 1, 2000}, Shape{3, 8, 2, 3, 600}}) {
+    Problem p;
+    p.batch = shape.batch, p.heads = shape.heads, p.kv_heads = shape.kv_heads;
+    p.q_len = shape.q_len, p.kv_len = shape.kv_len;
+    p.mask = MaskShape::kB11T, p.causal = true, p.fill = kLowestFill, p.scale = 0.125f;
+    Buffers buffers(p);
+    CheckOnEveryCore(buffers, p.Describe());
+    for (AttentionIsa isa : Cores()) {
+      SCOPED_TRACE(absl::StrCat(p.Describe(), " ", AttentionIsaName(isa)));
+      std::vector<float> one, two;
+      {
+        ScopedOmpThreads threads(1);
+        ASSERT_TRUE(RunFusedAttentionOn(isa, buffers.args).ok());
+        one = buffers.out.data;
+      }
+      {
+        ScopedOmpThreads threads(2);
+        ASSERT_TRUE(RunFusedAttentionOn(isa, buffers.args).ok());
+        two = buffers.out.data;
+      }
+      ASSERT_EQ(one.size(), two.size());
+      for (size_t n = 0; n < one.size(); ++n) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(one[n]), std::bit_cast<uint32_t>(two[n])) << n;
+      }
+    }
+  }
+}
+
 TEST(FusedAttentionTest, InvalidArgumentsNameTheField) {
   Problem p;
   p.batch = 2, p.heads = 4, p.kv_heads = 2, p.q_len = 5, p.kv_len = 6, p.mask = MaskShape::kB11T;
