@@ -30,12 +30,13 @@
 //
 //   build/bench/attention_bench [--repeats 15] [--threads T] [--isa avx512|avx2|portable]
 //                               [--breakdown] [--seq 32,128,...] [--mask key|full|both]
-//                               [--decode] [--fused-only]
+//                               [--decode [--decode-q S]] [--fused-only]
 //
 // --breakdown also prints the unfused path's three steps, each timed alone
 // (median ms and, for the GEMMs, GFLOP/s at 2·b·h·S·T·d flops each);
-// --seq keeps only those sequence lengths (with --decode: those T); --fused-only
-// times only the fused kernel (for perf record).
+// --seq keeps only those sequence lengths (with --decode: those T); --decode-q
+// gives the decode rows S query rows (a few speculative tokens: causal with
+// offset T - S); --fused-only times only the fused kernel (for perf record).
 #include <immintrin.h>
 #include <omp.h>
 
@@ -167,7 +168,7 @@ struct Shape {
   int64_t batch, seq, kv_len;
   bool causal;
   bool full_mask;  // [b, 1, S, T] materialized, else [b, 1, 1, T] (none if causal and not decode)
-  bool decode;     // S = 1 after T - 1 cached keys: causal with a [b, 1, 1, T] mask
+  bool decode;     // S after T - S cached keys: causal with a [b, 1, 1, T] mask
 };
 
 struct Options {
@@ -297,6 +298,7 @@ int Main(int argc, char** argv) {
   Options o;
   int threads = 0;
   bool decode = false;
+  int64_t decode_q = 1;
   std::string mask_kind = "key";
   std::vector<int64_t> seqs;
   for (int i = 1; i < argc; ++i) {
@@ -318,6 +320,12 @@ int Main(int argc, char** argv) {
       o.fused_only = true;
     } else if (arg == "--decode") {
       decode = true;
+    } else if (arg == "--decode-q") {
+      decode_q = std::atoi(value().c_str());
+      if (decode_q < 1) {
+        std::fprintf(stderr, "attention_bench: --decode-q must be at least 1\n");
+        return 2;
+      }
     } else if (arg == "--mask") {
       mask_kind = value();
       if (mask_kind != "key" && mask_kind != "full" && mask_kind != "both") {
@@ -348,7 +356,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: attention_bench [--repeats N] [--threads T] [--isa avx512|avx2|portable] [--breakdown] "
-                   "[--seq 32,128,...] [--mask key|full|both] [--decode] [--fused-only]\n");
+                   "[--seq 32,128,...] [--mask key|full|both] [--decode [--decode-q S]] [--fused-only]\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -383,10 +391,11 @@ int Main(int argc, char** argv) {
   if (decode) {
     for (int64_t b : {1, 8})
       for (int64_t t : {8, 128, 512, 1024, 2048}) {
-        if (seqs.empty() || std::find(seqs.begin(), seqs.end(), t) != seqs.end()) shapes.push_back({b, 1, t, true, false, true});
+        if (seqs.empty() || std::find(seqs.begin(), seqs.end(), t) != seqs.end()) shapes.push_back({b, decode_q, t, true, false, true});
       }
-    std::printf("decode: S = 1, causal with offset T - 1, [b,1,1,T] mask; GB/s = K and V bytes (2·b·h·T·d·4) / time, "
-                "%% of the triad\n");
+    std::printf("decode: S = %lld, causal with offset T - S, [b,1,1,T] mask; GB/s = K and V bytes (2·b·h·T·d·4) / "
+                "time, %% of the triad\n",
+                static_cast<long long>(decode_q));
     std::printf("%-5s %4s %5s %-9s | %9s %7s | %9s %7s %6s | %7s %9s\n", "batch", "S", "T", "mask", "unfused ms",
                 "GB/s", "fused ms", "GB/s", "triad", "speedup", "max|diff|");
   } else {

@@ -243,7 +243,7 @@ absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& args) {
   const double macs = static_cast<double>(args.batch) * args.heads * args.q_len * args.kv_len *
                       static_cast<double>(args.head_dim + args.v_head_dim);
   const bool serial = macs < static_cast<double>(kSerialGemmMacs);
-  if (attention::UseDecode(args)) {
+  if (attention::UseDecode(shape, args)) {
     // One item per (batch, KV head): its query heads share the K and V
     // reads; per query head where that leaves threads idle (a row's result
     // does not depend on the grouping).

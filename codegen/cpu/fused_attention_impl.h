@@ -526,8 +526,8 @@ class Tile {
 };
 
 // ---------------------------------------------------------------------------
-// Decode: q_len <= kDecodeMaxQueryRows (a step with a KV cache, q_len = 1,
-// or a few speculative tokens). A query tile would hold 1..4 of its 16
+// Decode: q_len <= the core's decode_max_q_len (fused_attention_kernel.h; a
+// step with a KV cache, q_len = 1, or a few speculative tokens). A query tile would hold 1..4 of its 16
 // rows, so the tile's score micro-kernel would waste most of its lanes;
 // here the vectors run over the head dim and the keys instead.
 //

@@ -694,9 +694,9 @@ TEST(FusedAttentionTest, FullMaskGivesThePerKeyMasksResult) {
   }
 }
 
-// Decode: q_len 1..4 (vectors over the head dim and the keys instead of
-// query rows).
-constexpr int64_t kDecodeQueryLens[] = {1, 2, 3, 4};
+// Decode: q_len 1..7 (vectors over the head dim and the keys instead of
+// query rows: up to 4 rows on every core, up to 7 on AVX-512).
+constexpr int64_t kDecodeQueryLens[] = {1, 2, 3, 4, 5, 7};
 constexpr int64_t kDecodeKeyLens[] = {1, 2, 15, 16, 17, 100, 1025};
 
 TEST(FusedAttentionTest, DecodeWithCausalOffsetAndPerKeyMaskMatchesTheReference) {
@@ -816,7 +816,7 @@ TEST(FusedAttentionTest, DecodeResultDoesNotDependOnTheThreadCount) {
     int64_t batch, heads, kv_heads, q_len, kv_len;
   };
   for (Shape shape : {Shape{1, 4, 1, 1, 1025}, Shape{1, 4, 1, 4, 1025}, Shape{2, 3, 3, 2, 1025},
-                      Shape{1, 12, 12, 1, 2000}, Shape{3, 8, 2, 3, 600}}) {
+                      Shape{1, 12, 12, 1, 2000}, Shape{3, 8, 2, 3, 600}, Shape{1, 4, 1, 7, 1025}}) {
     Problem p;
     p.batch = shape.batch, p.heads = shape.heads, p.kv_heads = shape.kv_heads;
     p.q_len = shape.q_len, p.kv_len = shape.kv_len;
