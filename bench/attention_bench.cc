@@ -113,7 +113,7 @@ __attribute__((target("avx512f,fma"))) void Softmax512(float* scores, int64_t ro
   for (int64_t row = 0; row < rows; ++row) {
     float* s = scores + row * T;
     const int64_t i = row % S, b = row / (kHeads * S);
-    const float* m = mask == nullptr ? nullptr : mask + b * (mask_row_stride * S + (mask_row_stride == 0 ? T : 0)) + i * mask_row_stride;
+    const float* m = mask == nullptr ? nullptr : mask + b * (mask_row_stride == 0 ? T : S * T) + i * mask_row_stride;
     const int64_t allowed = causal ? std::min(T, i + (T - S) + 1) : T;
     __m512 top = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     for (int64_t j = 0; j < T; j += 16) {
@@ -151,7 +151,7 @@ void SoftmaxPlain(float* scores, int64_t rows, int64_t S, int64_t T, const float
   for (int64_t row = 0; row < rows; ++row) {
     float* s = scores + row * T;
     const int64_t i = row % S, b = row / (kHeads * S);
-    const float* m = mask == nullptr ? nullptr : mask + b * (mask_row_stride * S + (mask_row_stride == 0 ? T : 0)) + i * mask_row_stride;
+    const float* m = mask == nullptr ? nullptr : mask + b * (mask_row_stride == 0 ? T : S * T) + i * mask_row_stride;
     float top = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < T; ++j) {
       const bool allowed = !causal || j <= i + (T - S);
@@ -391,11 +391,13 @@ int Main(int argc, char** argv) {
   if (decode) {
     for (int64_t b : {1, 8})
       for (int64_t t : {8, 128, 512, 1024, 2048}) {
-        if (seqs.empty() || std::find(seqs.begin(), seqs.end(), t) != seqs.end()) shapes.push_back({b, decode_q, t, true, false, true});
+        if (seqs.empty() || std::find(seqs.begin(), seqs.end(), t) != seqs.end())
+          shapes.push_back({b, decode_q, t, true, false, true});
       }
-    std::printf("decode: S = %lld, causal with offset T - S, [b,1,1,T] mask; GB/s = K and V bytes (2·b·h·T·d·4) / "
-                "time, %% of the triad\n",
-                static_cast<long long>(decode_q));
+    std::printf(
+        "decode: S = %lld, causal with offset T - S, [b,1,1,T] mask; GB/s = K and V bytes (2·b·h·T·d·4) / "
+        "time, %% of the triad\n",
+        static_cast<long long>(decode_q));
     std::printf("%-5s %4s %5s %-9s | %9s %7s | %9s %7s %6s | %7s %9s\n", "batch", "S", "T", "mask", "unfused ms",
                 "GB/s", "fused ms", "GB/s", "triad", "speedup", "max|diff|");
   } else {
@@ -403,13 +405,15 @@ int Main(int argc, char** argv) {
       if ((full && mask_kind == "key") || (!full && mask_kind == "full")) continue;
       for (int64_t b : {1, 8})
         for (int64_t s : {32, 128, 256, 512}) {
-          if (seqs.empty() || std::find(seqs.begin(), seqs.end(), s) != seqs.end()) shapes.push_back({b, s, s, false, full, false});
+          if (seqs.empty() || std::find(seqs.begin(), seqs.end(), s) != seqs.end())
+            shapes.push_back({b, s, s, false, full, false});
         }
     }
     if (mask_kind != "full") {
       for (int64_t b : {1, 8})
         for (int64_t s : {128, 512}) {
-          if (seqs.empty() || std::find(seqs.begin(), seqs.end(), s) != seqs.end()) shapes.push_back({b, s, s, true, false, false});
+          if (seqs.empty() || std::find(seqs.begin(), seqs.end(), s) != seqs.end())
+            shapes.push_back({b, s, s, true, false, false});
         }
     }
     std::printf("%-5s %4s %5s %-9s | %9s %7s | %9s %7s %6s | %7s %9s\n", "batch", "S", "T", "mask", "unfused ms",

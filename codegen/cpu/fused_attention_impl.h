@@ -589,8 +589,8 @@ class Decode {
     k_ = a.k.data + b * a.k.batch_stride + kvh * a.k.head_stride;
     v_ = a.v.data + b * a.v.batch_stride + kvh * a.v.head_stride;
     for (int64_t r = 0; r < rows_; ++r) {
-      const float* q = a.q.data + b * a.q.batch_stride + (h0 + r / a.q_len) * a.q.head_stride +
-                       (r % a.q_len) * a.q.row_stride;
+      const float* q =
+          a.q.data + b * a.q.batch_stride + (h0 + r / a.q_len) * a.q.head_stride + (r % a.q_len) * a.q.row_stride;
       float* dst = qw_ + r * dp_;
       std::copy(q, q + a.head_dim, dst);
       std::fill(dst + a.head_dim, dst + dp_, 0.0f);
@@ -628,12 +628,12 @@ class Decode {
   void ScoresAndSoftmax(int64_t r, int64_t j0, int64_t keys) {
     const AttentionArgs& a = a_;
     const int64_t h = h0_ + r / a.q_len, i = r % a.q_len;
-    const float* mask = a.mask.data == nullptr ? nullptr
-                                               : a.mask.data + b_ * a.mask.batch_stride + h * a.mask.head_stride +
-                                                     i * a.mask.row_stride;
+    const float* mask = a.mask.data == nullptr
+                            ? nullptr
+                            : a.mask.data + b_ * a.mask.batch_stride + h * a.mask.head_stride + i * a.mask.row_stride;
     // Row i may see key j iff j - offset <= i (< j - offset + window).
     const int64_t offset = a.kv_len - a.q_len;
-    const int64_t last = i + offset;                                    // the last allowed key
+    const int64_t last = i + offset;                                       // the last allowed key
     const int64_t first = a.window > 0 ? last - a.window + 1 : INT64_MIN;  // the first
     const float* q = qw_ + r * dp_;
     float* p = p_ + r * kDecodeBlock;
@@ -695,16 +695,26 @@ class Decode {
     const int64_t whole = d / L;
     const bool tail = whole * L < d;
     switch (whole) {
-      case 0: return DotsOf<0>(q, k, n, tail);
-      case 1: return DotsOf<1>(q, k, n, tail);
-      case 2: return DotsOf<2>(q, k, n, tail);
-      case 3: return DotsOf<3>(q, k, n, tail);
-      case 4: return DotsOf<4>(q, k, n, tail);
-      case 5: return DotsOf<5>(q, k, n, tail);
-      case 6: return DotsOf<6>(q, k, n, tail);
-      case 7: return DotsOf<7>(q, k, n, tail);
-      case 8: return DotsOf<8>(q, k, n, tail);
-      default: return DotsAny(q, k, n);
+      case 0:
+        return DotsOf<0>(q, k, n, tail);
+      case 1:
+        return DotsOf<1>(q, k, n, tail);
+      case 2:
+        return DotsOf<2>(q, k, n, tail);
+      case 3:
+        return DotsOf<3>(q, k, n, tail);
+      case 4:
+        return DotsOf<4>(q, k, n, tail);
+      case 5:
+        return DotsOf<5>(q, k, n, tail);
+      case 6:
+        return DotsOf<6>(q, k, n, tail);
+      case 7:
+        return DotsOf<7>(q, k, n, tail);
+      case 8:
+        return DotsOf<8>(q, k, n, tail);
+      default:
+        return DotsAny(q, k, n);
     }
   }
 
@@ -742,7 +752,8 @@ class Decode {
       const float* kc = k + c * krs;
       V sum = Isa::Zero();
       for (int64_t dd = 0; dd < whole; dd += L) sum = Isa::Fma(Isa::Load(q + dd), Isa::LoadU(kc + dd), sum);
-      if (whole < d) sum = Isa::Fma(Isa::Load(q + whole), Isa::LoadPartial(kc + whole, static_cast<int>(d - whole)), sum);
+      if (whole < d)
+        sum = Isa::Fma(Isa::Load(q + whole), Isa::LoadPartial(kc + whole, static_cast<int>(d - whole)), sum);
       acc[c] = sum;
     }
     return Isa::SumEach(acc);

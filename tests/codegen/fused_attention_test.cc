@@ -135,7 +135,7 @@ struct Buffers {
         for (int64_t h = 0; h < t->dims[1]; ++h)
           for (int64_t r = p.kv_len; r < t->dims[2]; ++r)
             for (int64_t c = 0; c < t->dims[3]; ++c) t->at(b, h, r, c) = kNaN;  // past the cache's keys
-    std::fill(out.data.begin(), out.data.end(), -12345.0f);  // never the result
+    std::fill(out.data.begin(), out.data.end(), -12345.0f);                     // never the result
     args.batch = p.batch, args.heads = p.heads, args.kv_heads = p.kv_heads;
     args.q_len = p.q_len, args.kv_len = p.kv_len;
     args.head_dim = p.head_dim, args.v_head_dim = p.v_head_dim;
@@ -718,8 +718,8 @@ TEST(FusedAttentionTest, DecodeWithCausalOffsetAndPerKeyMaskMatchesTheReference)
 TEST(FusedAttentionTest, DecodeWithEveryMaskMatchesTheReference) {
   for (int64_t s : kDecodeQueryLens) {
     for (int64_t t : kDecodeKeyLens) {
-      for (MaskShape mask : {MaskShape::kNone, MaskShape::kB1ST, MaskShape::kBHST, MaskShape::kBHS1,
-                             MaskShape::k1111}) {
+      for (MaskShape mask :
+           {MaskShape::kNone, MaskShape::kB1ST, MaskShape::kBHST, MaskShape::kBHS1, MaskShape::k1111}) {
         Problem p;
         p.batch = 2, p.heads = 3, p.q_len = s, p.kv_len = t, p.mask = mask;
         p.causal = (s + t) % 2 == 0, p.fill = kLowestFill, p.scale = 0.3f;
