@@ -9,7 +9,11 @@
 // batch 1 and 8, with a padding mask (the last eighth of each sequence
 // masked with the lowest float) given per key, [b, 1, 1, T] (--mask key, the
 // default), or materialized per query row, [b, 1, S, T] as real BERT
-// exports give it (--mask full; --mask both runs both); and causal
+// exports give it, every row the same (--mask full: the fused kernel finds
+// the rows equal and reads the mask per key), or with rows that differ
+// (--mask rows: odd rows also mask the key before the padding, so the
+// kernel reads the [S, T] mask and transposes it per key block); --mask
+// both runs key and full, --mask all all three; and causal
 // S = T = 128, 512 with fill = lowest. Both paths read dense [b, h, S, d]
 // operands (the fused kernel could also read [b, S, h, d] in place: no
 // transposes around it).
@@ -29,7 +33,7 @@
 // Time is wall-clock: note the load average.
 //
 //   build/bench/attention_bench [--repeats 15] [--threads T] [--isa avx512|avx2|portable]
-//                               [--breakdown] [--seq 32,128,...] [--mask key|full|both]
+//                               [--breakdown] [--seq 32,128,...] [--mask key|full|rows|both|all]
 //                               [--decode [--decode-q S]] [--fused-only]
 //
 // --breakdown also prints the unfused path's three steps, each timed alone
@@ -167,8 +171,9 @@ void SoftmaxPlain(float* scores, int64_t rows, int64_t S, int64_t T, const float
 struct Shape {
   int64_t batch, seq, kv_len;
   bool causal;
-  bool full_mask;  // [b, 1, S, T] materialized, else [b, 1, 1, T] (none if causal and not decode)
-  bool decode;     // S after T - S cached keys: causal with a [b, 1, 1, T] mask
+  bool full_mask;      // [b, 1, S, T] materialized, else [b, 1, 1, T] (none if causal and not decode)
+  bool distinct_rows;  // full_mask: odd rows differ from even ones
+  bool decode;         // S after T - S cached keys: causal with a [b, 1, 1, T] mask
 };
 
 struct Options {
@@ -202,7 +207,9 @@ void RunShape(const Shape& shape, const Options& o, Gemms& g, const MachineProbe
     mask.assign(b * mask_rows * T, 0.0f);
     for (int64_t bb = 0; bb < b; ++bb)
       for (int64_t i = 0; i < mask_rows; ++i)
-        for (int64_t j = 0; j < T / 8; ++j) mask[(bb * mask_rows + i) * T + (shape.decode ? j : T - 1 - j)] = kLowest;
+        for (int64_t j = 0; j < T / 8 + (shape.distinct_rows ? i % 2 : 0); ++j) {
+          mask[(bb * mask_rows + i) * T + (shape.decode ? j : T - 1 - j)] = kLowest;
+        }
   }
   const int64_t mask_row_stride = shape.full_mask ? T : 0;
   std::vector<float> scores(bh * S * T), unfused(bh * S * kHeadDim), fused(bh * S * kHeadDim);
@@ -261,16 +268,16 @@ void RunShape(const Shape& shape, const Options& o, Gemms& g, const MachineProbe
   const double tu = Median(unfused_times), tf = Median(fused_times);
   const char* mask_name = shape.decode      ? "[b,1,1,T]"
                           : shape.causal    ? "causal"
-                          : shape.full_mask ? "[b,1,S,T]"
+                          : shape.full_mask ? (shape.distinct_rows ? "[b,1,S,T]~" : "[b,1,S,T]")
                                             : "[b,1,1,T]";
   if (shape.decode) {
     const double kv_bytes = 2.0 * bh * T * kHeadDim * sizeof(float);
-    std::printf("%-5lld %4lld %5lld %-9s | %9.4f %7.1f | %9.4f %7.1f %5.0f%% | %6.2fx %9.2g\n",
+    std::printf("%-5lld %4lld %5lld %-10s | %9.4f %7.1f | %9.4f %7.1f %5.0f%% | %6.2fx %9.2g\n",
                 static_cast<long long>(b), static_cast<long long>(S), static_cast<long long>(T), mask_name, tu * 1e3,
                 kv_bytes / tu * 1e-9, tf * 1e3, kv_bytes / tf * 1e-9, 100 * kv_bytes / tf * 1e-9 / probe.triad_gbytes_s,
                 tu / tf, diff);
   } else {
-    std::printf("%-5lld %4lld %5lld %-9s | %9.3f %7.1f | %9.3f %7.1f %5.0f%% | %6.2fx %9.2g\n",
+    std::printf("%-5lld %4lld %5lld %-10s | %9.3f %7.1f | %9.3f %7.1f %5.0f%% | %6.2fx %9.2g\n",
                 static_cast<long long>(b), static_cast<long long>(S), static_cast<long long>(T), mask_name, tu * 1e3,
                 flops / tu * 1e-9, tf * 1e3, flops / tf * 1e-9, 100 * flops / tf * 1e-9 / probe.fma_gflops, tu / tf,
                 diff);
@@ -328,8 +335,9 @@ int Main(int argc, char** argv) {
       }
     } else if (arg == "--mask") {
       mask_kind = value();
-      if (mask_kind != "key" && mask_kind != "full" && mask_kind != "both") {
-        std::fprintf(stderr, "attention_bench: unknown --mask '%s' (key, full, both)\n", mask_kind.c_str());
+      if (mask_kind != "key" && mask_kind != "full" && mask_kind != "rows" && mask_kind != "both" &&
+          mask_kind != "all") {
+        std::fprintf(stderr, "attention_bench: unknown --mask '%s' (key, full, rows, both, all)\n", mask_kind.c_str());
         return 2;
       }
     } else if (arg == "--seq") {
@@ -356,7 +364,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: attention_bench [--repeats N] [--threads T] [--isa avx512|avx2|portable] [--breakdown] "
-                   "[--seq 32,128,...] [--mask key|full|both] [--decode [--decode-q S]] [--fused-only]\n");
+                   "[--seq 32,128,...] [--mask key|full|rows|both|all] [--decode [--decode-q S]] [--fused-only]\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -392,31 +400,34 @@ int Main(int argc, char** argv) {
     for (int64_t b : {1, 8})
       for (int64_t t : {8, 128, 512, 1024, 2048}) {
         if (seqs.empty() || std::find(seqs.begin(), seqs.end(), t) != seqs.end())
-          shapes.push_back({b, decode_q, t, true, false, true});
+          shapes.push_back({b, decode_q, t, true, false, false, true});
       }
     std::printf(
         "decode: S = %lld, causal with offset T - S, [b,1,1,T] mask; GB/s = K and V bytes (2·b·h·T·d·4) / "
         "time, %% of the triad\n",
         static_cast<long long>(decode_q));
-    std::printf("%-5s %4s %5s %-9s | %9s %7s | %9s %7s %6s | %7s %9s\n", "batch", "S", "T", "mask", "unfused ms",
+    std::printf("%-5s %4s %5s %-10s | %9s %7s | %9s %7s %6s | %7s %9s\n", "batch", "S", "T", "mask", "unfused ms",
                 "GB/s", "fused ms", "GB/s", "triad", "speedup", "max|diff|");
   } else {
-    for (bool full : {false, true}) {
-      if ((full && mask_kind == "key") || (!full && mask_kind == "full")) continue;
+    for (const char* kind : {"key", "full", "rows"}) {
+      const bool wanted =
+          mask_kind == kind || mask_kind == "all" || (mask_kind == "both" && std::string(kind) != "rows");
+      if (!wanted) continue;
+      const bool full = std::string(kind) != "key", rows = std::string(kind) == "rows";
       for (int64_t b : {1, 8})
         for (int64_t s : {32, 128, 256, 512}) {
           if (seqs.empty() || std::find(seqs.begin(), seqs.end(), s) != seqs.end())
-            shapes.push_back({b, s, s, false, full, false});
+            shapes.push_back({b, s, s, false, full, rows, false});
         }
     }
-    if (mask_kind != "full") {
+    if (mask_kind == "key" || mask_kind == "both" || mask_kind == "all") {
       for (int64_t b : {1, 8})
         for (int64_t s : {128, 512}) {
           if (seqs.empty() || std::find(seqs.begin(), seqs.end(), s) != seqs.end())
-            shapes.push_back({b, s, s, true, false, false});
+            shapes.push_back({b, s, s, true, false, false, false});
         }
     }
-    std::printf("%-5s %4s %5s %-9s | %9s %7s | %9s %7s %6s | %7s %9s\n", "batch", "S", "T", "mask", "unfused ms",
+    std::printf("%-5s %4s %5s %-10s | %9s %7s | %9s %7s %6s | %7s %9s\n", "batch", "S", "T", "mask", "unfused ms",
                 "GFLOP/s", "fused ms", "GFLOP/s", "peak", "speedup", "max|diff|");
   }
   for (const Shape& shape : shapes) RunShape(shape, o, gemms, probe);

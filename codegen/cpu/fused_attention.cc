@@ -10,6 +10,7 @@
 #include <bit>
 #include <cfloat>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -200,6 +201,28 @@ absl::Status Validate(const AttentionArgs& a) {
   return absl::OkStatus();
 }
 
+// Whether a materialized mask (a row stride, column stride 1) holds the same
+// T values in every query row of every (batch, head) it has: BERT exports
+// expand a [b, 1, 1, T] padding mask to [b, 1, S, T]. Such a mask is the
+// per-key mask of its first row exactly (the same bits, so the same y), and
+// runs as that: no transposes. Compares bytes, stopping at the first
+// difference (a causal or other per-row mask differs within a row or two);
+// a uniform one is read once, 1/heads of what the tiles would read.
+bool MaskRowsIdentical(const AttentionArgs& a) {
+  const AttentionOperand& m = a.mask;
+  const int64_t batches = m.batch_stride == 0 ? 1 : a.batch, heads = m.head_stride == 0 ? 1 : a.heads;
+  const size_t bytes = static_cast<size_t>(a.kv_len) * sizeof(float);
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* first = m.data + b * m.batch_stride + h * m.head_stride;
+      for (int64_t i = 1; i < a.q_len; ++i) {
+        if (std::memcmp(first + i * m.row_stride, first, bytes) != 0) return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 AttentionIsa SelectedAttentionIsa() {
@@ -222,12 +245,13 @@ const char* AttentionIsaName(AttentionIsa isa) {
 
 absl::Status RunFusedAttention(const AttentionArgs& args) { return RunFusedAttentionOn(SelectedAttentionIsa(), args); }
 
-absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& args) {
-  if (absl::Status s = Validate(args); !s.ok()) return s;
+absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& given) {
+  if (absl::Status s = Validate(given); !s.ok()) return s;
   if (!IsaSupported(isa)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "FusedAttention: this CPU (or SHAPESHIFT_MAX_CPU_ISA) rules out the ", AttentionIsaName(isa), " core"));
   }
+  AttentionArgs args = given;
   attention::CoreShape shape = attention::kPortableShape;
   void (*run)(const AttentionArgs&, int64_t, int64_t) = attention::RunItemsPortable;
   void (*run_decode)(const AttentionArgs&, int64_t, int64_t, int64_t) = attention::RunDecodeItemsPortable;
@@ -243,7 +267,13 @@ absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& args) {
   const double macs = static_cast<double>(args.batch) * args.heads * args.q_len * args.kv_len *
                       static_cast<double>(args.head_dim + args.v_head_dim);
   const bool serial = macs < static_cast<double>(kSerialGemmMacs);
-  if (attention::UseDecode(shape, args)) {
+  const bool decode = attention::UseDecode(shape, args);
+  // (The decode path reads a full mask's rows contiguously already.)
+  if (!decode && args.mask.data != nullptr && args.mask.row_stride != 0 && args.mask_col_stride == 1 &&
+      MaskRowsIdentical(args)) {
+    args.mask.row_stride = 0;
+  }
+  if (decode) {
     // One item per (batch, KV head): its query heads share the K and V
     // reads; per query head where that leaves threads idle (a row's result
     // does not depend on the grouping).

@@ -671,8 +671,10 @@ TEST(FusedAttentionTest, FullMaskAtOddSizesMatchesTheReference) {
 }
 
 TEST(FusedAttentionTest, FullMaskGivesThePerKeyMasksResult) {
-  // A [b, 1, S, T] mask whose rows all equal a [b, 1, 1, T] one: the same
-  // y, so the same result bit for bit.
+  // A [b, 1, S, T] mask whose rows all equal a [b, 1, 1, T] one (as BERT
+  // exports expand it): the same y, so the same result bit for bit; one
+  // value changed in the last row of the last batch: the reference's
+  // result (the rows are no longer all equal).
   for (int64_t s : {1, 3, 17, 130}) {
     Problem p;
     p.batch = 2, p.heads = 3, p.q_len = s, p.kv_len = 257, p.mask = MaskShape::kB11T, p.scale = 0.125f;
@@ -691,7 +693,23 @@ TEST(FusedAttentionTest, FullMaskGivesThePerKeyMasksResult) {
         ASSERT_EQ(std::bit_cast<uint32_t>(per_key.out.data[n]), std::bit_cast<uint32_t>(full.out.data[n])) << n;
       }
     }
+    if (s > 1) {
+      full.MaskAt(1, 0, s - 1, p.kv_len - 1) = -0.75f;
+      CheckOnEveryCore(full, absl::StrCat("one value changed, S=", s));
+      full.MaskAt(1, 0, s - 1, p.kv_len - 1) = per_key.MaskAt(1, 0, 0, p.kv_len - 1);
+      full.MaskAt(0, 0, s / 2, 0) = kNaN;  // makes (0, ·, s / 2) NaN rows
+      CheckOnEveryCore(full, absl::StrCat("NaN in row ", s / 2, ", S=", s));
+    }
   }
+  // [b, h, S, T] with equal rows per (batch, head), different heads.
+  Problem p;
+  p.batch = 2, p.heads = 3, p.q_len = 65, p.kv_len = 130, p.mask = MaskShape::kBHST, p.scale = 0.125f;
+  Buffers buffers(p);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t i = 1; i < p.q_len; ++i)
+        for (int64_t j = 0; j < p.kv_len; ++j) buffers.MaskAt(b, h, i, j) = buffers.MaskAt(b, h, 0, j);
+  CheckOnEveryCore(buffers, p.Describe());
 }
 
 // Decode: q_len 1..7 (vectors over the head dim and the keys instead of
