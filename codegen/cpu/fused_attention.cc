@@ -10,6 +10,7 @@
 #include <bit>
 #include <cfloat>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -94,6 +95,23 @@ struct Portable {
   static V Gather(const float* base, int32_t stride, int valid) {
     return Map([&](int i) { return i < valid ? base[int64_t{i} * stride] : 0.0f; });
   }
+  static V SumEach(const V* acc) {
+    return Map([acc](int c) {
+      float sum = 0.0f;
+      for (int i = 0; i < kLanes; ++i) sum += acc[c].x[i];
+      return sum;
+    });
+  }
+  static float ReduceMax(V v) {
+    float top = v.x[0];
+    for (int i = 1; i < kLanes; ++i) top = v.x[i] > top ? v.x[i] : top;
+    return top;
+  }
+  static float ReduceAdd(V v) {
+    float sum = 0.0f;
+    for (int i = 0; i < kLanes; ++i) sum += v.x[i];
+    return sum;
+  }
   static void Transpose(const float* src, int64_t stride, float* dst, int64_t dst_stride) {
     for (int r = 0; r < kLanes; ++r)
       for (int c = 0; c < kLanes; ++c) dst[c * dst_stride + r] = src[r * stride + c];
@@ -104,9 +122,16 @@ void RunItemsPortableImpl(const AttentionArgs& args, int64_t begin, int64_t end)
   RunItems<Portable>(args, begin, end);
 }
 
+void RunDecodeItemsPortableImpl(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end) {
+  RunDecodeItems<Portable>(args, heads_per_item, begin, end);
+}
+
 }  // namespace
 
 void RunItemsPortable(const AttentionArgs& args, int64_t begin, int64_t end) { RunItemsPortableImpl(args, begin, end); }
+void RunDecodeItemsPortable(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end) {
+  RunDecodeItemsPortableImpl(args, heads_per_item, begin, end);
+}
 
 }  // namespace attention
 
@@ -176,6 +201,28 @@ absl::Status Validate(const AttentionArgs& a) {
   return absl::OkStatus();
 }
 
+// Whether a materialized mask (a row stride, column stride 1) holds the same
+// T values in every query row of every (batch, head) it has: BERT exports
+// expand a [b, 1, 1, T] padding mask to [b, 1, S, T]. Such a mask is the
+// per-key mask of its first row exactly (the same bits, so the same y), and
+// runs as that: no transposes. Compares bytes, stopping at the first
+// difference (a causal or other per-row mask differs within a row or two);
+// a uniform one is read once, 1/heads of what the tiles would read.
+bool MaskRowsIdentical(const AttentionArgs& a) {
+  const AttentionOperand& m = a.mask;
+  const int64_t batches = m.batch_stride == 0 ? 1 : a.batch, heads = m.head_stride == 0 ? 1 : a.heads;
+  const size_t bytes = static_cast<size_t>(a.kv_len) * sizeof(float);
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* first = m.data + b * m.batch_stride + h * m.head_stride;
+      for (int64_t i = 1; i < a.q_len; ++i) {
+        if (std::memcmp(first + i * m.row_stride, first, bytes) != 0) return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 AttentionIsa SelectedAttentionIsa() {
@@ -198,23 +245,58 @@ const char* AttentionIsaName(AttentionIsa isa) {
 
 absl::Status RunFusedAttention(const AttentionArgs& args) { return RunFusedAttentionOn(SelectedAttentionIsa(), args); }
 
-absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& args) {
-  if (absl::Status s = Validate(args); !s.ok()) return s;
+absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& given) {
+  if (absl::Status s = Validate(given); !s.ok()) return s;
   if (!IsaSupported(isa)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "FusedAttention: this CPU (or SHAPESHIFT_MAX_CPU_ISA) rules out the ", AttentionIsaName(isa), " core"));
   }
+  AttentionArgs args = given;
   attention::CoreShape shape = attention::kPortableShape;
   void (*run)(const AttentionArgs&, int64_t, int64_t) = attention::RunItemsPortable;
-  if (isa == AttentionIsa::kAvx512) shape = attention::kAvx512Shape, run = attention::RunItemsAvx512;
-  if (isa == AttentionIsa::kAvx2) shape = attention::kAvx2Shape, run = attention::RunItemsAvx2;
+  void (*run_decode)(const AttentionArgs&, int64_t, int64_t, int64_t) = attention::RunDecodeItemsPortable;
+  if (isa == AttentionIsa::kAvx512) {
+    shape = attention::kAvx512Shape, run = attention::RunItemsAvx512, run_decode = attention::RunDecodeItemsAvx512;
+  }
+  if (isa == AttentionIsa::kAvx2) {
+    shape = attention::kAvx2Shape, run = attention::RunItemsAvx2, run_decode = attention::RunDecodeItemsAvx2;
+  }
 
-  const int64_t items = args.batch * args.heads * attention::TilesPerHead(shape, args.q_len);
   // Multiply-adds, in double (no overflow): below kSerialGemmMacs a fork
   // costs more than a second thread saves.
   const double macs = static_cast<double>(args.batch) * args.heads * args.q_len * args.kv_len *
                       static_cast<double>(args.head_dim + args.v_head_dim);
-  const int team = macs < static_cast<double>(kSerialGemmMacs) ? 1 : TeamFor(items);
+  const bool serial = macs < static_cast<double>(kSerialGemmMacs);
+  const bool decode = attention::UseDecode(shape, args);
+  // (The decode path reads a full mask's rows contiguously already.)
+  if (!decode && args.mask.data != nullptr && args.mask.row_stride != 0 && args.mask_col_stride == 1 &&
+      MaskRowsIdentical(args)) {
+    args.mask.row_stride = 0;
+  }
+  if (decode) {
+    // One item per (batch, KV head): its query heads share the K and V
+    // reads; per query head where that leaves threads idle (a row's result
+    // does not depend on the grouping).
+    const int64_t group = args.heads / args.kv_heads;
+    const int team_max = serial ? 1 : TeamFor(args.batch * args.heads);
+    const int64_t heads_per_item = args.batch * args.kv_heads >= team_max ? group : 1;
+    const int64_t items = args.batch * args.heads / heads_per_item;
+    const int team = serial ? 1 : TeamFor(items);
+    if (team <= 1) {
+      run_decode(args, heads_per_item, 0, items);
+      return absl::OkStatus();
+    }
+#pragma omp parallel num_threads(team)
+    {
+      const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+      const int64_t begin = items * t / n, end = items * (t + 1) / n;
+      if (begin < end) run_decode(args, heads_per_item, begin, end);
+    }
+    return absl::OkStatus();
+  }
+
+  const int64_t items = args.batch * args.heads * attention::TilesPerHead(shape, args.q_len);
+  const int team = serial ? 1 : TeamFor(items);
   if (team <= 1) {
     run(args, 0, items);
     return absl::OkStatus();

@@ -58,6 +58,30 @@ struct Avx2 {
     const __m256i index = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
     return _mm256_mask_i32gather_ps(Zero(), base, index, _mm256_castsi256_ps(LaneMask(0, valid)), 4);
   }
+  // Lane c: the sum of acc[c]'s lanes, for c < 8.
+  static V SumEach(const V* acc) {
+    __m256 t[4];
+    for (int i = 0; i < 4; ++i) {
+      const __m256 a = acc[2 * i], b = acc[2 * i + 1];
+      t[i] = _mm256_add_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+    }
+    __m256 u[2];
+    for (int i = 0; i < 2; ++i) {
+      const __m256d a = _mm256_castps_pd(t[2 * i]), b = _mm256_castps_pd(t[2 * i + 1]);
+      u[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(a, b)), _mm256_castpd_ps(_mm256_unpackhi_pd(a, b)));
+    }
+    return _mm256_add_ps(_mm256_permute2f128_ps(u[0], u[1], 0x20), _mm256_permute2f128_ps(u[0], u[1], 0x31));
+  }
+  static float ReduceMax(V v) {
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_max_ss(x, _mm_shuffle_ps(x, x, 1)));
+  }
+  static float ReduceAdd(V v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+  }
   // dst[c * dst_stride + r] = src[r * stride + c] for r, c < 8.
   static void Transpose(const float* src, int64_t stride, float* dst, int64_t dst_stride) {
     __m256 t[8], u[8];
@@ -93,5 +117,8 @@ struct Avx2 {
 }  // namespace
 
 void RunItemsAvx2(const AttentionArgs& args, int64_t begin, int64_t end) { RunItems<Avx2>(args, begin, end); }
+void RunDecodeItemsAvx2(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end) {
+  RunDecodeItems<Avx2>(args, heads_per_item, begin, end);
+}
 
 }  // namespace shapeshift::codegen::cpu::attention

@@ -72,6 +72,41 @@ struct Avx512 {
   static V Shuffle128(V a, V b) {
     return _mm512_mask_shuffle_f32x4(a, 0xFFFF, a, b, kImm);
   }
+  // Lane c: the sum of acc[c]'s lanes, for c < 16 (a transpose-and-add
+  // tree: pairs of vectors, then pairs of pairs, then the 128-bit lanes).
+  static V SumEach(const V* acc) {
+    __m512 t[8], u[4];
+    for (int i = 0; i < 8; ++i) {
+      const __m512 a = acc[2 * i], b = acc[2 * i + 1];
+      // Per 128-bit lane: a0+a2, b0+b2, a1+a3, b1+b3.
+      t[i] = _mm512_add_ps(_mm512_mask_unpacklo_ps(a, 0xFFFF, a, b), _mm512_mask_unpackhi_ps(a, 0xFFFF, a, b));
+    }
+    for (int i = 0; i < 4; ++i) {
+      // Per 128-bit lane: the lane's partial sums of keys 4i .. 4i + 3.
+      const __m512d a = _mm512_castps_pd(t[2 * i]), b = _mm512_castps_pd(t[2 * i + 1]);
+      u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_mask_unpacklo_pd(a, 0xFF, a, b)),
+                           _mm512_castpd_ps(_mm512_mask_unpackhi_pd(a, 0xFF, a, b)));
+    }
+    // 128-bit lanes: keys 0-3 of lanes 0+1, of lanes 2+3, keys 4-7 of 0+1, of 2+3.
+    const __m512 w0 = _mm512_add_ps(Shuffle128<0x88>(u[0], u[1]), Shuffle128<0xDD>(u[0], u[1]));
+    const __m512 w1 = _mm512_add_ps(Shuffle128<0x88>(u[2], u[3]), Shuffle128<0xDD>(u[2], u[3]));
+    return _mm512_add_ps(Shuffle128<0x88>(w0, w1), Shuffle128<0xDD>(w0, w1));
+  }
+  // (GCC 12's _mm512_reduce_* warn like the unmasked forms above.)
+  static float ReduceMax(V v) {
+    v = Max(v, Shuffle128<0x4E>(v, v));  // 256-bit halves swapped
+    v = Max(v, Shuffle128<0xB1>(v, v));  // 128-bit lanes swapped in pairs
+    __m128 x = _mm512_mask_extractf32x4_ps(_mm_setzero_ps(), 0xF, v, 0);
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_max_ss(x, _mm_shuffle_ps(x, x, 1)));
+  }
+  static float ReduceAdd(V v) {
+    v = Add(v, Shuffle128<0x4E>(v, v));
+    v = Add(v, Shuffle128<0xB1>(v, v));
+    __m128 x = _mm512_mask_extractf32x4_ps(_mm_setzero_ps(), 0xF, v, 0);
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+  }
   // dst[c * dst_stride + r] = src[r * stride + c] for r, c < 16.
   static void Transpose(const float* src, int64_t stride, float* dst, int64_t dst_stride) {
     __m512 t[16], u[16];
@@ -109,5 +144,8 @@ struct Avx512 {
 }  // namespace
 
 void RunItemsAvx512(const AttentionArgs& args, int64_t begin, int64_t end) { RunItems<Avx512>(args, begin, end); }
+void RunDecodeItemsAvx512(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end) {
+  RunDecodeItems<Avx512>(args, heads_per_item, begin, end);
+}
 
 }  // namespace shapeshift::codegen::cpu::attention

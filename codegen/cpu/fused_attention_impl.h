@@ -187,9 +187,10 @@ class Tile {
   static constexpr int64_t R = int64_t{kRV} * L;
   static constexpr int kKeys = Isa::kAccumulators / kRV;  // keys per score micro-tile
 
-  // The workspace's floats for `a`: qt, st, o, then m, l, alpha, bad, mrow.
+  // The workspace's floats for `a`: qt, st, o, then m, l, alpha, bad, mrow,
+  // then mt (a full mask's block, transposed like st).
   static int64_t WorkspaceFloats(const AttentionArgs& a) {
-    return a.head_dim * R + kKeyBlock * R + R * PaddedDim(a.v_head_dim) + 5 * R;
+    return a.head_dim * R + kKeyBlock * R + R * PaddedDim(a.v_head_dim) + 5 * R + kKeyBlock * R;
   }
   static int64_t PaddedDim(int64_t n) { return (n + L - 1) / L * L; }
 
@@ -203,6 +204,7 @@ class Tile {
     alpha_ = l_ + R;
     bad_ = alpha_ + R;
     mrow_ = bad_ + R;
+    mt_ = mrow_ + R;
   }
 
   void Run(int64_t b, int64_t h, int64_t i0) {
@@ -319,6 +321,7 @@ class Tile {
         a_.causal ? Softmax<MaskMode::kPerRow, true>(j0, keys) : Softmax<MaskMode::kPerRow, false>(j0, keys);
         break;
       case MaskMode::kFull:
+        PackMask(j0, keys);
         a_.causal ? Softmax<MaskMode::kFull, true>(j0, keys) : Softmax<MaskMode::kFull, false>(j0, keys);
         break;
     }
@@ -341,6 +344,27 @@ class Tile {
         g.o_stride = dvp_;
         g.last_lanes = last_lanes;
         PvRows<Isa, Isa::kPvRows>(g, rows, vecs, partial);
+      }
+    }
+  }
+
+  // mt[c][r] = M[i0 + r][j0 + c] for the block's keys c < keys, 0 past the
+  // tile's rows: the mask's rows are read contiguously, lanes × lanes
+  // blocks transposed in registers where whole (a strided gather per key
+  // and row vector is several times slower), scalar copies for the rest.
+  // Values where the causal mask disallows are read too (within the
+  // mask's bounds) but then replaced by the fill.
+  void PackMask(int64_t j0, int64_t keys) {
+    const int64_t stride = a_.mask.row_stride;
+    const int64_t whole_keys = keys / L * L;
+    for (int r = 0; r < kRV; ++r) {
+      const float* src = mask_ + int64_t{r} * L * stride + j0;
+      float* dst = mt_ + r * L;
+      const int64_t valid = ValidLanes(r);
+      const int64_t whole = valid == L ? whole_keys : 0;
+      for (int64_t c = 0; c < whole; c += L) Isa::Transpose(src + c, stride, dst + c * R, R);
+      for (int64_t c = whole; c < keys; ++c) {
+        for (int64_t lane = 0; lane < L; ++lane) dst[c * R + lane] = lane < valid ? src[lane * stride + c] : 0.0f;
       }
     }
   }
@@ -382,10 +406,7 @@ class Tile {
         V y = x;
         if constexpr (kMode == MaskMode::kPerKey) y = Isa::Add(x, key_mask);
         if constexpr (kMode == MaskMode::kPerRow) y = Isa::Add(x, Isa::Load(mrow_ + r * L));
-        if constexpr (kMode == MaskMode::kFull) {
-          y = Isa::Add(
-              x, GatherRows<Isa>(mask_ + r * L * a.mask.row_stride + j, a.mask.row_stride, ValidLanes(r), gather32_));
-        }
+        if constexpr (kMode == MaskMode::kFull) y = Isa::Add(x, Isa::Load(mt_ + c * R + r * L));
         if constexpr (kCausal) {
           // Row i may see key j iff j - offset <= i (< j - offset + window).
           const int64_t base = i0_ + int64_t{r} * L;
@@ -501,8 +522,359 @@ class Tile {
   const float* norm_values_ = nullptr;  // the values values_finite_ is of
   double keys_norm2_ = 0;
   bool values_finite_ = false;
-  float *qt_, *st_, *o_, *m_, *l_, *alpha_, *bad_, *mrow_;
+  float *qt_, *st_, *o_, *m_, *l_, *alpha_, *bad_, *mrow_, *mt_;
 };
+
+// ---------------------------------------------------------------------------
+// Decode: q_len <= the core's decode_max_q_len (fused_attention_kernel.h; a
+// step with a KV cache, q_len = 1, or a few speculative tokens). A query tile would hold 1..4 of its 16
+// rows, so the tile's score micro-kernel would waste most of its lanes;
+// here the vectors run over the head dim and the keys instead.
+//
+// A work item is (batch, a run of heads_per_item query heads of one KV
+// head): its n = heads_per_item · S query rows share each read of K and V
+// (grouped-query heads included), so every K and V row of the (batch, KV
+// head) is read from memory once. Per block of kDecodeBlock keys, per row:
+//  - the scores of lanes keys at a time: one accumulator vector per key over
+//    d (q · k with K's rows loaded contiguously), then SumEach turns the
+//    lanes accumulators into one vector whose lane c is key c's dot product;
+//  - y = scale·x + mask (the mask's row read contiguously, or one value
+//    broadcast) or + fill where the causal band disallows, -inf past T;
+//  - the online softmax is horizontal: the block's max (ReduceMax), the
+//    rescale alpha = exp(m_old - m_new), p = exp(y - m_new) into the row's
+//    p buffer, l = l·alpha + ReduceAdd(Σp);
+// then o = o·alpha + P·V over the block, kDecodePvRows rows × kPvVecs
+// vectors of V's columns × kDecodePvSplit sets of alternate keys in
+// registers, V's rows read in place. Each row's
+// arithmetic depends only on the row, never on which rows share its item,
+// so the grouping (chosen from the team size) does not change the result.
+inline constexpr int64_t kDecodeBlock = 64;
+inline constexpr int kDecodePvRows = 2;
+inline constexpr int kDecodePvSplit = 2;
+
+template <class Isa>
+class Decode {
+ public:
+  using V = typename Isa::V;
+  using Flags = typename Isa::Flags;
+  static constexpr int L = Isa::kLanes;
+  static_assert(kDecodeBlock % L == 0);
+
+  static int64_t PaddedDim(int64_t n) { return (n + L - 1) / L * L; }
+  // Per row: q (padded), o (padded), p (a block), then m, l, alpha, bad.
+  static int64_t RowFloats(const AttentionArgs& a) {
+    return PaddedDim(a.head_dim) + PaddedDim(a.v_head_dim) + kDecodeBlock;
+  }
+  static int64_t WorkspaceFloats(const AttentionArgs& a, int64_t rows) {
+    return rows * RowFloats(a) + 4 * PaddedDim(rows);
+  }
+
+  Decode(const AttentionArgs& a, int64_t heads_per_item, float* workspace)
+      : a_(a), dp_(PaddedDim(a.head_dim)), dvp_(PaddedDim(a.v_head_dim)), rows_max_(heads_per_item * a.q_len) {
+    qw_ = workspace;
+    o_ = qw_ + rows_max_ * dp_;
+    p_ = o_ + rows_max_ * dvp_;
+    m_ = p_ + rows_max_ * kDecodeBlock;
+    l_ = m_ + PaddedDim(rows_max_);
+    alpha_ = l_ + PaddedDim(rows_max_);
+    bad_ = alpha_ + PaddedDim(rows_max_);
+  }
+
+  // Query heads [h0, h0 + heads) of batch b (one KV head's).
+  void Run(int64_t b, int64_t h0, int64_t heads) {
+    const AttentionArgs& a = a_;
+    const int64_t kvh = h0 / (a.heads / a.kv_heads);
+    b_ = b, h0_ = h0;
+    rows_ = heads * a.q_len;
+    k_ = a.k.data + b * a.k.batch_stride + kvh * a.k.head_stride;
+    v_ = a.v.data + b * a.v.batch_stride + kvh * a.v.head_stride;
+    for (int64_t r = 0; r < rows_; ++r) {
+      const float* q =
+          a.q.data + b * a.q.batch_stride + (h0 + r / a.q_len) * a.q.head_stride + (r % a.q_len) * a.q.row_stride;
+      float* dst = qw_ + r * dp_;
+      std::copy(q, q + a.head_dim, dst);
+      std::fill(dst + a.head_dim, dst + dp_, 0.0f);
+      m_[r] = -std::numeric_limits<float>::infinity();
+      l_[r] = 0.0f;
+      bad_[r] = 0.0f;
+    }
+    std::fill(o_, o_ + rows_ * dvp_, 0.0f);
+    for (int64_t j0 = 0; j0 < a.kv_len; j0 += kDecodeBlock) {
+      const int64_t keys = std::min(kDecodeBlock, a.kv_len - j0);
+      Prefetch(j0 + kDecodeBlock);
+      for (int64_t r = 0; r < rows_; ++r) ScoresAndSoftmax(r, j0, keys);
+      Pv(j0, keys);
+    }
+    Finish();
+  }
+
+ private:
+  // Asks for the K and V rows of the block at key j_next into L1 while
+  // this block computes.
+  void Prefetch(int64_t j_next) const {
+    if (j_next >= a_.kv_len) return;
+    const int64_t keys = std::min(kDecodeBlock, a_.kv_len - j_next);
+    constexpr int64_t kLine = 64 / sizeof(float);
+    for (int64_t c = 0; c < keys; ++c) {
+      const float* k = k_ + (j_next + c) * a_.k.row_stride;
+      for (int64_t e = 0; e < a_.head_dim; e += kLine) __builtin_prefetch(k + e, 0, 3);
+      const float* v = v_ + (j_next + c) * a_.v.row_stride;
+      for (int64_t e = 0; e < a_.v_head_dim; e += kLine) __builtin_prefetch(v + e, 0, 3);
+    }
+  }
+
+  // The row's scores for keys [j0, j0 + keys) become p (in p_ + r·block);
+  // m, l, alpha and bad are updated.
+  void ScoresAndSoftmax(int64_t r, int64_t j0, int64_t keys) {
+    const AttentionArgs& a = a_;
+    const int64_t h = h0_ + r / a.q_len, i = r % a.q_len;
+    const float* mask = a.mask.data == nullptr
+                            ? nullptr
+                            : a.mask.data + b_ * a.mask.batch_stride + h * a.mask.head_stride + i * a.mask.row_stride;
+    // Row i may see key j iff j - offset <= i (< j - offset + window).
+    const int64_t offset = a.kv_len - a.q_len;
+    const int64_t last = i + offset;                                       // the last allowed key
+    const int64_t first = a.window > 0 ? last - a.window + 1 : INT64_MIN;  // the first
+    const float* q = qw_ + r * dp_;
+    float* p = p_ + r * kDecodeBlock;
+    const V scale = Isa::Splat(a.scale), fill = Isa::Splat(a.fill);
+    const V minus_inf = Isa::Splat(-std::numeric_limits<float>::infinity());
+    V top = minus_inf;
+    Flags flags = Isa::NoFlags();
+    for (int64_t c0 = 0; c0 < keys; c0 += L) {
+      const int n = static_cast<int>(std::min<int64_t>(L, keys - c0));
+      const int64_t j = j0 + c0;
+      const V x = Isa::Mul(Dots(q, k_ + j * a.k.row_stride, n), scale);
+      V y = x;
+      if (mask != nullptr) {
+        if (a.mask_col_stride == 0) {
+          y = Isa::Add(x, Isa::Splat(*mask));
+        } else {
+          y = Isa::Add(x, n == L ? Isa::LoadU(mask + j) : Isa::LoadPartial(mask + j, n));
+        }
+      }
+      if (a.causal) {
+        const int64_t lo = a.window > 0 ? std::clamp<int64_t>(first - j, 0, L) : 0;
+        const int64_t hi = std::clamp<int64_t>(last + 1 - j, 0, L);
+        y = Isa::SelectLanes(y, Isa::Add(x, fill), static_cast<int>(lo), static_cast<int>(hi));
+      }
+      if (n < L) y = Isa::SelectLanes(y, minus_inf, 0, n);
+      Isa::Store(p + c0, y);
+      flags = Isa::MarkBad(flags, y);
+      top = Isa::Max(top, y);
+    }
+    const float old_max = m_[r], block_max = Isa::ReduceMax(top);
+    const float new_max = block_max > old_max ? block_max : old_max;
+    m_[r] = new_max;
+    // A row whose scores are all -inf so far subtracts 0 (see Tile::Softmax).
+    const float shift = new_max == -std::numeric_limits<float>::infinity() ? 0.0f : new_max;
+    alpha_[r] = First(ExpNonPositive<Isa>(Isa::Splat(old_max - shift)));
+    bad_[r] = std::max(bad_[r], Isa::ReduceMax(Isa::FlagsToOnes(flags)));
+    const V shift_v = Isa::Splat(shift);
+    V sum = Isa::Zero();
+    for (int64_t c0 = 0; c0 < keys; c0 += L) {
+      const V e = ExpNonPositive<Isa>(Isa::Sub(Isa::Load(p + c0), shift_v));
+      Isa::Store(p + c0, e);
+      sum = Isa::Add(sum, e);
+    }
+    l_[r] = l_[r] * alpha_[r] + Isa::ReduceAdd(sum);
+  }
+
+  static float First(V v) {
+    alignas(64) float lanes[L];
+    Isa::Store(lanes, v);
+    return lanes[0];
+  }
+
+  // Lane c < n: q · K[c] over the head dim (K's rows k_row_stride apart);
+  // lanes from n on: 0. Head dims up to kDecodeMaxDotVecs whole vectors (and
+  // a partial one) have a fully unrolled kernel, one K row pointer stepping
+  // by the row stride; the rest a loop.
+  V Dots(const float* q, const float* k, int n) const {
+    const int64_t d = a_.head_dim;
+    const int64_t whole = d / L;
+    const bool tail = whole * L < d;
+    switch (whole) {
+      case 0:
+        return DotsOf<0>(q, k, n, tail);
+      case 1:
+        return DotsOf<1>(q, k, n, tail);
+      case 2:
+        return DotsOf<2>(q, k, n, tail);
+      case 3:
+        return DotsOf<3>(q, k, n, tail);
+      case 4:
+        return DotsOf<4>(q, k, n, tail);
+      case 5:
+        return DotsOf<5>(q, k, n, tail);
+      case 6:
+        return DotsOf<6>(q, k, n, tail);
+      case 7:
+        return DotsOf<7>(q, k, n, tail);
+      case 8:
+        return DotsOf<8>(q, k, n, tail);
+      default:
+        return DotsAny(q, k, n);
+    }
+  }
+
+  template <int kVecs>
+  V DotsOf(const float* q, const float* k, int n, bool tail) const {
+    if (n == L) return tail ? DotsFixed<kVecs, true, true>(q, k, n) : DotsFixed<kVecs, false, true>(q, k, n);
+    return tail ? DotsFixed<kVecs, true, false>(q, k, n) : DotsFixed<kVecs, false, false>(q, k, n);
+  }
+
+  template <int kVecs, bool kTail, bool kWhole>
+  V DotsFixed(const float* q, const float* k, int n) const {
+    const int64_t krs = a_.k.row_stride;
+    const int tail = static_cast<int>(a_.head_dim - kVecs * L);
+    V acc[L];
+#pragma GCC unroll 16
+    for (int c = 0; c < L; ++c) {
+      V sum = Isa::Zero();
+      if (kWhole || c < n) {
+#pragma GCC unroll 16
+        for (int e = 0; e < kVecs; ++e) sum = Isa::Fma(Isa::Load(q + e * L), Isa::LoadU(k + e * L), sum);
+        if constexpr (kTail) sum = Isa::Fma(Isa::Load(q + kVecs * L), Isa::LoadPartial(k + kVecs * L, tail), sum);
+      }
+      acc[c] = sum;
+      k += krs;
+    }
+    return Isa::SumEach(acc);
+  }
+
+  V DotsAny(const float* q, const float* k, int n) const {
+    const int64_t d = a_.head_dim, krs = a_.k.row_stride;
+    const int64_t whole = d / L * L;
+    V acc[L];
+    for (int c = 0; c < L; ++c) acc[c] = Isa::Zero();
+    for (int c = 0; c < n; ++c) {
+      const float* kc = k + c * krs;
+      V sum = Isa::Zero();
+      for (int64_t dd = 0; dd < whole; dd += L) sum = Isa::Fma(Isa::Load(q + dd), Isa::LoadU(kc + dd), sum);
+      if (whole < d)
+        sum = Isa::Fma(Isa::Load(q + whole), Isa::LoadPartial(kc + whole, static_cast<int>(d - whole)), sum);
+      acc[c] = sum;
+    }
+    return Isa::SumEach(acc);
+  }
+
+  // o[r] = o[r]·alpha[r] + Σ_c p[r][c] · V[j0 + c] for every row.
+  void Pv(int64_t j0, int64_t keys) {
+    const int64_t vectors = dvp_ / L;
+    const int last_lanes = static_cast<int>(a_.v_head_dim - (vectors - 1) * L);
+    for (int64_t r0 = 0; r0 < rows_; r0 += kDecodePvRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kDecodePvRows, rows_ - r0));
+      for (int64_t e0 = 0; e0 < vectors; e0 += Isa::kPvVecs) {
+        const int vecs = static_cast<int>(std::min<int64_t>(Isa::kPvVecs, vectors - e0));
+        PvArgs g;
+        g.p = p_ + r0 * kDecodeBlock;
+        g.p_stride = kDecodeBlock;  // here: between rows (keys are adjacent)
+        g.alpha = alpha_ + r0;
+        g.v = v_ + j0 * a_.v.row_stride + e0 * L;
+        g.v_stride = a_.v.row_stride;
+        g.keys = keys;
+        g.o = o_ + r0 * dvp_ + e0 * L;
+        g.o_stride = dvp_;
+        g.last_lanes = last_lanes;
+        PvRowsOf<kDecodePvRows>(g, rows, vecs, e0 + vecs == vectors && last_lanes < L);
+      }
+    }
+  }
+
+  // kDecodePvSplit accumulator sets over alternate keys (added in a fixed
+  // order at the end) keep enough FMA chains in flight for a single row;
+  // the split is the same for every kRows, so that a row's sums do not
+  // depend on how many rows share the item.
+  template <int kRows, int kVecs, bool kPartial>
+  static void AccumulateRowsPv(const PvArgs& g) {
+    constexpr int kSplit = kDecodePvSplit;
+    V acc[kSplit][kRows][kVecs];
+    for (int r = 0; r < kRows; ++r) {
+      const V scale = Isa::Splat(g.alpha[r]);
+      for (int e = 0; e < kVecs; ++e) {
+        acc[0][r][e] = Isa::Mul(Isa::Load(g.o + r * g.o_stride + e * L), scale);
+        for (int s = 1; s < kSplit; ++s) acc[s][r][e] = Isa::Zero();
+      }
+    }
+    auto step = [&](int s, const float* v, int64_t c) {
+      V vv[kVecs];
+      for (int e = 0; e < kVecs; ++e) {
+        vv[e] = (kPartial && e == kVecs - 1) ? Isa::LoadPartial(v + e * L, g.last_lanes) : Isa::LoadU(v + e * L);
+      }
+      for (int r = 0; r < kRows; ++r) {
+        const V pr = Isa::Splat(g.p[r * g.p_stride + c]);
+        for (int e = 0; e < kVecs; ++e) acc[s][r][e] = Isa::Fma(pr, vv[e], acc[s][r][e]);
+      }
+    };
+    const float* v = g.v;
+    int64_t c = 0;
+    for (; c + kSplit <= g.keys; c += kSplit, v += kSplit * g.v_stride) {
+      for (int s = 0; s < kSplit; ++s) step(s, v + s * g.v_stride, c + s);
+    }
+    for (int s = 0; c < g.keys; ++c, ++s, v += g.v_stride) step(s, v, c);
+    for (int r = 0; r < kRows; ++r)
+      for (int e = 0; e < kVecs; ++e) {
+        V sum = acc[0][r][e];
+        for (int s = 1; s < kSplit; ++s) sum = Isa::Add(sum, acc[s][r][e]);
+        Isa::Store(g.o + r * g.o_stride + e * L, sum);
+      }
+  }
+
+  template <int kRows, int kVecs>
+  static void PvVecsOf(const PvArgs& g, int vecs, bool partial) {
+    if constexpr (kVecs > 1) {
+      if (vecs < kVecs) return PvVecsOf<kRows, kVecs - 1>(g, vecs, partial);
+    }
+    if (partial) return AccumulateRowsPv<kRows, kVecs, true>(g);
+    AccumulateRowsPv<kRows, kVecs, false>(g);
+  }
+
+  template <int kRows>
+  static void PvRowsOf(const PvArgs& g, int rows, int vecs, bool partial) {
+    if constexpr (kRows > 1) {
+      if (rows < kRows) return PvRowsOf<kRows - 1>(g, rows, vecs, partial);
+    }
+    PvVecsOf<kRows, Isa::kPvVecs>(g, vecs, partial);
+  }
+
+  void Finish() {
+    const AttentionArgs& a = a_;
+    const float nan_row = a.nan_to_zero ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+    for (int64_t r = 0; r < rows_; ++r) {
+      float* dst = a.out.data + b_ * a.out.batch_stride + (h0_ + r / a.q_len) * a.out.head_stride +
+                   (r % a.q_len) * a.out.row_stride;
+      if (bad_[r] != 0.0f || m_[r] == -std::numeric_limits<float>::infinity()) {
+        std::fill(dst, dst + a.v_head_dim, nan_row);
+        continue;
+      }
+      const float inv = 1.0f / l_[r];
+      const float* src = o_ + r * dvp_;
+      for (int64_t e = 0; e < a.v_head_dim; ++e) dst[e] = src[e] * inv;
+    }
+  }
+
+  const AttentionArgs& a_;
+  const int64_t dp_, dvp_, rows_max_;
+  int64_t b_ = 0, h0_ = 0, rows_ = 0;
+  const float *k_ = nullptr, *v_ = nullptr;
+  float *qw_, *o_, *p_, *m_, *l_, *alpha_, *bad_;
+};
+
+// Decode items [begin, end): item (b · kv_heads + kvh) · parts + part runs
+// query heads [part · heads_per_item, +heads_per_item) of KV head kvh's
+// group (parts = group / heads_per_item).
+template <class Isa>
+void RunDecodeItems(const AttentionArgs& a, int64_t heads_per_item, int64_t begin, int64_t end) {
+  using D = Decode<Isa>;
+  const int64_t group = a.heads / a.kv_heads, parts = group / heads_per_item;
+  D decode(a, heads_per_item, ThreadWorkspace(D::WorkspaceFloats(a, heads_per_item * a.q_len)));
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t part = item % parts, bkv = item / parts;
+    const int64_t b = bkv / a.kv_heads, kvh = bkv % a.kv_heads;
+    decode.Run(b, kvh * group + part * heads_per_item, heads_per_item);
+  }
+}
 
 template <class Isa, int kRV>
 void RunItemsWith(const AttentionArgs& a, int64_t begin, int64_t end) {

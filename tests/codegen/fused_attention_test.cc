@@ -76,12 +76,18 @@ struct Problem {
   bool nan_to_zero = false;
   float scale = 1.0f;
   uint32_t seed = 1;
+  // K's and V's rows per head in memory (a KV cache's capacity): rows from
+  // kv_len on are NaN and must not be read. 0: kv_len.
+  int64_t kv_capacity = 0;
+  // A materialized mask's rows are T + mask_row_pad apart.
+  int64_t mask_row_pad = 0;
 
   std::string Describe() const {
     return absl::StrCat("b=", batch, " h=", heads, " kvh=", kv_heads, " S=", q_len, " T=", kv_len, " d=", head_dim,
                         " dv=", v_head_dim, " layout=", layout == Layout::kBHSD ? "bhsd" : "bshd",
                         " mask=", static_cast<int>(mask), causal ? " causal" : "", " window=", window, " fill=", fill,
-                        nan_to_zero ? " nan_to_zero" : "", " scale=", scale);
+                        nan_to_zero ? " nan_to_zero" : "", " scale=", scale, " capacity=", kv_capacity,
+                        " mask_row_pad=", mask_row_pad);
   }
 };
 
@@ -117,14 +123,19 @@ struct Tensor {
 struct Buffers {
   explicit Buffers(const Problem& p)
       : q(p.batch, p.heads, p.q_len, p.head_dim, p.layout),
-        k(p.batch, p.kv_heads, p.kv_len, p.head_dim, p.layout),
-        v(p.batch, p.kv_heads, p.kv_len, p.v_head_dim, p.layout),
+        k(p.batch, p.kv_heads, std::max(p.kv_len, p.kv_capacity), p.head_dim, p.layout),
+        v(p.batch, p.kv_heads, std::max(p.kv_len, p.kv_capacity), p.v_head_dim, p.layout),
         out(p.batch, p.heads, p.q_len, p.v_head_dim, p.layout) {
     std::mt19937 rng(p.seed);
     q.Randomize(rng);
     k.Randomize(rng);
     v.Randomize(rng);
-    std::fill(out.data.begin(), out.data.end(), -12345.0f);  // never the result
+    for (Tensor* t : {&k, &v})
+      for (int64_t b = 0; b < t->dims[0]; ++b)
+        for (int64_t h = 0; h < t->dims[1]; ++h)
+          for (int64_t r = p.kv_len; r < t->dims[2]; ++r)
+            for (int64_t c = 0; c < t->dims[3]; ++c) t->at(b, h, r, c) = kNaN;  // past the cache's keys
+    std::fill(out.data.begin(), out.data.end(), -12345.0f);                     // never the result
     args.batch = p.batch, args.heads = p.heads, args.kv_heads = p.kv_heads;
     args.q_len = p.q_len, args.kv_len = p.kv_len;
     args.head_dim = p.head_dim, args.v_head_dim = p.v_head_dim;
@@ -135,7 +146,7 @@ struct Buffers {
   }
 
   void MakeMask(const Problem& p, std::mt19937& rng) {
-    const int64_t b = p.batch, h = p.heads, s = p.q_len, t = p.kv_len;
+    const int64_t b = p.batch, h = p.heads, s = p.q_len, t = p.kv_len, rt = t + p.mask_row_pad;
     int64_t size = 0;
     AttentionOperand& m = args.mask;
     args.mask_col_stride = 1;
@@ -146,13 +157,13 @@ struct Buffers {
         size = b * t, m.batch_stride = t;
         break;
       case MaskShape::kB1ST:
-        size = b * s * t, m.batch_stride = s * t, m.row_stride = t;
+        size = b * s * rt, m.batch_stride = s * rt, m.row_stride = rt;
         break;
       case MaskShape::k1HST:
-        size = h * s * t, m.head_stride = s * t, m.row_stride = t;
+        size = h * s * rt, m.head_stride = s * rt, m.row_stride = rt;
         break;
       case MaskShape::kBHST:
-        size = b * h * s * t, m.batch_stride = h * s * t, m.head_stride = s * t, m.row_stride = t;
+        size = b * h * s * rt, m.batch_stride = h * s * rt, m.head_stride = s * rt, m.row_stride = rt;
         break;
       case MaskShape::kBHS1:
         size = b * h * s, m.batch_stride = h * s, m.head_stride = s, m.row_stride = 1;
@@ -166,6 +177,11 @@ struct Buffers {
     mask.resize(size);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     for (float& x : mask) x = uniform(rng);
+    if (m.row_stride == rt && p.mask_row_pad > 0) {
+      for (size_t n = 0; n < mask.size(); ++n) {
+        if (static_cast<int64_t>(n) % rt >= t) mask[n] = kNaN;  // past the row's T keys
+      }
+    }
     m.data = mask.data();
   }
 
@@ -475,18 +491,19 @@ void ExpectOnlyRowDegenerate(Buffers& buffers, int64_t b, int64_t h, int64_t i) 
         }
 }
 
-TEST(FusedAttentionTest, DegenerateRowsAreNaNOrZero) {
+// Row i of (b, h) = (1, 2) made degenerate four ways (a NaN in Q, a NaN
+// or +inf mask value at allowed key j, every mask value -inf), with and
+// without nan_to_zero and causal.
+void CheckDegenerateRows(int64_t q_len, int64_t kv_len, int64_t i, int64_t j) {
   enum Case { kNaNInQ, kNaNInMask, kRowAllMinusInf, kPlusInfInMask };
   for (Case c : {kNaNInQ, kNaNInMask, kRowAllMinusInf, kPlusInfInMask}) {
     for (bool nan_to_zero : {false, true}) {
       for (bool causal : {false, true}) {
         Problem p;
-        p.batch = 2, p.heads = 3, p.q_len = 65, p.kv_len = 130, p.mask = MaskShape::kBHST;
+        p.batch = 2, p.heads = 3, p.q_len = q_len, p.kv_len = kv_len, p.mask = MaskShape::kBHST;
         p.nan_to_zero = nan_to_zero, p.causal = causal, p.fill = kLowestFill, p.scale = 0.125f;
         Buffers buffers(p);
-        const int64_t b = 1, h = 2, i = 40;
-        // An allowed key of row i (causal: j <= i + T - S = 105).
-        const int64_t j = 77;
+        const int64_t b = 1, h = 2;
         switch (c) {
           case kNaNInQ:
             buffers.q.at(b, h, i, 5) = kNaN;
@@ -506,7 +523,7 @@ TEST(FusedAttentionTest, DegenerateRowsAreNaNOrZero) {
         for (AttentionIsa isa : Cores()) {
           SCOPED_TRACE(absl::StrCat(what, " ", AttentionIsaName(isa)));
           ASSERT_TRUE(RunFusedAttentionOn(isa, buffers.args).ok());
-          if (causal && c == kRowAllMinusInf) {
+          if (causal && c == kRowAllMinusInf && i + (kv_len - q_len) + 1 < kv_len) {
             // The filled scores are finite: the row attends to them
             // (uniformly: they all round to the fill), as the graph does.
             for (int64_t e = 0; e < p.v_head_dim; ++e) ASSERT_TRUE(std::isfinite(buffers.out.at(b, h, i, e)));
@@ -517,6 +534,11 @@ TEST(FusedAttentionTest, DegenerateRowsAreNaNOrZero) {
       }
     }
   }
+}
+
+TEST(FusedAttentionTest, DegenerateRowsAreNaNOrZero) {
+  // Causal: key 77 is allowed for row 40 (j <= i + T - S = 105).
+  CheckDegenerateRows(65, 130, 40, 77);
 }
 
 TEST(FusedAttentionTest, MaskIsNotReadWhereCausalDisallows) {
@@ -625,6 +647,219 @@ TEST(FusedAttentionTest, RunFusedAttentionUsesTheSelectedCore) {
   const std::vector<float> selected = buffers.out.data;
   ASSERT_TRUE(RunFusedAttentionOn(SelectedAttentionIsa(), buffers.args).ok());
   EXPECT_EQ(selected, buffers.out.data);
+}
+
+TEST(FusedAttentionTest, FullMaskAtOddSizesMatchesTheReference) {
+  // [b, 1, S, T] and [b, h, S, T] masks, read row by row and transposed in
+  // registers per key block: whole and partial 16×16 (8×8) blocks, tiles
+  // with 1..64 valid rows, and rows further apart than T (NaN between).
+  constexpr int64_t kSizes[] = {1, 5, 7, 16, 17, 63, 65, 130};
+  for (int64_t s : kSizes) {
+    for (int64_t t : kSizes) {
+      for (MaskShape mask : {MaskShape::kB1ST, MaskShape::kBHST}) {
+        for (bool causal : {false, true}) {
+          Problem p;
+          p.batch = 2, p.heads = 3, p.q_len = s, p.kv_len = t, p.mask = mask, p.causal = causal;
+          p.fill = kLowestFill, p.scale = 0.125f;
+          p.mask_row_pad = (s + t) % 3 == 0 ? 0 : 5;
+          p.seed = static_cast<uint32_t>(s * 1000 + t * 3 + causal);
+          CheckOnEveryCore(p);
+        }
+      }
+    }
+  }
+}
+
+TEST(FusedAttentionTest, FullMaskGivesThePerKeyMasksResult) {
+  // A [b, 1, S, T] mask whose rows all equal a [b, 1, 1, T] one (as BERT
+  // exports expand it): the same y, so the same result bit for bit; one
+  // value changed in the last row of the last batch: the reference's
+  // result (the rows are no longer all equal).
+  for (int64_t s : {1, 3, 17, 130}) {
+    Problem p;
+    p.batch = 2, p.heads = 3, p.q_len = s, p.kv_len = 257, p.mask = MaskShape::kB11T, p.scale = 0.125f;
+    Buffers per_key(p);
+    Problem full_p = p;
+    full_p.mask = MaskShape::kB1ST;
+    Buffers full(full_p);
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t i = 0; i < s; ++i)
+        for (int64_t j = 0; j < p.kv_len; ++j) full.MaskAt(b, 0, i, j) = per_key.MaskAt(b, 0, 0, j);
+    for (AttentionIsa isa : Cores()) {
+      SCOPED_TRACE(absl::StrCat("S=", s, " ", AttentionIsaName(isa)));
+      ASSERT_TRUE(RunFusedAttentionOn(isa, per_key.args).ok());
+      ASSERT_TRUE(RunFusedAttentionOn(isa, full.args).ok());
+      for (size_t n = 0; n < per_key.out.data.size(); ++n) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(per_key.out.data[n]), std::bit_cast<uint32_t>(full.out.data[n])) << n;
+      }
+    }
+    if (s > 1) {
+      full.MaskAt(1, 0, s - 1, p.kv_len - 1) = -0.75f;
+      CheckOnEveryCore(full, absl::StrCat("one value changed, S=", s));
+      full.MaskAt(1, 0, s - 1, p.kv_len - 1) = per_key.MaskAt(1, 0, 0, p.kv_len - 1);
+      full.MaskAt(0, 0, s / 2, 0) = kNaN;  // makes (0, ·, s / 2) NaN rows
+      CheckOnEveryCore(full, absl::StrCat("NaN in row ", s / 2, ", S=", s));
+    }
+  }
+  // [b, h, S, T] with equal rows per (batch, head), different heads.
+  Problem p;
+  p.batch = 2, p.heads = 3, p.q_len = 65, p.kv_len = 130, p.mask = MaskShape::kBHST, p.scale = 0.125f;
+  Buffers buffers(p);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t i = 1; i < p.q_len; ++i)
+        for (int64_t j = 0; j < p.kv_len; ++j) buffers.MaskAt(b, h, i, j) = buffers.MaskAt(b, h, 0, j);
+  CheckOnEveryCore(buffers, p.Describe());
+}
+
+// Decode: q_len 1..7 (vectors over the head dim and the keys instead of
+// query rows: up to 4 rows on every core, up to 7 on AVX-512).
+constexpr int64_t kDecodeQueryLens[] = {1, 2, 3, 4, 5, 7};
+constexpr int64_t kDecodeKeyLens[] = {1, 2, 15, 16, 17, 100, 1025};
+
+TEST(FusedAttentionTest, DecodeWithCausalOffsetAndPerKeyMaskMatchesTheReference) {
+  // A KV-cache step: the queries are the last S of T positions; the padding
+  // mask is per key; grouped-query heads share the K and V reads.
+  for (int64_t s : kDecodeQueryLens) {
+    for (int64_t t : kDecodeKeyLens) {
+      for (float fill : {kLowestFill, -10000.0f}) {
+        Problem p;
+        p.batch = 2, p.heads = 4, p.kv_heads = 2, p.q_len = s, p.kv_len = t;
+        p.mask = MaskShape::kB11T, p.causal = true, p.fill = fill, p.scale = 0.125f;
+        p.seed = static_cast<uint32_t>(s * 10000 + t);
+        CheckOnEveryCore(p);
+      }
+    }
+  }
+}
+
+TEST(FusedAttentionTest, DecodeWithEveryMaskMatchesTheReference) {
+  for (int64_t s : kDecodeQueryLens) {
+    for (int64_t t : kDecodeKeyLens) {
+      for (MaskShape mask :
+           {MaskShape::kNone, MaskShape::kB1ST, MaskShape::kBHST, MaskShape::kBHS1, MaskShape::k1111}) {
+        Problem p;
+        p.batch = 2, p.heads = 3, p.q_len = s, p.kv_len = t, p.mask = mask;
+        p.causal = (s + t) % 2 == 0, p.fill = kLowestFill, p.scale = 0.3f;
+        p.mask_row_pad = t % 2 == 1 ? 3 : 0;
+        p.seed = static_cast<uint32_t>(s * 10000 + t * 10 + static_cast<int>(mask));
+        CheckOnEveryCore(p);
+      }
+    }
+  }
+}
+
+TEST(FusedAttentionTest, DecodeWithWindowMatchesTheReference) {
+  for (int64_t s : kDecodeQueryLens) {
+    for (int64_t t : kDecodeKeyLens) {
+      for (int64_t window : {1, 5, 64}) {
+        Problem p;
+        p.heads = 2, p.q_len = s, p.kv_len = t, p.causal = true, p.window = window;
+        p.fill = window == 5 ? -10000.0f : kLowestFill;
+        p.mask = MaskShape::kB1ST, p.scale = 0.25f;
+        p.seed = static_cast<uint32_t>(s * 10000 + t * 100 + window);
+        CheckOnEveryCore(p);
+      }
+    }
+  }
+}
+
+TEST(FusedAttentionTest, DecodeHeadDimsAndGroupsMatchTheReference) {
+  // Head dims with and without a partial vector, up to and past the
+  // unrolled dot kernels; groups of 1..8 query heads per KV head.
+  for (auto [d, dv] : std::initializer_list<std::pair<int64_t, int64_t>>{
+           {64, 64}, {128, 128}, {80, 80}, {40, 24}, {3, 5}, {1, 1}, {96, 200}, {144, 16}, {160, 33}, {256, 64}}) {
+    for (auto [heads, kv_heads] : {std::pair<int64_t, int64_t>{8, 1}, {6, 3}, {2, 2}}) {
+      Problem p;
+      p.batch = 2, p.heads = heads, p.kv_heads = kv_heads, p.q_len = 1 + d % 4, p.kv_len = 77;
+      p.head_dim = d, p.v_head_dim = dv;
+      p.mask = MaskShape::kB11T, p.causal = true, p.fill = kLowestFill;
+      p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+      p.seed = static_cast<uint32_t>(d * 1000 + dv + heads);
+      CheckOnEveryCore(p);
+    }
+  }
+}
+
+TEST(FusedAttentionTest, DecodeReadsAKvCacheThroughItsCapacity) {
+  // K and V in a buffer of `capacity` rows per head (head_stride =
+  // capacity·d), the rows past kv_len NaN: never read. Both layouts.
+  for (int64_t s : kDecodeQueryLens) {
+    for (int64_t t : kDecodeKeyLens) {
+      for (Layout layout : {Layout::kBHSD, Layout::kBSHD}) {
+        Problem p;
+        p.batch = 2, p.heads = 6, p.kv_heads = 2, p.q_len = s, p.kv_len = t, p.layout = layout;
+        p.kv_capacity = t + 1 + t / 2;
+        p.mask = MaskShape::kB11T, p.causal = true, p.fill = kLowestFill, p.scale = 0.125f;
+        p.seed = static_cast<uint32_t>(s * 10000 + t * 2 + (layout == Layout::kBSHD));
+        CheckOnEveryCore(p);
+      }
+    }
+  }
+  // The prefill path honours the capacity too.
+  Problem p;
+  p.heads = 2, p.q_len = 65, p.kv_len = 130, p.kv_capacity = 200, p.causal = true, p.fill = kLowestFill;
+  CheckOnEveryCore(p);
+}
+
+TEST(FusedAttentionTest, DecodeDegenerateRowsAreNaNOrZero) {
+  // Causal: key 50 is allowed for row 1 of 3 (j <= i + T - S = 98).
+  CheckDegenerateRows(3, 100, 1, 50);
+  CheckDegenerateRows(1, 17, 0, 16);
+}
+
+TEST(FusedAttentionTest, DecodeNaNKeyAndInfiniteValueOutsideTheWindowGiveNaN) {
+  // A NaN key makes every row NaN; an inf value at a key outside the
+  // window has p = 0, and 0·inf is NaN in the graph's P·V: the decode path
+  // must not skip it.
+  for (int64_t s : {1, 4}) {
+    Problem p;
+    p.heads = 2, p.kv_heads = 2, p.q_len = s, p.kv_len = 100, p.causal = true, p.window = 5, p.fill = kLowestFill;
+    Buffers buffers(p);
+    buffers.k.at(0, 1, 60, 3) = kNaN;
+    buffers.v.at(0, 0, 10, 3) = kInf;
+    CheckOnEveryCore(buffers, p.Describe());
+    for (int64_t i = 0; i < s; ++i) {
+      EXPECT_TRUE(std::isnan(buffers.out.at(0, 0, i, 3)));
+      EXPECT_TRUE(std::isfinite(buffers.out.at(0, 0, i, 2)));
+      EXPECT_TRUE(std::isnan(buffers.out.at(0, 1, i, 0)));
+    }
+  }
+}
+
+TEST(FusedAttentionTest, DecodeResultDoesNotDependOnTheThreadCount) {
+  // Large enough to run parallel; with one (batch, KV head) the team splits
+  // the group's query heads (1 × 4 of one KV head), otherwise not.
+  struct Shape {
+    int64_t batch, heads, kv_heads, q_len, kv_len;
+  };
+  for (Shape shape : {Shape{1, 4, 1, 1, 1025}, Shape{1, 4, 1, 4, 1025}, Shape{2, 3, 3, 2, 1025},
+                      Shape{1, 12, 12, 1, 2000}, Shape{3, 8, 2, 3, 600}, Shape{1, 4, 1, 7, 1025}}) {
+    Problem p;
+    p.batch = shape.batch, p.heads = shape.heads, p.kv_heads = shape.kv_heads;
+    p.q_len = shape.q_len, p.kv_len = shape.kv_len;
+    p.mask = MaskShape::kB11T, p.causal = true, p.fill = kLowestFill, p.scale = 0.125f;
+    Buffers buffers(p);
+    CheckOnEveryCore(buffers, p.Describe());
+    for (AttentionIsa isa : Cores()) {
+      SCOPED_TRACE(absl::StrCat(p.Describe(), " ", AttentionIsaName(isa)));
+      std::vector<float> one, two;
+      {
+        ScopedOmpThreads threads(1);
+        ASSERT_TRUE(RunFusedAttentionOn(isa, buffers.args).ok());
+        one = buffers.out.data;
+      }
+      {
+        ScopedOmpThreads threads(2);
+        ASSERT_TRUE(RunFusedAttentionOn(isa, buffers.args).ok());
+        two = buffers.out.data;
+      }
+      ASSERT_EQ(one.size(), two.size());
+      for (size_t n = 0; n < one.size(); ++n) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(one[n]), std::bit_cast<uint32_t>(two[n])) << n;
+      }
+    }
+  }
 }
 
 TEST(FusedAttentionTest, InvalidArgumentsNameTheField) {
