@@ -578,6 +578,25 @@ TEST(FusedAttentionTest, InfiniteValueAboveTheDiagonalGivesNaNAsInTheGraph) {
   }
 }
 
+// The core's result on a team of 1 thread and of 2, bit for bit.
+void ExpectSameBitsOnOneAndTwoThreads(AttentionIsa isa, Buffers& buffers) {
+  std::vector<float> one, two;
+  {
+    ScopedOmpThreads threads(1);
+    ASSERT_TRUE(RunFusedAttentionOn(isa, buffers.args).ok());
+    one = buffers.out.data;
+  }
+  {
+    ScopedOmpThreads threads(2);
+    ASSERT_TRUE(RunFusedAttentionOn(isa, buffers.args).ok());
+    two = buffers.out.data;
+  }
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t n = 0; n < one.size(); ++n) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(one[n]), std::bit_cast<uint32_t>(two[n])) << n;
+  }
+}
+
 TEST(FusedAttentionTest, ResultDoesNotDependOnTheThreadCount) {
   for (bool causal : {false, true}) {
     Problem p;
@@ -586,21 +605,7 @@ TEST(FusedAttentionTest, ResultDoesNotDependOnTheThreadCount) {
     Buffers buffers(p);
     for (AttentionIsa isa : Cores()) {
       SCOPED_TRACE(AttentionIsaName(isa));
-      std::vector<float> one, two;
-      {
-        ScopedOmpThreads threads(1);
-        ASSERT_TRUE(RunFusedAttentionOn(isa, buffers.args).ok());
-        one = buffers.out.data;
-      }
-      {
-        ScopedOmpThreads threads(2);
-        ASSERT_TRUE(RunFusedAttentionOn(isa, buffers.args).ok());
-        two = buffers.out.data;
-      }
-      ASSERT_EQ(one.size(), two.size());
-      for (size_t n = 0; n < one.size(); ++n) {
-        ASSERT_EQ(std::bit_cast<uint32_t>(one[n]), std::bit_cast<uint32_t>(two[n])) << n;
-      }
+      ExpectSameBitsOnOneAndTwoThreads(isa, buffers);
     }
   }
 }
@@ -843,21 +848,7 @@ TEST(FusedAttentionTest, DecodeResultDoesNotDependOnTheThreadCount) {
     CheckOnEveryCore(buffers, p.Describe());
     for (AttentionIsa isa : Cores()) {
       SCOPED_TRACE(absl::StrCat(p.Describe(), " ", AttentionIsaName(isa)));
-      std::vector<float> one, two;
-      {
-        ScopedOmpThreads threads(1);
-        ASSERT_TRUE(RunFusedAttentionOn(isa, buffers.args).ok());
-        one = buffers.out.data;
-      }
-      {
-        ScopedOmpThreads threads(2);
-        ASSERT_TRUE(RunFusedAttentionOn(isa, buffers.args).ok());
-        two = buffers.out.data;
-      }
-      ASSERT_EQ(one.size(), two.size());
-      for (size_t n = 0; n < one.size(); ++n) {
-        ASSERT_EQ(std::bit_cast<uint32_t>(one[n]), std::bit_cast<uint32_t>(two[n])) << n;
-      }
+      ExpectSameBitsOnOneAndTwoThreads(isa, buffers);
     }
   }
 }
