@@ -1,5 +1,6 @@
 #include "passes/internal/attention_groups.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -147,9 +148,10 @@ bool TryMerge(Grouping& g, int sid) {
   std::vector<int> merged = {m1};
   if (nan_group >= 0) merged.push_back(nan_group);
   merged.push_back(m2);
+  // Q and K may be one value (X·Xᵀ): both then read the one absorbed transpose's input.
   auto absorb_input = [&](Value*& value, bool& seq_major, int reader) {
     if (int t = AbsorbableInputTranspose(g, value, reader); t >= 0) {
-      merged.push_back(t);
+      if (std::find(merged.begin(), merged.end(), t) == merged.end()) merged.push_back(t);
       value = g.group(t).nodes[0]->input(0);
       seq_major = true;
     }
@@ -158,7 +160,7 @@ bool TryMerge(Grouping& g, int sid) {
   a.k = k;
   a.v = v;
   absorb_input(a.q, a.q_seq_major, m1);
-  if (a.k != a.q) absorb_input(a.k, a.k_seq_major, m1);
+  absorb_input(a.k, a.k_seq_major, m1);
   absorb_input(a.v, a.v_seq_major, m2);
   a.out = Result(g, m2);
   if (int t = AbsorbableOutputTranspose(g, a.out); t >= 0) {

@@ -112,6 +112,33 @@ TEST_F(FusionTest, AttentionScoresTransposedBAndMaskedSoftmax) {
   EXPECT_EQ(plan.groups[1].softmax.mask, mask);
 }
 
+// Shared-QK attention (one projection for queries and keys, X·Xᵀ): Q and K
+// are one value behind one head transpose, which the attention absorbs once;
+// both read its input through strides.
+TEST_F(FusionTest, AttentionWithSharedQueriesAndKeysAbsorbsTheirTransposeOnce) {
+  Value* x = In("x", {batch, seq, 4, 16});
+  Value* v = In("v", {batch, 4, seq, 16});
+  Value* heads = Op("Transpose", {x}, Attr("perm", std::vector<int64_t>{0, 2, 1, 3}));
+  Value* scores = Op("MatMul", {heads, Op("Transpose", {heads}, Attr("perm", std::vector<int64_t>{0, 1, 3, 2}))});
+  Value* probs = Op("Softmax", {Op("Mul", {scores, Scalar(0.25f)})}, Attr("axis", int64_t{-1}));
+  g.AddOutput(Op("MatMul", {probs, v}));
+  FusionPlan plan = Plan();
+  ASSERT_EQ(plan.groups.size(), 1u) << plan.ToString();
+  const Group& attention = plan.groups[0];
+  ASSERT_EQ(attention.kind, GroupKind::kAttention) << plan.ToString();
+  EXPECT_EQ(attention.attention.q, x);
+  EXPECT_EQ(attention.attention.k, x);
+  EXPECT_TRUE(attention.attention.q_seq_major && attention.attention.k_seq_major);
+  EXPECT_EQ(attention.attention.v, v);
+  EXPECT_FALSE(attention.attention.v_seq_major || attention.attention.out_seq_major);
+  EXPECT_FLOAT_EQ(attention.attention.scale, 0.25f);
+  std::vector<Value*> data;  // the inputs besides the scale's constant
+  for (Value* in : attention.inputs) {
+    if (!in->is_constant()) data.push_back(in);
+  }
+  EXPECT_EQ(data, (std::vector<Value*>{x, v}));
+}
+
 TEST_F(FusionTest, SoftmaxAbsorbsScaleWhenNoMatmulPrecedes) {
   Value* s = In("s", {batch, seq, seq});
   Value* mask = In("mask", {batch, 1, seq});
