@@ -140,10 +140,9 @@ namespace {
 bool IsaSupported(AttentionIsa isa) {
   switch (isa) {
     case AttentionIsa::kAvx512:
-      // libgcc's CPU model checks that the OS saves the registers (XCR0) too.
-      return Avx512Allowed() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+      return Avx512FmaUsable();
     case AttentionIsa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+      return Avx2FmaUsable();
     case AttentionIsa::kPortable:
       return true;
   }

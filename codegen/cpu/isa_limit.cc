@@ -24,6 +24,12 @@ bool Avx512Allowed() {
   return limit.ok() && *limit == IsaLimit::kHost;
 }
 
+bool Avx512FmaUsable() {
+  return Avx512Allowed() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+}
+
+bool Avx2FmaUsable() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
 bool FeatureAllowed(std::string_view feature) {
   if (Avx512Allowed()) return true;
   // AVX-512 and what only AVX-512 machines have (AMX tiles use its state).

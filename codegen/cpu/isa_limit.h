@@ -35,6 +35,13 @@ bool FeatureAllowed(std::string_view feature);
 // True when the limit lets code use AVX-512.
 bool Avx512Allowed();
 
+// Whether hand-written cores for these instruction sets may run here (the
+// skinny GEMM's, the fused attention's): the CPU has AVX-512F + FMA (resp.
+// AVX2 + FMA), the OS saves their registers (libgcc's CPU model checks
+// XCR0), and for AVX-512 the process's limit allows it.
+bool Avx512FmaUsable();
+bool Avx2FmaUsable();
+
 }  // namespace shapeshift::codegen::cpu
 
 #endif  // SHAPESHIFT_CODEGEN_CPU_ISA_LIMIT_H_

@@ -14,12 +14,8 @@ namespace shapeshift::codegen::cpu {
 const char* IsaName(SkinnyMatmul::Isa isa) { return isa == SkinnyMatmul::Isa::kAvx512 ? "avx512" : "avx2"; }
 
 bool SkinnyMatmul::Supported(Isa isa) {
-  // libgcc's CPU model checks the OS saves the registers (XCR0) as well.
   // SHAPESHIFT_MAX_CPU_ISA=avx2 rules the AVX-512 core out (isa_limit.h).
-  if (isa == Isa::kAvx512) {
-    return Avx512Allowed() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  }
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return isa == Isa::kAvx512 ? Avx512FmaUsable() : Avx2FmaUsable();
 }
 
 std::optional<SkinnyMatmul::Isa> SkinnyMatmul::HostIsa() {
