@@ -96,14 +96,76 @@ bool MaskBroadcasts(Grouping& g, const Value* mask, const std::vector<SymExpr>& 
   return true;
 }
 
+// A group that is one Reshape (a kView: its output aliases its input).
+bool IsReshapeView(Grouping& g, int gid) {
+  if (gid < 0) return false;
+  const Group& group = g.group(gid);
+  return group.kind == GroupKind::kView && group.nodes.size() == 1 && group.nodes[0]->op_type() == "Reshape";
+}
+
+// The grouped-query form (passes/grouped_query_matmul.h): `grouped` is
+// `plain` [b, H, m, x] read as [b, G, R·m, x], G = kv_heads, H = G·R — query
+// head g·R + r is grouped row block r of key/value head g, which is the fused
+// kernel's head-to-key/value-head rule.
+bool Regroups(Grouping& g, const Value* plain, const Value* grouped, int64_t kv_heads, const Node& at) {
+  const std::vector<SymExpr>& ps = plain->type().shape;
+  const std::vector<SymExpr>& gs = grouped->type().shape;
+  if (ps.size() != 4 || gs.size() != 4 || gs[1].AsConst() != kv_heads) return false;
+  std::optional<int64_t> heads = ps[1].AsConst();
+  if (!heads || kv_heads < 1 || *heads % kv_heads != 0) return false;
+  const Provenance why{"fusion", at.name(), "grouped-query attention regroups heads as rows"};
+  return DimsEqual(g.env(), ps[0], gs[0], why) && DimsEqual(g.env(), gs[2], SymExpr(*heads / kv_heads) * ps[2], why) &&
+         DimsEqual(g.env(), ps[3], gs[3], why);
+}
+
+// The view group that is the only reader of `v`: its output, or null.
+Value* OnlyReaderView(Grouping& g, const Value* v, int* view) {
+  Node* user = SingleUser(v);
+  if (user == nullptr || IsGraphOutput(g.graph(), v)) return nullptr;
+  for (const Use& u : v->uses()) {
+    if (u.user != user) return nullptr;
+  }
+  *view = g.GroupOfNode(user);
+  return IsReshapeView(g, *view) && user->input(0) == v ? user->output(0) : nullptr;
+}
+
 bool TryMerge(Grouping& g, int sid) {
   const Group& softmax = g.group(sid);
   if (!PlainSoftmax(softmax)) return false;
   const SoftmaxGroup sm = softmax.softmax;
   Node* softmax_node = softmax.nodes.back();
-  const int m1 = ProducerGroup(g, sm.x);
+  if (!g.ReadOnlyBy(sm.x, sid)) return false;
+  std::vector<int> merged;
+  // The scores: the Q·Kᵀ matmul's result, or — grouped-query attention — a
+  // view of it ([b, G, R·m, n] as [b, H, m, n]).
+  int m1 = ProducerGroup(g, sm.x);
+  const bool grouped = IsReshapeView(g, m1);
+  if (grouped) {
+    merged.push_back(m1);
+    Value* grouped_scores = g.group(m1).nodes[0]->input(0);
+    const int view = m1;
+    m1 = ProducerGroup(g, grouped_scores);
+    if (m1 < 0 || Result(g, m1) != grouped_scores || !g.ReadOnlyBy(grouped_scores, view)) return false;
+  }
   if (m1 < 0 || !PlainBatchedMatmul(g.group(m1)) || !g.group(m1).matmul.transpose_b) return false;
-  if (Result(g, m1) != sm.x || !g.ReadOnlyBy(sm.x, sid)) return false;
+  if (!grouped && Result(g, m1) != sm.x) return false;
+  const MatmulGroup& qk = g.group(m1).matmul;
+  Value* q = qk.a;
+  Value* k = qk.b;
+  int q_reader = m1;  // the group that reads Q
+  const int64_t kv_heads = k->type().shape[1].AsConst().value_or(0);
+  if (grouped) {
+    // Q read through the view that groups its heads.
+    q_reader = ProducerGroup(g, q);
+    if (!IsReshapeView(g, q_reader) || !g.ReadOnlyBy(q, m1)) return false;
+    merged.push_back(q_reader);
+    Value* plain_q = g.group(q_reader).nodes[0]->input(0);
+    if (!Regroups(g, plain_q, q, kv_heads, *softmax_node) ||
+        !Regroups(g, sm.x, Result(g, m1), kv_heads, *softmax_node)) {
+      return false;
+    }
+    q = plain_q;
+  }
   // The probabilities, through torch SDPA's NaN-to-zero Where if present.
   Value* p = softmax_node->output(0);
   if (IsGraphOutput(g.graph(), p)) return false;
@@ -117,6 +179,13 @@ bool TryMerge(Grouping& g, int sid) {
     p = g.group(nan_group).nodes[1]->output(0);
     if (IsGraphOutput(g.graph(), p)) return false;
   }
+  if (grouped) {
+    int view = -1;
+    Value* grouped_p = OnlyReaderView(g, p, &view);
+    if (grouped_p == nullptr || !Regroups(g, p, grouped_p, kv_heads, *softmax_node)) return false;
+    merged.push_back(view);
+    p = grouped_p;
+  }
   user = SingleUser(p);
   if (user == nullptr) return false;
   const int m2 = g.GroupOfNode(user);
@@ -125,15 +194,28 @@ bool TryMerge(Grouping& g, int sid) {
   if (pv.transpose_b || pv.scale != 1.0f || pv.a != p || g.group(m2).nodes.size() != 1 || !g.ReadOnlyBy(p, m2)) {
     return false;
   }
-  const MatmulGroup& qk = g.group(m1).matmul;
-  Value* q = qk.a;
-  Value* k = qk.b;
+  Value* out = Result(g, m2);
+  if (grouped) {
+    int view = -1;
+    Value* plain_out = OnlyReaderView(g, out, &view);
+    if (plain_out == nullptr || !Regroups(g, plain_out, out, kv_heads, *softmax_node)) return false;
+    merged.push_back(view);
+    out = plain_out;
+  }
   Value* v = pv.b;
   const std::vector<SymExpr>& qs = q->type().shape;
   const std::vector<SymExpr>& ks = k->type().shape;
   const std::vector<SymExpr>& vs = v->type().shape;
   if (!ConstantDim(qs[3]) || !ConstantDim(vs[3]) || ks[3] != qs[3] ||
       !DimsEqual(g.env(), ks[2], vs[2], Provenance{"fusion", user->name(), "keys and values have one length"})) {
+    return false;
+  }
+  // One batch; K and V have the same heads, which divide Q's (equal but for
+  // the grouped-query form): no head or batch the matmuls broadcast.
+  const Provenance batch_why{"fusion", user->name(), "queries, keys and values have one batch"};
+  std::optional<int64_t> q_heads = qs[1].AsConst();
+  if (!q_heads || kv_heads < 1 || vs[1].AsConst() != kv_heads || (grouped ? *q_heads % kv_heads : *q_heads - kv_heads) != 0 ||
+      !DimsEqual(g.env(), qs[0], ks[0], batch_why) || !DimsEqual(g.env(), qs[0], vs[0], batch_why)) {
     return false;
   }
   if (sm.mask != nullptr && !MaskBroadcasts(g, sm.mask, sm.x->type().shape, *softmax_node)) return false;
@@ -145,7 +227,7 @@ bool TryMerge(Grouping& g, int sid) {
   a.window = sm.window;
   a.fill = sm.fill;
   a.nan_to_zero = nan_group >= 0;
-  std::vector<int> merged = {m1};
+  merged.push_back(m1);
   if (nan_group >= 0) merged.push_back(nan_group);
   merged.push_back(m2);
   // Q and K may be one value (X·Xᵀ): both then read the one absorbed transpose's input.
@@ -159,10 +241,10 @@ bool TryMerge(Grouping& g, int sid) {
   a.q = q;
   a.k = k;
   a.v = v;
-  absorb_input(a.q, a.q_seq_major, m1);
+  absorb_input(a.q, a.q_seq_major, q_reader);
   absorb_input(a.k, a.k_seq_major, m1);
   absorb_input(a.v, a.v_seq_major, m2);
-  a.out = Result(g, m2);
+  a.out = out;
   if (int t = AbsorbableOutputTranspose(g, a.out); t >= 0) {
     merged.push_back(t);
     a.out = g.group(t).nodes[0]->output(0);

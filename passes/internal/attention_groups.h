@@ -17,6 +17,14 @@
 //  - head dims d and dv constants (K and V may be a KV cache's present: the
 //    runtime reads a bound one with its capacity's strides);
 //  - a mask whose every dim is 1 or provably the scores' dim there.
+// Grouped-query attention as passes/grouped_query_matmul.h leaves it — Q
+// Reshaped to [b, G, R·m, d] for the Q·Kᵀ matmul over the G unexpanded
+// key/value heads, the scores Reshaped back to [b, H, m, n] for the softmax,
+// the probabilities to [b, G, R·m, n] for ·V, its result back to
+// [b, H, m, dv] — merges with those four views (each read only by the next
+// step, each shape checked as that regrouping): Q and the output keep their
+// H heads, K and V their G, and the kernel's rule (head h reads key/value
+// head h / R) is the one the views encode.
 // A Transpose perm [0, 2, 1, 3] group feeding Q, K or V (read only by the
 // matmul) or reading the output (its only reader) joins too: the kernel
 // reads and writes those tensors through strides.

@@ -1,9 +1,10 @@
 // Fusion's attention groups (passes/internal/attention_groups.h) on the
 // torch-exported tiny models: which attentions become one kAttention group,
 // with which layouts, scale, mask and causal fields (decoders with past read
-// their presents in place) — and which stay unfused (an ALiBi bias, T5's
+// their presents in place; grouped-query attention through its views) — and which stay unfused (an ALiBi bias, T5's
 // relative positions), and that FusionOptions{fuse_attention = false} plans exactly
 // what it did before.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,67 @@ TEST(AttentionFusionTest, DecodersWithPastReadTheirPresentsInPlace) {
       EXPECT_TRUE(g->attention.causal);
     }
   }
+}
+
+// Grouped-query attention after the grouped-query matmul pass: Q viewed as
+// [b, G, R·S, d] against the unexpanded K and V, the scores and output viewed
+// back — the views join the group, and Q, K, V come in with their own heads
+// (4 query heads, 2 or 1 key/value heads in the tiny configs).
+TEST(AttentionFusionTest, GroupedQueryAttentionFusesThroughItsViews) {
+  struct Expect {
+    const char* name;
+    int64_t kv_heads;
+  };
+  for (Expect e : {Expect{"llama-torchscript", 2}, Expect{"llama-dynamo", 2}, Expect{"llama-past-dynamo", 2},
+                   Expect{"qwen2-torchscript", 2}, Expect{"mistral-dynamo", 2}, Expect{"gemma-torchscript", 1},
+                   Expect{"stablelm-past-torchscript", 2}, Expect{"falcon-torchscript", 1},
+                   Expect{"gpt-bigcode-past-dynamo", 1}}) {
+    SCOPED_TRACE(e.name);
+    Planned p = Plan(e.name, true);
+    std::vector<const Group*> attention = Attentions(p.result.fusion);
+    ASSERT_EQ(attention.size(), 2u) << p.result.fusion.ToString();
+    EXPECT_EQ(CountKind(p.result.fusion, GroupKind::kSoftmax), 0);
+    for (const Group* g : attention) {
+      const AttentionGroup& a = g->attention;
+      auto heads = [](const Value* x, bool seq_major) { return x->type().shape[seq_major ? 2 : 1].AsConst(); };
+      EXPECT_EQ(heads(a.q, a.q_seq_major), std::optional<int64_t>(4)) << g->ToString();
+      EXPECT_EQ(heads(a.k, a.k_seq_major), std::optional<int64_t>(e.kv_heads)) << g->ToString();
+      EXPECT_EQ(heads(a.v, a.v_seq_major), std::optional<int64_t>(e.kv_heads)) << g->ToString();
+      EXPECT_EQ(heads(a.out, a.out_seq_major), std::optional<int64_t>(4)) << g->ToString();
+      EXPECT_TRUE(a.causal) << g->ToString();
+      // No [b, G, R·S, T] scores or regrouped probabilities leave the group.
+      ASSERT_EQ(g->outputs.size(), 1u);
+      EXPECT_EQ(g->outputs[0], a.out);
+    }
+  }
+}
+
+// A grouped-query matmul whose views are read elsewhere (here: the scores
+// are also a graph output) is not merged: the kernel never writes them.
+TEST(AttentionFusionTest, GroupedScoresReadOutsideStayUnfused) {
+  Planned p = Plan("llama-torchscript", true);
+  ASSERT_EQ(Attentions(p.result.fusion).size(), 2u);
+  // Re-plan with the first layer's scores (the softmax's input) as an output.
+  ImportOptions options;
+  options.dim_ranges = {{"batch", {1, 8}}, {"sequence", {1, 256}}};
+  absl::StatusOr<ImportedModel> model = ImportOnnxFile(
+      std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/llama-torchscript/model.onnx", options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<PipelineResult> first = RunPipeline(*model->graph, *model->env, PipelineOptions{});
+  ASSERT_TRUE(first.ok()) << first.status();
+  Value* scores = nullptr;
+  for (const Group& g : first->fusion.groups) {
+    if (g.kind != GroupKind::kAttention || scores != nullptr) continue;
+    for (const Node* n : g.nodes) {
+      if (n->op_type() == "CausalSoftmax") scores = n->input(0);
+    }
+  }
+  ASSERT_NE(scores, nullptr);
+  model->graph->AddOutput(scores);
+  absl::StatusOr<PipelineResult> second = RunPipeline(*model->graph, *model->env, PipelineOptions{});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(Attentions(second->fusion).size(), 1u) << second->fusion.ToString();
+  EXPECT_EQ(CountKind(second->fusion, GroupKind::kSoftmax), 1);
 }
 
 TEST(AttentionFusionTest, WhatStaysUnfused) {

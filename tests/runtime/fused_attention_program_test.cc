@@ -2,7 +2,9 @@
 // by default): on the torch exports whose attentions fusion merges
 // (passes/internal/attention_groups.h) — encoders with a padding mask,
 // decoders' causal prefill, BART's encoder, causal decoder and cross
-// attention, GPT-NeoX's and Phi's head-major Q and K — the Program runs one
+// attention, GPT-NeoX's and Phi's head-major Q and K, grouped-query and
+// multi-query attention (Llama, Qwen2, Mistral, Gemma, StableLM, Falcon,
+// StarCoder) — the Program runs one
 // fused step per layer's attention, and its outputs match the unfused
 // Program's (two oneDNN GEMMs, a softmax, transposes) and the reference
 // interpreter at odd lengths, in batches with padded rows.
@@ -106,7 +108,13 @@ INSTANTIATE_TEST_SUITE_P(Exports, FusedAttentionProgramTest,
                          ::testing::Values(Case{"bert-base-torchscript", 2}, Case{"bert-base-dynamo", 2},
                                            Case{"gpt2-torchscript", 2}, Case{"gpt2-dynamo", 2},
                                            Case{"bart-torchscript", 6}, Case{"opt-dynamo", 2},
-                                           Case{"gpt-neox-torchscript", 2}, Case{"phi-dynamo", 2}),
+                                           Case{"gpt-neox-torchscript", 2}, Case{"phi-dynamo", 2},
+                                           // Grouped-query (4 query heads per 2 or 1 key/value heads) and
+                                           // multi-query attention, through the grouped-query matmul's views.
+                                           Case{"llama-torchscript", 2}, Case{"llama-dynamo", 2},
+                                           Case{"qwen2-dynamo", 2}, Case{"mistral-torchscript", 2},
+                                           Case{"gemma-dynamo", 2}, Case{"stablelm-torchscript", 2},
+                                           Case{"falcon-torchscript", 2}, Case{"gpt-bigcode-dynamo", 2}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name = info.param.dir;
                            for (char& c : name) c = c == '-' ? '_' : c;
@@ -117,8 +125,10 @@ INSTANTIATE_TEST_SUITE_P(Exports, FusedAttentionProgramTest,
 // Concat outputs) in place — one fused step per layer, decode and prefill
 // after a cache alike. (Bound caches: kv_cache_test.cc runs every past
 // export bound and plain, bit for bit.)
-TEST(FusedAttentionProgramTest, DecodeReadsThePresentsInPlace) {
-  const std::string path = absl::StrCat(SHAPESHIFT_SOURCE_DIR, "/tests/data/models/gpt2-past-dynamo/model.onnx");
+class FusedDecodeTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FusedDecodeTest, ReadsThePresentsInPlace) {
+  const std::string path = absl::StrCat(SHAPESHIFT_SOURCE_DIR, "/tests/data/models/", GetParam(), "/model.onnx");
   CompileOptions unfused_options;
   unfused_options.fuse_attention = false;
   absl::StatusOr<std::unique_ptr<Session>> fused = Session::Create(ModelSource::OnnxFile(path), CompileOptions{});
@@ -151,6 +161,15 @@ TEST(FusedAttentionProgramTest, DecodeReadsThePresentsInPlace) {
     ExpectFusedMatches(**fused, **unfused, inputs);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Exports, FusedDecodeTest,
+                         ::testing::Values("gpt2-past-dynamo", "llama-past-dynamo", "qwen2-past-torchscript",
+                                           "mistral-past-dynamo", "falcon-past-dynamo", "gpt-bigcode-past-dynamo"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace shapeshift::runtime
