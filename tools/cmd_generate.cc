@@ -395,6 +395,7 @@ int Generate(const std::vector<std::string>& raw) {
                               {"steps", flags.steps},
                               {"create_ms", create_ms},
                               {"prefill_ms", prefill_ms},
+                              {"prefills_ms", prefills_ms},
                               {"step_ms", {{"median", Percentile(step_ms, 0.5)}, {"p90", Percentile(step_ms, 0.9)},
                                            {"max", Percentile(step_ms, 1.0)}}},
                               {"decode_tokens_per_s", tokens_per_s},

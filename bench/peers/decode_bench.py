@@ -114,9 +114,9 @@ def run_shapeshift(binary: str, model_file: str, prompt: np.ndarray, steps: int,
         raise SystemExit(f"shapeshift generate failed (exit {completed.returncode}):\n{completed.stderr[-4000:]}")
     r = json.loads(completed.stdout)
     rusage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"prefill_ms": round(r["prefill_ms"], 3),
+    return {"prefill_ms": round(r["prefill_ms"], 3), "prefills_ms": [round(x, 3) for x in r["prefills_ms"]],
             "step_ms": {k: round(v, 3) for k, v in r["step_ms"].items()} if steps > 1 else None,
-            "decode_tokens_per_s": round(r["decode_tokens_per_s"], 2), "tokens": r["tokens"],
+            "decode_tokens_per_s": round(r["decode_tokens_per_s"], 2) if steps > 1 else None, "tokens": r["tokens"],
             "compiles": r["compiles"], "fused_attentions": r["fused_attentions"],
             "create_ms": round(r["create_ms"], 1), "cache_growths": r["cache_growths"],
             "child_peak_rss_mb": round(rusage.ru_maxrss / 1024.0, 1)}

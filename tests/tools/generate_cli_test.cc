@@ -104,6 +104,7 @@ TEST(GenerateCliTest, BatchedCachesGrowOnceWithoutRecompiling) {
   ASSERT_EQ(exit_code, 0) << r.dump();
   EXPECT_EQ(r["batch"], 3);
   EXPECT_EQ(r["repeats"], 2);
+  EXPECT_EQ(r["prefills_ms"].size(), 2u);
   EXPECT_EQ(r["compiles"], 1);
   EXPECT_EQ(r["cache_growths"], 1);
   EXPECT_EQ(r["cache_capacity"], 128);
