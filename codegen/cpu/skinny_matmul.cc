@@ -61,14 +61,28 @@ absl::StatusOr<PackedWeights> SkinnyMatmul::PackB(const float* b) const {
   packed.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, packed.bytes_)), std::free);
   if (!packed.data_) return absl::ResourceExhaustedError(absl::StrCat(DescribeConfig(config_), ": out of memory"));
   float* out = packed.data_.get();
+  // Panel by panel, each written front to back and read in B's memory order
+  // (a row slice of w floats per k when B is [k, n], a column of k floats
+  // per panel column when it is [n, k]). The panels are independent, so the
+  // team packs them in parallel: a model's first compile packs every weight
+  // once (4.1 GB for a 1B decoder), and the kernel's zeroing of the new pages
+  // happens in whichever thread touches them first.
+  const bool transposed = config_.transpose_b;
+#pragma omp parallel for schedule(static) num_threads(std::max(1, options_.threads)) if (panels > 1 && !omp_in_parallel())
   for (int64_t p = 0; p < panels; ++p) {
     float* panel = out + p * rows * w;
-    for (int64_t j = 0; j < w; ++j) {
-      const int64_t col = p * w + j;
+    const int64_t col0 = p * w, cols = std::min(w, n - col0);
+    if (!transposed) {
       for (int64_t q = 0; q < rows; ++q) {
-        float v = 0.0f;
-        if (col < n && q < k) v = config_.transpose_b ? b[col * k + q] : b[q * n + col];
-        panel[q * w + j] = v;
+        float* dst = panel + q * w;
+        if (q < k) std::copy(b + q * n + col0, b + q * n + col0 + cols, dst);
+        std::fill(dst + (q < k ? cols : 0), dst + w, 0.0f);
+      }
+    } else {
+      std::fill(panel, panel + rows * w, 0.0f);
+      for (int64_t j = 0; j < cols; ++j) {
+        const float* src = b + (col0 + j) * k;
+        for (int64_t q = 0; q < k; ++q) panel[q * w + j] = src[q];
       }
     }
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/codegen/matmul_reference.h"
 #include "tests/codegen/test_util.h"
@@ -97,6 +98,27 @@ TEST(SkinnyMatmulTest, EveryEpilogueWithPlainAndTransposedWeights) {
         for (int64_t m : {1, 7, 17}) {
           CheckRows(*skinny, m, 7);
           CheckRows(*skinny, m, 9, /*residual_in_place=*/true);
+        }
+      }
+    }
+  }
+}
+
+// Depths past a row block and widths past a panel: the packed panels' padding
+// (rows past k, columns past n) is zero in both weight layouts, packed by the
+// whole team.
+TEST(SkinnyMatmulTest, OddDepthsAndWidthsInBothLayouts) {
+  ASSERT_FALSE(Cores().empty());
+  for (int64_t k : {1, 37, 100}) {
+    for (int64_t n : {1, 17, 50, 129}) {
+      for (bool transpose : {false, true}) {
+        MatmulConfig cfg = WeightGemm(k, n);
+        cfg.transpose_b = transpose;
+        for (Isa isa : Cores()) {
+          SCOPED_TRACE(absl::StrCat("k ", k, " n ", n, transpose ? " transposed" : "", " ", IsaName(isa)));
+          std::unique_ptr<SkinnyMatmul> skinny = MakeOrDie(cfg, isa);
+          ASSERT_NE(skinny, nullptr);
+          for (int64_t m : {1, 5}) CheckRows(*skinny, m, static_cast<uint32_t>(k * 1000 + n + m));
         }
       }
     }
