@@ -79,13 +79,22 @@ bool LooksLikeMask(const std::string& name) {
   return absl::StrContains(absl::AsciiStrToLower(name), "mask");
 }
 
-// The first dim of the constant table `v` indexes through a Gather, if any.
-std::optional<int64_t> GatherTableRows(const Value& v) {
+// The first dim of the constant table `v` indexes through a Gather, if any
+// — directly or through ops that only change the ids' shape or integer type
+// (the dynamo exporter reshapes `input_ids` before the embedding's Gather).
+std::optional<int64_t> GatherTableRows(const Value& v, int depth = 0) {
   for (const Use& use : v.uses()) {
     const Node& node = *use.user;
-    if (node.op_type() != "Gather" || use.input_index != 1) continue;
-    const Tensor* table = node.input(0)->constant();
-    if (table != nullptr && table->rank() >= 1) return table->shape()[0];
+    const std::string& op = node.op_type();
+    if (op == "Gather" && use.input_index == 1) {
+      const Tensor* table = node.input(0)->constant();
+      if (table != nullptr && table->rank() >= 1) return table->shape()[0];
+    }
+    const bool reshapes = op == "Reshape" || op == "Unsqueeze" || op == "Squeeze" || op == "Flatten" ||
+                          op == "Identity" || (op == "Cast" && !IsFloat(node.output(0)->type().dtype));
+    if (reshapes && use.input_index == 0 && depth < 4) {
+      if (std::optional<int64_t> rows = GatherTableRows(*node.output(0), depth + 1)) return rows;
+    }
   }
   return std::nullopt;
 }

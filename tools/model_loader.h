@@ -61,7 +61,9 @@ struct InputRecipe {
 
 // Decides each input's recipe from the graph (call before compiling: the
 // compiler rewrites the graph). Token ids are recognized as inputs read as
-// indices by a Gather on a constant table, whose first dim is the limit.
+// indices by a Gather on a constant table — directly or through Reshape,
+// (Un)Squeeze, Flatten, Identity or an integer Cast — whose first dim is the
+// limit.
 std::vector<InputRecipe> InputRecipes(const Graph& graph);
 
 // Binds symbols for one request: each `NAME=SHAPE` (`2x128`, `2,128`)
