@@ -38,6 +38,7 @@ import onnx
 
 import peer_engines as pe
 import peer_inputs as pi
+from peer_bench import emit, peak_rss_mb
 
 ENGINES = (*pe.ENGINES, "shapeshift")
 
@@ -168,13 +169,8 @@ def main() -> int:
               "prompt_seed": args.seed,
               "threads": pe.THREADS, "versions": versions, "load_average_at_start": load,
               "total_s": round(time.perf_counter() - start, 2),
-              "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1), **result}
-    text = json.dumps(result) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    else:
-        sys.stdout.write(text)
+              "peak_rss_mb": peak_rss_mb(), **result}
+    emit(json.dumps(result) + "\n", args.out)
     return 0
 
 

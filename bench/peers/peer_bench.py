@@ -156,6 +156,15 @@ def save_outputs(engine, spec, size, path: pathlib.Path) -> list[str]:
     return sorted(arrays)
 
 
+def emit(text: str, out: pathlib.Path | None):
+    """A result document to `out` (its folder made), or to stdout."""
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
 def parse_ints(text: str) -> list[int]:
     return [int(t) for t in text.split(",") if t]
 
@@ -230,12 +239,7 @@ def main() -> int:
     }
     if isinstance(engine, pe.TorchEngine):
         result["recompile_examples"] = engine.recompile_examples()
-    text = json.dumps(result, indent=1) + "\n"
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    else:
-        sys.stdout.write(text)
+    emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0
 
 

@@ -179,13 +179,16 @@ bool TryMerge(Grouping& g, int sid) {
     p = g.group(nan_group).nodes[1]->output(0);
     if (IsGraphOutput(g.graph(), p)) return false;
   }
-  if (grouped) {
+  // Grouped-query form: the value `v`'s only reader is a view regrouping it
+  // (to the grouped layout, or back from it); its output, with the view merged.
+  auto through_view = [&](Value* v, bool to_grouped) -> Value* {
     int view = -1;
-    Value* grouped_p = OnlyReaderView(g, p, &view);
-    if (grouped_p == nullptr || !Regroups(g, p, grouped_p, kv_heads, *softmax_node)) return false;
+    Value* w = OnlyReaderView(g, v, &view);
+    if (w == nullptr || !Regroups(g, to_grouped ? v : w, to_grouped ? w : v, kv_heads, *softmax_node)) return nullptr;
     merged.push_back(view);
-    p = grouped_p;
-  }
+    return w;
+  };
+  if (grouped && (p = through_view(p, /*to_grouped=*/true)) == nullptr) return false;
   user = SingleUser(p);
   if (user == nullptr) return false;
   const int m2 = g.GroupOfNode(user);
@@ -195,13 +198,7 @@ bool TryMerge(Grouping& g, int sid) {
     return false;
   }
   Value* out = Result(g, m2);
-  if (grouped) {
-    int view = -1;
-    Value* plain_out = OnlyReaderView(g, out, &view);
-    if (plain_out == nullptr || !Regroups(g, plain_out, out, kv_heads, *softmax_node)) return false;
-    merged.push_back(view);
-    out = plain_out;
-  }
+  if (grouped && (out = through_view(out, /*to_grouped=*/false)) == nullptr) return false;
   Value* v = pv.b;
   const std::vector<SymExpr>& qs = q->type().shape;
   const std::vector<SymExpr>& ks = k->type().shape;
