@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -414,14 +415,19 @@ class ProgramBuilder {
       }
       const cpu::PanelRowsMatmul* panel_rows = PanelRowsFor(key, *skinny);
       if (panel_rows != nullptr) record.long_engine = "onednn-panels";
-      SS_ASSIGN_OR_RETURN(packed, skinny->PackB(weights));
+      // Every request of this step will read the packed copy: the plain
+      // weights' pages go back to the OS where they lie in a spill file
+      // (graph/constant_spill.h; elsewhere a no-op) — block by block as
+      // PackB finishes reading them, so the plain matrix is never resident
+      // whole beside its packed copy, then the whole range (the pages the
+      // blocks' edges kept). Whatever reads them later (another step, a
+      // later tier's compile) pages them back in.
+      std::function<void(const float*, size_t)> release;
+      if (panel_rows != nullptr) release = [](const float* begin, size_t bytes) { ReleaseResidentPages(begin, bytes); };
+      SS_ASSIGN_OR_RETURN(packed, skinny->PackB(weights, release));
       step.skinny = skinny;
       step.panel_rows = panel_rows;
       step.packed_b = std::move(packed);
-      // Every request of this step now reads the packed copy: the plain
-      // weights' pages go back to the OS where they lie in a spill file
-      // (graph/constant_spill.h; elsewhere a no-op). Whatever reads them
-      // later (another step, a later tier's compile) pages them back in.
       if (panel_rows != nullptr) stats_.released_weight_bytes += ReleaseResidentPages(weights, b.constant_bytes);
       ++stats_.skinny_gemms;
       if (record.tuned) ++stats_.tuned_gemms;

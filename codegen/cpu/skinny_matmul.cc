@@ -53,7 +53,8 @@ int64_t SkinnyMatmul::panel_width() const {
 
 int64_t SkinnyMatmul::Panels() const { return (config_.n + panel_width() - 1) / panel_width(); }
 
-absl::StatusOr<PackedWeights> SkinnyMatmul::PackB(const float* b) const {
+absl::StatusOr<PackedWeights> SkinnyMatmul::PackB(
+    const float* b, const std::function<void(const float* begin, size_t bytes)>& consumed) const {
   if (b == nullptr) return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(config_), ": missing B"));
   const int64_t k = config_.k, n = config_.n, w = panel_width(), panels = Panels(), rows = skinny::PanelRows(k);
   PackedWeights packed;
@@ -61,30 +62,42 @@ absl::StatusOr<PackedWeights> SkinnyMatmul::PackB(const float* b) const {
   packed.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, packed.bytes_)), std::free);
   if (!packed.data_) return absl::ResourceExhaustedError(absl::StrCat(DescribeConfig(config_), ": out of memory"));
   float* out = packed.data_.get();
-  // Panel by panel, each written front to back and read in B's memory order
-  // (a row slice of w floats per k when B is [k, n], a column of k floats
-  // per panel column when it is [n, k]). The panels are independent, so the
-  // team packs them in parallel: a model's first compile packs every weight
-  // once (4.1 GB for a 1B decoder), and the kernel's zeroing of the new pages
-  // happens in whichever thread touches them first.
-  const bool transposed = config_.transpose_b;
-#pragma omp parallel for schedule(static) num_threads(std::max(1, options_.threads)) if (panels > 1 && !omp_in_parallel())
+  // B is read in its memory order and the panels are written by the whole
+  // team (independent, so in parallel: a model's first compile packs every
+  // weight once, 4.1 GB for a 1B decoder, and the kernel's zeroing of the
+  // new pages happens in whichever thread touches them first). A [k, n] B
+  // goes by blocks of rows, each a slice of w floats into every panel, and
+  // a block is `consumed` once copied; an [n, k] B by panels, each reading w
+  // rows of B (a column of the panel per row).
+  const int team = std::max(1, options_.threads);
+  const bool parallel = panels > 1 && !omp_in_parallel();
+  if (!config_.transpose_b) {
+    constexpr int64_t kRowsPerBlock = 64;
+    for (int64_t q0 = 0; q0 < rows; q0 += kRowsPerBlock) {
+      const int64_t q1 = std::min(rows, q0 + kRowsPerBlock);
+#pragma omp parallel for schedule(static) num_threads(team) if (parallel)
+      for (int64_t p = 0; p < panels; ++p) {
+        const int64_t col0 = p * w, cols = std::min(w, n - col0);
+        for (int64_t q = q0; q < q1; ++q) {
+          float* dst = out + (p * rows + q) * w;
+          if (q < k) std::copy(b + q * n + col0, b + q * n + col0 + cols, dst);
+          std::fill(dst + (q < k ? cols : 0), dst + w, 0.0f);
+        }
+      }
+      if (consumed && q0 < k) consumed(b + q0 * n, static_cast<size_t>((std::min(q1, k) - q0) * n) * sizeof(float));
+    }
+    return packed;
+  }
+#pragma omp parallel for schedule(static) num_threads(team) if (parallel)
   for (int64_t p = 0; p < panels; ++p) {
     float* panel = out + p * rows * w;
     const int64_t col0 = p * w, cols = std::min(w, n - col0);
-    if (!transposed) {
-      for (int64_t q = 0; q < rows; ++q) {
-        float* dst = panel + q * w;
-        if (q < k) std::copy(b + q * n + col0, b + q * n + col0 + cols, dst);
-        std::fill(dst + (q < k ? cols : 0), dst + w, 0.0f);
-      }
-    } else {
-      std::fill(panel, panel + rows * w, 0.0f);
-      for (int64_t j = 0; j < cols; ++j) {
-        const float* src = b + (col0 + j) * k;
-        for (int64_t q = 0; q < k; ++q) panel[q * w + j] = src[q];
-      }
+    std::fill(panel, panel + rows * w, 0.0f);
+    for (int64_t j = 0; j < cols; ++j) {
+      const float* src = b + (col0 + j) * k;
+      for (int64_t q = 0; q < k; ++q) panel[q * w + j] = src[q];
     }
+    if (consumed) consumed(b + col0 * k, static_cast<size_t>(cols * k) * sizeof(float));
   }
   return packed;
 }

@@ -35,7 +35,9 @@
 #ifndef SHAPESHIFT_CODEGEN_CPU_SKINNY_MATMUL_H_
 #define SHAPESHIFT_CODEGEN_CPU_SKINNY_MATMUL_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -79,7 +81,13 @@ class SkinnyMatmul {
                                                               const SkinnyOptions& options = {});
 
   // B in its plain layout ([k, n], or [n, k] with transpose_b) as panels.
-  absl::StatusOr<PackedWeights> PackB(const float* b) const;
+  // `consumed`, when set, is told — from any thread of the team, each part of
+  // B once — about parts of B this call has finished reading: a caller whose
+  // B lives in a spill file (graph/constant_spill.h) gives their pages back
+  // while the rest is packed, so a large matrix (a 262 MB LM head) is never
+  // resident twice in full.
+  absl::StatusOr<PackedWeights> PackB(const float* b,
+                                      const std::function<void(const float* begin, size_t bytes)>& consumed = {}) const;
 
   // Runs `shape` (m >= 1; k and n the configuration's) with ops.b = PackB()'s
   // data.

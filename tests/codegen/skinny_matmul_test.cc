@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -121,6 +123,37 @@ TEST(SkinnyMatmulTest, OddDepthsAndWidthsInBothLayouts) {
           for (int64_t m : {1, 5}) CheckRows(*skinny, m, static_cast<uint32_t>(k * 1000 + n + m));
         }
       }
+    }
+  }
+}
+
+// PackB's `consumed` reports every element of B exactly once (from the
+// team's threads), each range after the packing read it: a caller that gives
+// those pages back loses nothing the result needs.
+TEST(SkinnyMatmulTest, PackingReportsEachPartOfBOnceAsItIsRead) {
+  ASSERT_FALSE(Cores().empty());
+  for (bool transpose : {false, true}) {
+    MatmulConfig cfg = WeightGemm(200, 90);  // 4 row blocks of 64 (the last partial), several panels
+    cfg.transpose_b = transpose;
+    for (Isa isa : Cores()) {
+      SCOPED_TRACE(absl::StrCat(transpose ? "transposed " : "", IsaName(isa)));
+      std::unique_ptr<SkinnyMatmul> skinny = MakeOrDie(cfg, isa, SkinnyOptions{.threads = 2});
+      ASSERT_NE(skinny, nullptr);
+      std::vector<float> b = RandomFloats(cfg.k * cfg.n, 3);
+      std::vector<int> seen(b.size(), 0);
+      std::mutex mu;
+      absl::StatusOr<PackedWeights> packed = skinny->PackB(b.data(), [&](const float* begin, size_t bytes) {
+        std::lock_guard<std::mutex> lock(mu);
+        EXPECT_EQ(bytes % sizeof(float), 0u);
+        for (size_t i = 0; i < bytes / sizeof(float); ++i) ++seen[(begin - b.data()) + i];
+      });
+      ASSERT_TRUE(packed.ok()) << packed.status();
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<std::ptrdiff_t>(b.size()));
+      // And the packed copy is the one the callback-free packing makes.
+      absl::StatusOr<PackedWeights> plain = skinny->PackB(b.data());
+      ASSERT_TRUE(plain.ok());
+      ASSERT_EQ(plain->bytes(), packed->bytes());
+      EXPECT_EQ(std::memcmp(plain->data(), packed->data(), plain->bytes()), 0);
     }
   }
 }
