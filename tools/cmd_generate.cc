@@ -48,6 +48,7 @@
 #include "tools/command.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
+#include "tools/run_replay.h"
 #include "tools/terminal_text.h"
 
 namespace shapeshift::tools {
@@ -158,26 +159,24 @@ absl::StatusOr<Plan> PlanFeeds(const std::vector<InputRecipe>& recipes, const Gr
                                const runtime::Program& program, int64_t batch) {
   Plan plan;
   plan.feeds.resize(recipes.size());
-  std::vector<bool> is_past(recipes.size(), false);
+  std::vector<const runtime::KvPairInfo*> past_pair(recipes.size(), nullptr);  // by graph input
   if (program.kv_pairs().empty()) {
     return absl::InvalidArgumentError(
         "the model has no KV caches (no past input whose present output is its Concat with new positions): "
         "generate decodes causal LMs exported with past key/values");
   }
-  for (const runtime::KvPairInfo& pair : program.kv_pairs()) is_past[pair.input_index] = true;
+  for (const runtime::KvPairInfo& pair : program.kv_pairs()) past_pair[pair.input_index] = &pair;
   int tokens = 0;
   for (size_t i = 0; i < recipes.size(); ++i) {
     const InputRecipe& r = recipes[i];
-    if (is_past[i]) {
+    if (const runtime::KvPairInfo* pair = past_pair[i]) {
       plan.feeds[i] = Feed::kPast;
-      const runtime::KvPairInfo& pair = *std::find_if(program.kv_pairs().begin(), program.kv_pairs().end(),
-                                                      [&](const runtime::KvPairInfo& p) { return p.input_index == static_cast<int>(i); });
       std::vector<int64_t> shape;
       for (size_t d = 0; d < r.type.shape.size(); ++d) {
         std::optional<int64_t> c = r.type.shape[d].AsConst();
         if (d == 0) {
           shape.push_back(batch);
-        } else if (static_cast<int64_t>(d) == pair.axis) {
+        } else if (static_cast<int64_t>(d) == pair->axis) {
           shape.push_back(0);
         } else if (c) {
           shape.push_back(*c);
@@ -238,12 +237,6 @@ std::vector<int64_t> NextTokens(const Tensor& logits) {
     next[b] = std::max_element(row, row + vocab) - row;
   }
   return next;
-}
-
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5))];
 }
 
 // One generation: the prefill of `prompt` with empty caches, then
