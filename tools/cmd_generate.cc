@@ -46,6 +46,7 @@
 #include "runtime/specialization/policy.h"
 #include "tools/args.h"
 #include "tools/command.h"
+#include "tools/lazy_tuning.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
 #include "tools/run_replay.h"
@@ -60,7 +61,8 @@ constexpr char kName[] = "generate";
 constexpr char kUsage[] =
     "usage: shapeshift generate MODEL.onnx [--prompt BxP] [--steps N] [--repeats R] [--dim name=lo..hi]...\n"
     "                           [--seed S | --prompt-ids ID,ID,...] [--plain-kv] [--policy P] [--no-fused-attention]\n"
-    "                           [--cache-dir DIR | --no-cache] [--weights-dir DIR | --weights-in-memory] [--json]\n"
+    "                           [--cache-dir DIR | --no-cache] [--weights-dir DIR | --weights-in-memory]\n"
+    "                           [--tune-budget-s S] [--json]\n"
     "  Greedy decoding of a causal LM exported with KV caches (past inputs, present outputs): a prefill of\n"
     "  B prompts of P deterministic token ids (--prompt, default 1x16; --seed, or --prompt-ids: the B*P ids,\n"
     "  row-major) with empty caches, then N - 1 one-token steps (--steps N generated tokens per row, default\n"
@@ -71,7 +73,8 @@ constexpr char kUsage[] =
     "  latency (median, p90, max), decode tokens/s, compiles, cache growths and the first row's generated\n"
     "  ids (--json: one object); --repeats R generates R times from fresh caches (the prefill's median and\n"
     "  every step pooled). --policy, --no-fused-attention, --cache-dir/--no-cache, --weights-dir/\n"
-    "  --weights-in-memory: as for run.\n"
+    "  --weights-in-memory, --tune-budget-s (a model's first run here measures its GEMMs: default 10 s, 0 off):\n"
+    "  as for run.\n"
     "  Exit: 0 ok, 1 a step failed, 2 bad usage or a model that is not a decoder with KV caches.\n";
 
 struct GenerateFlags {
@@ -83,11 +86,13 @@ struct GenerateFlags {
   bool plain = false, json = false, fuse_attention = true;
   std::optional<runtime::SpecializationPolicy> policy;
   std::string cache_dir, weights_dir;
+  double tune_budget_s = kDefaultTuneBudgetS;
 };
 
 absl::StatusOr<GenerateFlags> ParseFlags(const std::vector<std::string>& raw) {
   FlagSpec spec;
-  spec.valued = {"prompt", "prompt-ids", "steps", "repeats", "dim", "seed", "policy", kCacheDirFlag, kWeightsDirFlag};
+  spec.valued = {"prompt", "prompt-ids", "steps", "repeats", "dim", "seed", "policy", "tune-budget-s", kCacheDirFlag,
+                 kWeightsDirFlag};
   spec.switches = {"plain-kv", "json", "no-fused-attention", kNoCacheFlag, kWeightsInMemoryFlag};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw, spec);
   if (!args.ok()) return args.status();
@@ -137,6 +142,9 @@ absl::StatusOr<GenerateFlags> ParseFlags(const std::vector<std::string>& raw) {
   absl::StatusOr<std::string> cache_dir = CacheDirFromFlags(*args);
   if (!cache_dir.ok()) return cache_dir.status();
   flags.cache_dir = *cache_dir;
+  absl::StatusOr<double> budget = TuneBudgetFromFlags(*args);
+  if (!budget.ok()) return budget.status();
+  flags.tune_budget_s = *budget;
   absl::StatusOr<std::string> weights_dir = WeightsDirFromFlags(*args, flags.cache_dir);
   if (!weights_dir.ok()) return weights_dir.status();
   flags.weights_dir = *std::move(weights_dir);
@@ -328,8 +336,14 @@ int Generate(const std::vector<std::string>& raw) {
   absl::StatusOr<ImportedModel> model = LoadModel(flags.model, flags.dims, spill.get());
   if (!model.ok()) return UsageError(kName, nullptr, std::string(model.status().message()));
   const std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
+  // This machine's GEMM choices, measured on the model's first run here.
+  const CachedTuning tuning = TuningFromCacheDir(flags.cache_dir, flags.model, *model, flags.tune_budget_s);
+  if (!flags.json) {
+    for (const std::string& note : tuning.notes) std::fprintf(stderr, "note: %s\n", EscapedLines(note).c_str());
+  }
   runtime::SessionOptions options;
   options.compile.fuse_attention = flags.fuse_attention;
+  options.compile.tuning = tuning.tuning;
   if (flags.policy) options.policy = *flags.policy;
   options.cache_dir = flags.cache_dir;
   options.weights_dir = flags.weights_dir;
@@ -397,6 +411,8 @@ int Generate(const std::vector<std::string>& raw) {
                               {"repeats", flags.repeats},
                               {"cache_growths", decoded.growths},
                               {"cache_capacity", decoded.capacity},
+                              {"tuning_file", tuning.file},
+                              {"notes", tuning.notes},
                               {"tokens", generated}};
   if (flags.json) {
     std::printf("%s\n", r.dump().c_str());

@@ -61,13 +61,13 @@
 // runtime-M GEMM over the plain weights. `--tuning FILE` (from
 // `shapeshift tune`, runtime/tuning/gemm_tuning.h) sets, per GEMM class, how
 // many rows that path serves on this machine; one made on another machine,
-// thread count or build is refused. Without `--tuning`, the tuning `shapeshift
-// tune` (without -o) left in the cache dir for this machine key is used, with
-// a note (`tuning_file` in the report; one that cannot be used is ignored,
-// with a note why). `--tune-budget-s S` first measures, within S seconds,
-// the model's GEMM classes that file lacks (all of them on a machine's first
-// run) and writes them into it (tools/tune_into_file.h): the lazy form of
-// `shapeshift tune`, paid once per machine. The report's `short_request_gemms` (and
+// thread count or build is refused. Without `--tuning`, this machine's tuning
+// in the cache dir is used (tools/lazy_tuning.h): a model's first run here
+// first measures, within `--tune-budget-s` seconds (default 10; 0: never),
+// the model's GEMM classes that file lacks, and the file names the model so
+// that later runs neither measure nor list again; notes say what was
+// measured or used (`tuning_file` in the report; a file that cannot be used
+// is ignored with a note why). The report's `short_request_gemms` (and
 // one `short requests:` line) says what serves each class and whether the
 // file decided it.
 //
@@ -120,7 +120,7 @@
 #include "tools/run_replay_report.h"
 #include "tools/terminal_text.h"
 #include "tools/trace.h"
-#include "tools/tune_into_file.h"
+#include "tools/lazy_tuning.h"
 #include "tools/weights_json.h"
 
 namespace shapeshift::tools {
@@ -143,8 +143,8 @@ constexpr char kUsage[] =
     "                      while read and given back once packed: about one resident copy; default DIR/weights\n"
     "                      of the cache dir, or of $XDG_CACHE_HOME/shapeshift with --no-cache)\n"
     "         tuning:      [--tuning FILE]   (this machine's GEMM choices, from `shapeshift tune`;\n"
-    "                      default: the one `shapeshift tune` left in the cache dir, if any;\n"
-    "                      [--tune-budget-s S]: first measure the classes that file lacks, within S s)\n"
+    "                      default: this machine's tuning in the cache dir; a model's first run here first\n"
+    "                      measures the classes it lacks, within [--tune-budget-s S] s (default 10; 0: never))\n"
     "         kernels:     [--no-fused-attention]   (each attention as two GEMMs, a softmax and transposes,\n"
     "                      not one fused kernel; to compare the two)\n"
     "         fleet:       [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
@@ -179,7 +179,7 @@ struct RunFlags {
   std::shared_ptr<const runtime::GemmTuning> tuning;  // --tuning FILE, or the cache dir's, read and parsed
   std::string tuning_file;                            // where `tuning` came from; empty: none
   std::vector<std::string> tuning_notes;              // the cache dir's tuning used, or why not
-  double tune_budget_s = 0;                           // --tune-budget-s: tune missing classes first
+  double tune_budget_s = kDefaultTuneBudgetS;         // --tune-budget-s: a first run's measurement (0: none)
   runtime::CompileOptions device;    // --device and the CUDA flags (tools/device_flags.h); only those fields
   bool json = false;
   bool metrics = false;
@@ -206,74 +206,6 @@ absl::Status CheckModeFlags(const ParsedArgs& args) {
     return absl::InvalidArgumentError("--inputs-from sets the request's shapes; drop --input and --bind");
   }
   return absl::OkStatus();
-}
-
-// This machine's tuning in the cache dir (`shapeshift tune` without -o wrote
-// it there, runtime::TuningPathInCache), used when --tuning is not given. A
-// file there that cannot be used (damaged, another key) is ignored with a
-// note: the cache is shapeshift's own, not the user's input.
-// This process's place for a tuning in the cache dir: the skinny core it
-// runs, its machine key (OpenMP's team) and the file; nullopt on a CPU with
-// no skinny core (nothing to tune).
-struct CachedTuningPlace {
-  codegen::cpu::SkinnyMatmul::Isa isa;
-  runtime::MachineKey key;
-  std::string path;
-};
-std::optional<CachedTuningPlace> CachedTuningPlaceFor(const std::string& cache_dir) {
-  std::optional<codegen::cpu::SkinnyMatmul::Isa> isa = codegen::cpu::SkinnyMatmul::HostIsa();
-  if (!isa) return std::nullopt;
-  runtime::MachineKey key = runtime::HostMachineKey(*isa, omp_get_max_threads());
-  std::string path = runtime::TuningPathInCache(cache_dir, key);
-  return CachedTuningPlace{*isa, std::move(key), std::move(path)};
-}
-
-// --tune-budget-s: measure the model's GEMM classes the cache dir's tuning
-// lacks (all of them on a machine's first run), within the budget, into that
-// file (tools/tune_into_file.h), before FindCachedTuning reads it. A failure
-// is a note: the run goes on with what the file has.
-void TuneLazily(RunFlags& flags) {
-  std::optional<CachedTuningPlace> place = CachedTuningPlaceFor(flags.cache_dir);
-  if (!place) return;
-  runtime::TunerOptions options;
-  options.isa = place->isa;
-  options.threads = place->key.threads;
-  options.budget_s = flags.tune_budget_s;
-  const std::string& path = place->path;
-  absl::StatusOr<TuneOutcome> outcome = TuneIntoFile(flags.model, flags.dims, path, options, /*only_missing=*/true);
-  if (!outcome.ok()) {
-    flags.tuning_notes.push_back(absl::StrCat("--tune-budget-s: not tuned: ", outcome.status().message()));
-    return;
-  }
-  if (outcome->measured == 0 && outcome->report.skipped.empty()) return;  // the file had every class
-  std::string note = absl::StrCat("tuned ", outcome->measured, " of the model's ", outcome->model_classes,
-                                  " GEMM class(es) in ", absl::SixDigits(outcome->report.seconds),
-                                  " s (--tune-budget-s ", flags.tune_budget_s, ") into ", path);
-  if (!outcome->report.skipped.empty()) {
-    absl::StrAppend(&note, "; not reached within the budget (defaults kept): ",
-                    absl::StrJoin(outcome->report.skipped, ", "));
-  }
-  flags.tuning_notes.push_back(std::move(note));
-}
-
-void FindCachedTuning(RunFlags& flags) {
-  std::optional<CachedTuningPlace> place = CachedTuningPlaceFor(flags.cache_dir);
-  if (!place) return;
-  const runtime::MachineKey& host = place->key;
-  const std::string& path = place->path;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return;
-  absl::StatusOr<runtime::GemmTuning> tuning = runtime::ReadTuningFile(path);
-  absl::Status usable = tuning.ok() ? runtime::CheckMachineKey(tuning->machine, host) : tuning.status();
-  if (!usable.ok()) {
-    flags.tuning_notes.push_back(absl::StrCat("ignored the cache dir's GEMM tuning ", path, ": ", usable.message()));
-    return;
-  }
-  flags.tuning = std::make_shared<const runtime::GemmTuning>(*std::move(tuning));
-  flags.tuning_file = path;
-  flags.tuning_notes.push_back(absl::StrCat("GEMM choices from this machine's tuning in the cache dir, ", path,
-                                            " (from `shapeshift tune` or `run --tune-budget-s`; --tuning FILE or "
-                                            "--no-cache to choose otherwise)"));
 }
 
 absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args) {
@@ -354,11 +286,10 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   }
   if (absl::Status s = ApplyDeviceFlags(*args, &flags.device); !s.ok()) return s;
   if (flags.tuning != nullptr) flags.tuning_file = args->Get("tuning");
-  if (args->Has("tune-budget-s")) {
-    if (!absl::SimpleAtod(args->Get("tune-budget-s"), &flags.tune_budget_s) || !(flags.tune_budget_s > 0) ||
-        flags.tune_budget_s > 3600) {
-      return absl::InvalidArgumentError("--tune-budget-s: expected seconds in (0, 3600]");
-    }
+  absl::StatusOr<double> budget = TuneBudgetFromFlags(*args);
+  if (!budget.ok()) return budget.status();
+  flags.tune_budget_s = *budget;
+  if (args->Has("tune-budget-s") && flags.tune_budget_s > 0) {
     if (flags.tuning != nullptr || !flags.pack_small_row_gemms || flags.cache_dir.empty() ||
         flags.device.device != runtime::Device::kCpu) {
       return absl::InvalidArgumentError(
@@ -783,11 +714,6 @@ int Run(const std::vector<std::string>& raw_args) {
   absl::StatusOr<RunFlags> flags = ParseRunFlags(raw_args);
   if (!flags.ok()) return UsageError("run", kUsage, std::string(flags.status().message()));
   flags->started = Clock::now();
-  if (flags->tuning == nullptr && flags->pack_small_row_gemms && !flags->cache_dir.empty() &&
-      !IsBundlePath(flags->model) && flags->device.device == runtime::Device::kCpu) {
-    if (flags->tune_budget_s > 0) TuneLazily(*flags);
-    FindCachedTuning(*flags);
-  }
   absl::StatusOr<ImportedModel> model;
   if (IsBundlePath(flags->model)) {
     absl::StatusOr<runtime::bundle::Bundle> bundle = runtime::bundle::ReadBundle(flags->model, flags->sign_key);
@@ -802,6 +728,13 @@ int Run(const std::vector<std::string>& raw_args) {
     // session, which keeps them in memory and says why.
     std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(flags->weights_dir);
     model = LoadModel(flags->model, flags->dims, spill.get());
+    if (model.ok() && flags->tuning == nullptr && flags->pack_small_row_gemms &&
+        flags->device.device == runtime::Device::kCpu) {
+      CachedTuning cached = TuningFromCacheDir(flags->cache_dir, flags->model, *model, flags->tune_budget_s);
+      flags->tuning = std::move(cached.tuning);
+      flags->tuning_file = std::move(cached.file);
+      flags->tuning_notes = std::move(cached.notes);
+    }
   }
   if (!model.ok()) return Fail(kExitUsage, std::string(model.status().message()));
   return flags->trace.empty() ? RunOneShape(*flags, *std::move(model)) : RunTrace(*flags, *std::move(model));

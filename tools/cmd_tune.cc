@@ -146,8 +146,11 @@ int RunTune(const std::vector<std::string>& raw) {
                 cpu::IsaName(options->isa), threads);
     options->on_choice = PrintChoice;
   }
-  absl::StatusOr<TuneOutcome> outcome =
-      TuneIntoFile(args->positional[0], *dims, output, *options, /*only_missing=*/false);
+  absl::StatusOr<ImportedModel> model = LoadModel(args->positional[0], *dims);
+  if (!model.ok()) return Fail(std::string(model.status().message()));
+  TuneIntoFileOptions how;
+  how.memo = ModelMemo(args->positional[0]);
+  absl::StatusOr<TuneOutcome> outcome = TuneIntoFile(*model->graph, *model->env, output, *options, how);
   if (!outcome.ok()) return Fail(std::string(outcome.status().message()));
   const runtime::TuneReport* report = &outcome->report;
   const runtime::GemmTuning& kept = outcome->file;

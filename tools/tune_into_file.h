@@ -1,37 +1,54 @@
-// TuneIntoFile: what `shapeshift tune` does, and `run --tune-budget-s` on a
-// first run: measure MODEL's constant-weight GEMM classes on this machine
-// (runtime/tuning/gemm_tuner.h) and merge the decisions into a tuning file.
+// TuneIntoFile: what `shapeshift tune` does, and `run`/`generate` on a
+// model's first run on this machine (tools/lazy_tuning.h): measure a model's
+// constant-weight GEMM classes on this machine (runtime/tuning/gemm_tuner.h)
+// and merge the decisions into a tuning file.
 //
-// The classes are the ones MODEL's compiled Program has
-// (Program::short_request_gemms(), from a compile of its own import of
-// MODEL). An existing file must be this machine's (runtime::CheckMachineKey):
-// it is extended, never silently replaced; one that is not a tuning file, or
-// is another machine's, is an error naming it. With `only_missing` the
-// classes the file already has are not measured again (nothing is measured,
-// and nothing written, when it has them all).
+// The classes are the ones the model's compiled Program has
+// (Program::short_request_gemms(), from a polymorphic compile of a copy of
+// the imported graph; the caller's graph is left as it was). An existing
+// file must be this machine's (runtime::CheckMachineKey): it is extended,
+// never silently replaced; one that is not a tuning file, or is another
+// machine's, is an error naming it. With `only_missing` the classes the file
+// already has are not measured again (nothing is measured when it has them
+// all). With a `memo` (ModelMemo), a model the file already names is not even
+// compiled, and a model every class of which the file holds afterwards (none
+// left out by the budget) is named in it.
 #ifndef SHAPESHIFT_TOOLS_TUNE_INTO_FILE_H_
 #define SHAPESHIFT_TOOLS_TUNE_INTO_FILE_H_
 
-#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "graph/graph.h"
 #include "runtime/tuning/gemm_tuner.h"
 #include "runtime/tuning/gemm_tuning.h"
-#include "graph/onnx/importer.h"
+#include "shapes/shape_env.h"
 
 namespace shapeshift::tools {
 
 struct TuneOutcome {
-  runtime::GemmTuning file;   // what `path` holds now
+  runtime::GemmTuning file;    // what `path` holds now
   runtime::TuneReport report;  // this run's measurements (empty when none were needed)
-  size_t model_classes = 0;    // MODEL's GEMM classes
+  bool listed = false;         // the model was compiled to list its classes (false: the file named it)
+  size_t model_classes = 0;    // the model's GEMM classes (when listed)
   size_t measured = 0;         // of them, measured now
+  bool written = false;        // `path` was (re)written
+};
+
+struct TuneIntoFileOptions {
+  bool only_missing = false;
+  // The model's memo text (ModelMemo); empty: none kept.
+  std::string memo;
 };
 
 // `options.threads` 0 is resolved to omp_get_max_threads() (the file's key).
-absl::StatusOr<TuneOutcome> TuneIntoFile(const std::string& model_arg, const std::map<std::string, DimRange>& dims,
-                                         const std::string& path, runtime::TunerOptions options, bool only_missing);
+absl::StatusOr<TuneOutcome> TuneIntoFile(const Graph& graph, const ShapeEnv& env, const std::string& path,
+                                         runtime::TunerOptions options, const TuneIntoFileOptions& how);
+
+// What a tuning file's `models` calls MODEL_ARG: a built-in's name, or an
+// ONNX file's absolute path, size and modification time (a changed file is
+// another model); empty when the file cannot be stat-ed.
+std::string ModelMemo(const std::string& model_arg);
 
 }  // namespace shapeshift::tools
 

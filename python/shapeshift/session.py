@@ -117,7 +117,9 @@ class InferenceSession:
     dims: declared ranges of the model's dynamic dims, {name: (lo, hi)}
       (default: the model's metadata, else 1..65536, limited by what the model allows).
     policy: "auto" (default), "polymorphic", "bucketed" or "static".
-    cache_dir: persistent compile cache directory (default: none).
+    cache_dir: persistent compile cache directory (default: none). It also keeps this
+      machine's measured GEMM choices: a model file's first session here measures its
+      GEMM classes (at most 10 s, once; `notes` says so) and later sessions read them.
     recompile_limit: compiles requests may trigger (the bucketed/static tiers).
     weights_dir: keep the model's weights in an unlinked file under this directory
       (on a disk, not tmpfs), resident only while read and given back once packed:

@@ -10,6 +10,7 @@
 #include "python/src/errors.h"
 #include "python/src/tensors.h"
 #include "runtime/compile_options.h"
+#include "tools/lazy_tuning.h"
 #include "runtime/dim_ranges.h"
 #include "runtime/specialization/coverage.h"
 #include "runtime/specialization/metrics.h"
@@ -69,6 +70,15 @@ std::unique_ptr<Model> Model::Load(const std::string& source, bool is_bytes, con
   absl::StatusOr<std::unique_ptr<runtime::Session>> created;
   {
     nb::gil_scoped_release release;
+    // This machine's GEMM choices in the cache dir, measured on a model
+    // file's first session here (tools/lazy_tuning.h; bytes have no name to
+    // remember them by, so they only read what is there).
+    if (session.compile.device == runtime::Device::kCpu) {
+      tools::CachedTuning tuning = tools::TuningFromCacheDir(
+          options.cache_dir, source, imported, is_bytes ? 0 : tools::kDefaultTuneBudgetS, options.intra_op_threads);
+      session.compile.tuning = std::move(tuning.tuning);
+      model->notes_.insert(model->notes_.end(), tuning.notes.begin(), tuning.notes.end());
+    }
     created = runtime::Session::Create(
         runtime::ModelSource::Built(std::move(imported.graph), std::move(imported.env), model->name_), session);
   }

@@ -63,30 +63,42 @@ struct Operands {
   }
 };
 
+// The packed copies do not depend on SkinnyOptions (only on the class and
+// the core), so the prefetch candidates of one class share one set.
+using PackedCopies = std::vector<cpu::PackedWeights>;
+
 class SkinnyEngine final : public ColdEngine {
  public:
+  // Packs `plain` when `packed` is null; the engine's copies are available
+  // to the next candidate through packed_copies().
   static absl::StatusOr<std::unique_ptr<SkinnyEngine>> Create(const std::vector<std::vector<float>>& plain,
+                                                              std::shared_ptr<const PackedCopies> packed,
                                                               Operands* operands, cpu::SkinnyMatmul::Isa isa,
                                                               const cpu::SkinnyOptions& options) {
     SS_ASSIGN_OR_RETURN(matmul, cpu::SkinnyMatmul::Create(*operands->config, isa, options));
-    auto engine = std::unique_ptr<SkinnyEngine>(new SkinnyEngine(std::move(matmul), operands));
-    for (const std::vector<float>& b : plain) {
-      SS_ASSIGN_OR_RETURN(packed, engine->matmul_->PackB(b.data()));
-      engine->packed_.push_back(std::move(packed));
+    if (packed == nullptr) {
+      auto fresh = std::make_shared<PackedCopies>();
+      for (const std::vector<float>& b : plain) {
+        SS_ASSIGN_OR_RETURN(copy, matmul->PackB(b.data()));
+        fresh->push_back(std::move(copy));
+      }
+      packed = std::move(fresh);
     }
-    return engine;
+    return std::unique_ptr<SkinnyEngine>(new SkinnyEngine(std::move(matmul), std::move(packed), operands));
   }
+  const std::shared_ptr<const PackedCopies>& packed_copies() const { return packed_; }
 
  private:
-  SkinnyEngine(std::unique_ptr<cpu::SkinnyMatmul> matmul, Operands* operands)
-      : matmul_(std::move(matmul)), operands_(operands) {}
-  size_t copies() const override { return packed_.size(); }
+  SkinnyEngine(std::unique_ptr<cpu::SkinnyMatmul> matmul, std::shared_ptr<const PackedCopies> packed,
+               Operands* operands)
+      : matmul_(std::move(matmul)), packed_(std::move(packed)), operands_(operands) {}
+  size_t copies() const override { return packed_->size(); }
   absl::Status Run(size_t copy, int64_t m) override {
     const cpu::MatmulConfig& c = *operands_->config;
-    return matmul_->Execute({1, m, c.k, c.n}, operands_->For(packed_[copy].data()));
+    return matmul_->Execute({1, m, c.k, c.n}, operands_->For((*packed_)[copy].data()));
   }
   std::unique_ptr<cpu::SkinnyMatmul> matmul_;
-  std::vector<cpu::PackedWeights> packed_;
+  std::shared_ptr<const PackedCopies> packed_;
   Operands* operands_;
 };
 
@@ -165,8 +177,10 @@ absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerO
   // The prefetch distance, skinny against skinny.
   std::vector<std::unique_ptr<SkinnyEngine>> candidates;
   std::vector<ColdEngine*> engines;
+  std::shared_ptr<const PackedCopies> packed;
   for (int64_t p : o.prefetch) {
-    SS_ASSIGN_OR_RETURN(e, SkinnyEngine::Create(plain, &operands, o.isa, {.threads = threads, .prefetch_rows = p}));
+    SS_ASSIGN_OR_RETURN(e, SkinnyEngine::Create(plain, packed, &operands, o.isa, {.threads = threads, .prefetch_rows = p}));
+    packed = e->packed_copies();
     engines.push_back(e.get());
     candidates.push_back(std::move(e));
   }

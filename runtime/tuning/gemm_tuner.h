@@ -50,6 +50,8 @@ struct TunerOptions {
   std::vector<int64_t> prefetch = {0, 16, 32, 64};
   int64_t prefetch_at_rows = 8;
   int repeats = 7;
+  // Bytes of weight copies each engine cycles over (at least 2 copies);
+  // tools/tune_into_file.h lowers it to the model's own GEMM weight bytes.
   int64_t cold_bytes = int64_t{256} << 20;
   // Seconds for the whole run; 0 = no limit. The first class is always
   // measured; a later one not started within the budget is left out of the

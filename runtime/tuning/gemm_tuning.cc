@@ -111,7 +111,9 @@ std::string TuningFileJson(const GemmTuning& tuning) {
                          {"prefetch_rows", choice.prefetch_rows},
                          {"measured", measured}});
   }
-  return json{{"format", kFormat}, {"machine", MachineJson(tuning.machine)}, {"gemms", gemms}}.dump(2) + "\n";
+  json out{{"format", kFormat}, {"machine", MachineJson(tuning.machine)}, {"gemms", gemms}};
+  if (!tuning.models.empty()) out["models"] = tuning.models;
+  return out.dump(2) + "\n";
 }
 
 namespace {
@@ -199,6 +201,13 @@ absl::StatusOr<GemmTuning> ParseTuning(const json& j) {
     if (!tuning.gemms.emplace(config, std::move(choice)).second) {
       return absl::InvalidArgumentError(absl::StrCat("gemm '", config, "' appears twice"));
     }
+  }
+  if (!j.contains("models")) return tuning;
+  const json& models = j.at("models");
+  if (!models.is_array()) return absl::InvalidArgumentError("models is not a list");
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (!models[i].is_string()) return absl::InvalidArgumentError(absl::StrCat("models[", i, "] is not a string"));
+    tuning.models.insert(models[i].get<std::string>());
   }
   return tuning;
 }

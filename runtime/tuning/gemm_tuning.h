@@ -21,7 +21,11 @@
 //                "onednn": "3.x.y", "compiler": ...},
 //    "gemms": [{"config": "matmul[m=?, k=768, n=768, bias]",
 //               "skinny_min_rows": 1, "skinny_max_rows": 128, "prefetch_rows": 32,
-//               "measured": [{"m": 1, "skinny_us": ..., "onednn_us": ...}, ...]}]}
+//               "measured": [{"m": 1, "skinny_us": ..., "onednn_us": ...}, ...]}],
+//    "models": ["/abs/bert.onnx, 438012345 bytes, modified 1733500000123456789", ...]}
+// "models" (optional) lists the models every class of which the file holds:
+// the lazy tuning's memo (tools/lazy_tuning.h), so a model run here before is
+// not compiled again just to list its classes.
 // A file made on another machine (MachineKey differs) is refused with the
 // field that differs, never silently applied.
 #ifndef SHAPESHIFT_RUNTIME_TUNING_GEMM_TUNING_H_
@@ -29,6 +33,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,6 +80,7 @@ struct GemmChoice {
 struct GemmTuning {
   MachineKey machine;
   std::map<std::string, GemmChoice> gemms;  // by GemmChoice::config
+  std::set<std::string> models;             // models whose every class `gemms` holds (opaque texts)
 
   // The choice for `config`, or null when the file has none.
   const GemmChoice* Find(const codegen::cpu::MatmulConfig& config) const;

@@ -1,6 +1,7 @@
 """InferenceSession's contract: ORT's signature, one compile for every length,
 zero-copy inputs and outputs, the GIL released and concurrent runs safe."""
 
+import json
 import os
 import subprocess
 import sys
@@ -205,6 +206,25 @@ def test_cache_dir_lets_a_second_session_compile_nothing(tmp_path):
     m = second.metrics()
     assert (m["compiles"], m["cache_loads"]) == (0, 1)
     np.testing.assert_array_equal(second.run(None, bert_feed(1, 6))[0], expected)
+
+
+def test_a_model_files_first_session_with_a_cache_dir_tunes_its_gemms_once(tmp_path):
+    first = shapeshift.InferenceSession(TINY_BERT, cache_dir=tmp_path)
+    tuned = [n for n in first.notes if n.startswith("GEMM tuning: first run of this model on this machine")]
+    assert len(tuned) == 1, first.notes
+    assert "measured 4 of its 4 GEMM class(es)" in tuned[0]
+    files = list((tmp_path / "tuning").glob("*.json"))
+    assert len(files) == 1
+    assert json.loads(files[0].read_text())["models"][0].startswith(os.path.abspath(TINY_BERT) + ", ")
+    expected = first.run(None, bert_feed(1, 6))[0]
+    second = shapeshift.InferenceSession(TINY_BERT, cache_dir=tmp_path)
+    assert not [n for n in second.notes if n.startswith("GEMM tuning:")], second.notes
+    assert any("GEMM choices from this machine's tuning" in n for n in second.notes)
+    np.testing.assert_array_equal(second.run(None, bert_feed(1, 6))[0], expected)
+    # Bytes have no name to remember: they read the file, never measure.
+    with open(TINY_BERT, "rb") as f:
+        from_bytes = shapeshift.InferenceSession(f.read(), cache_dir=tmp_path / "other")
+    assert not [n for n in from_bytes.notes if "GEMM" in n], from_bytes.notes
 
 
 def _matmul_model(path, k=1024, n=512):

@@ -205,6 +205,7 @@ TEST(GemmTuningTest, TheFileRoundTripsThroughDisk) {
   tuning.machine = {"cpu x", "+avx2,+fma", "avx2", 2, "3.1.4", "shapeshift test"};
   tuning.gemms["matmul[m=?, k=8, n=16]"] = {"matmul[m=?, k=8, n=16]", 2, 96, 32, {{1, 4.5, 3.5}, {128, 9, 8}}};
   tuning.gemms["matmul[m=?, k=16, n=8, bias]"] = {"matmul[m=?, k=16, n=8, bias]", 1, 0, 0, {{1, 4, 3}}};
+  tuning.models = {"builtin:bert", "/m/a \"b\".onnx, 10 bytes, modified 7"};
   const std::string path = TempPath("roundtrip.json");
   ASSERT_TRUE(WriteTuningFile(tuning, path).ok());
   absl::StatusOr<GemmTuning> back = ReadTuningFile(path);
@@ -215,6 +216,7 @@ TEST(GemmTuningTest, TheFileRoundTripsThroughDisk) {
   EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").skinny_max_rows, 96);
   EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").skinny_min_rows, 2);
   EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").measured.size(), 2u);
+  EXPECT_EQ(back->models, tuning.models);
   std::remove(path.c_str());
 }
 
@@ -249,6 +251,8 @@ TEST(GemmTuningTest, HostileFilesAreErrorsNamingTheFileAndEntry) {
       {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": 8, "prefetch_rows": 0})"),
        "skinny_min_rows is missing"},
       {file(absl::StrCat(good, ",", good)), "appears twice"},
+      {file(good).substr(0, file(good).size() - 1) + R"(, "models": "builtin:bert"})", "models is not a list"},
+      {file(good).substr(0, file(good).size() - 1) + R"(, "models": ["builtin:bert", 7]})", "models[1] is not a string"},
       {absl::StrCat(R"({"format": "shapeshift-gemm-tuning/1", "machine": {"cpu": "c", "features": "f", )",
                     R"("isa": "sse", "threads": 2, "onednn": "3", "compiler": "x"}, "gemms": []})"),
        "isa 'sse'"},

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "runtime/tuning/gemm_tuning.h"
 #include "tests/tools/cli_test_util.h"
 
 namespace shapeshift {
@@ -208,36 +209,90 @@ TEST(TuneCliTest, WithoutAFileTuneWritesIntoTheCacheDirAndRunFindsIt) {
   EXPECT_THAT(both.output, HasSubstr("not both"));
 }
 
-TEST(TuneCliTest, RunWithATuneBudgetTunesTheMissingClassesOnceIntoTheCacheDir) {
+// Lazy tuning (tools/lazy_tuning.h): with a cache dir and no --tuning, a
+// model's first run on this machine measures its classes into the cache
+// dir's file, and the file names the model so later runs do neither.
+TEST(TuneCliTest, AModelsFirstRunTunesItsClassesOnceIntoTheCacheDir) {
   if (!HasSkinnyCore()) GTEST_SKIP() << "no skinny GEMM core on this CPU: nothing to tune";
   const std::string dir = FreshDir("lazy-tuning-cache");
   const auto run = RunBertOnTwoThreads;
-  CliResult first = run("--cache-dir " + dir + " --tune-budget-s 60");
+  CliResult first = run("--cache-dir " + dir);  // the default budget
   ASSERT_EQ(first.exit_code, 0) << first.output;
   nlohmann::json r = nlohmann::json::parse(first.output);
   EXPECT_TRUE(r["check_passed"].get<bool>());
-  EXPECT_THAT(r["notes"].dump(), HasSubstr("tuned 4 of the model's 4 GEMM class(es)"));
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("first run of this model on this machine: measured 4 of its 4 GEMM class(es)"));
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("(budget 10 s"));
   const std::string file = r["tuning_file"].get<std::string>();
   EXPECT_THAT(file, ::testing::StartsWith(dir + "/tuning/"));
-  EXPECT_TRUE(std::filesystem::exists(file)) << file;
-  EXPECT_GT(r["tuned_gemms"].get<int>(), 0) << first.output;
+  absl::StatusOr<runtime::GemmTuning> written = runtime::ReadTuningFile(file);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(written->gemms.size(), 4u);
+  EXPECT_THAT(written->models, ::testing::ElementsAre("builtin:bert"));
+  EXPECT_EQ(r["tuned_gemms"].get<int>(), 24) << first.output;  // every step of the 4 classes
   for (const auto& g : r["short_request_gemms"]) EXPECT_TRUE(g["tuned"].get<bool>()) << g;
 
-  // The file has every class now: nothing is measured again.
-  CliResult second = run("--cache-dir " + dir + " --tune-budget-s 60");
+  // The file names the model: nothing is listed or measured again, and the
+  // file is not rewritten.
+  const auto written_at = std::filesystem::last_write_time(file);
+  CliResult second = run("--cache-dir " + dir);
   ASSERT_EQ(second.exit_code, 0) << second.output;
   nlohmann::json s = nlohmann::json::parse(second.output);
-  EXPECT_THAT(s["notes"].dump(), ::testing::Not(HasSubstr("tuned 4")));
+  EXPECT_THAT(s["notes"].dump(), ::testing::Not(HasSubstr("GEMM tuning:")));
+  EXPECT_THAT(s["notes"].dump(), HasSubstr("GEMM choices from this machine's tuning in the cache dir"));
   EXPECT_EQ(s["tuning_file"], file);
+  EXPECT_EQ(s["tuned_gemms"].get<int>(), 24);
+  EXPECT_EQ(std::filesystem::last_write_time(file), written_at);
+}
 
+// A budget the first class already exceeds: the rest keep the defaults and
+// the model is not named, so the next run measures what is left.
+TEST(TuneCliTest, ClassesTheBudgetLeftOutAreMeasuredByTheNextRun) {
+  if (!HasSkinnyCore()) GTEST_SKIP() << "no skinny GEMM core on this CPU: nothing to tune";
+  const std::string dir = FreshDir("lazy-tuning-budget");
+  const auto run = RunBertOnTwoThreads;
+  CliResult first = run("--cache-dir " + dir + " --tune-budget-s 0.000001");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  nlohmann::json r = nlohmann::json::parse(first.output);
+  EXPECT_TRUE(r["check_passed"].get<bool>());
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("measured 1 of its 4 GEMM class(es)"));
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("not reached within the budget"));
+  int tuned_classes = 0;
+  for (const auto& g : r["short_request_gemms"]) tuned_classes += g["tuned"].get<bool>();
+  EXPECT_EQ(tuned_classes, 1) << first.output;
+  absl::StatusOr<runtime::GemmTuning> partial = runtime::ReadTuningFile(r["tuning_file"].get<std::string>());
+  ASSERT_TRUE(partial.ok()) << partial.status();
+  EXPECT_TRUE(partial->models.empty());
+
+  CliResult second = run("--cache-dir " + dir);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  nlohmann::json s = nlohmann::json::parse(second.output);
+  EXPECT_THAT(s["notes"].dump(), HasSubstr("measured 3 of its 4 GEMM class(es)"));
+  for (const auto& g : s["short_request_gemms"]) EXPECT_TRUE(g["tuned"].get<bool>()) << g;
+  absl::StatusOr<runtime::GemmTuning> full = runtime::ReadTuningFile(s["tuning_file"].get<std::string>());
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_THAT(full->models, ::testing::ElementsAre("builtin:bert"));
+}
+
+TEST(TuneCliTest, ABudgetOfZeroNeverTunesAndBadBudgetsAreUsageErrors) {
+  if (!HasSkinnyCore()) GTEST_SKIP() << "no skinny GEMM core on this CPU: nothing to tune";
+  const std::string dir = FreshDir("lazy-tuning-off");
+  CliResult off = RunBertOnTwoThreads("--cache-dir " + dir + " --tune-budget-s 0");
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  nlohmann::json r = nlohmann::json::parse(off.output);
+  EXPECT_EQ(r["tuning_file"], "");
+  EXPECT_EQ(r["tuned_gemms"], 0);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/tuning")) << dir;
+
+  for (const char* budget : {"-1", "x", "3601", "nan"}) {
+    CliResult bad = shapeshift::testing::RunCommand(std::string(SHAPESHIFT_CLI) + " run builtin:bert --cache-dir " +
+                                                    dir + " --tune-budget-s " + budget + " 2>&1");
+    EXPECT_EQ(bad.exit_code, 2) << budget;
+    EXPECT_THAT(bad.output, HasSubstr("--tune-budget-s: expected seconds in [0, 3600]")) << budget;
+  }
   CliResult no_cache = shapeshift::testing::RunCommand(std::string(SHAPESHIFT_CLI) +
                                                        " run builtin:bert --no-cache --tune-budget-s 5 2>&1");
   EXPECT_EQ(no_cache.exit_code, 2);
   EXPECT_THAT(no_cache.output, HasSubstr("--tune-budget-s tunes this CPU's GEMMs into the cache dir"));
-  CliResult bad = shapeshift::testing::RunCommand(std::string(SHAPESHIFT_CLI) + " run builtin:bert --cache-dir " + dir +
-                                                  " --tune-budget-s 0 2>&1");
-  EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_THAT(bad.output, HasSubstr("--tune-budget-s: expected seconds"));
 }
 
 }  // namespace
