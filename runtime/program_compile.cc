@@ -396,8 +396,14 @@ class ProgramBuilder {
     ShortRequestGemm& record = ShortRequestGemmFor(config);
     ++record.steps;
     if (skinny_isa_ && cpu::SkinnyMatmul::Applies(config)) {
-      const cpu::SkinnyOptions options = SkinnyOptionsFor(tuning_, config, threads_);
-      record.tuned = tuning_ != nullptr && tuning_->Find(config) != nullptr;
+      // Tuned against the engine the other rows will run on: the panels
+      // where they are wanted and the core has oneDNN's blocked layout
+      // (AVX-512; PanelRowsFor), else the runtime-M GEMM.
+      const LongRows long_rows = long_rows_on_panels_ && *skinny_isa_ == cpu::SkinnyMatmul::Isa::kAvx512
+                                     ? LongRows::kPanels
+                                     : LongRows::kPlain;
+      const cpu::SkinnyOptions options = SkinnyOptionsFor(tuning_, config, long_rows, threads_);
+      record.tuned = tuning_ != nullptr && tuning_->Find(config, long_rows) != nullptr;
       record.max_rows = options.max_rows;
       record.min_rows = options.min_rows;
       if (options.max_rows == 0) {  // measured slower than oneDNN at every row count

@@ -337,7 +337,8 @@ int Generate(const std::vector<std::string>& raw) {
   if (!model.ok()) return UsageError(kName, nullptr, std::string(model.status().message()));
   const std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
   // This machine's GEMM choices, measured on the model's first run here.
-  const CachedTuning tuning = TuningFromCacheDir(flags.cache_dir, flags.model, *model, flags.tune_budget_s);
+  const CachedTuning tuning = TuningFromCacheDir(flags.cache_dir, flags.model, *model, flags.tune_budget_s,
+                                                 /*long_rows_on_panels=*/!flags.weights_dir.empty());
   if (!flags.json) {
     for (const std::string& note : tuning.notes) std::fprintf(stderr, "note: %s\n", EscapedLines(note).c_str());
   }

@@ -730,7 +730,8 @@ int Run(const std::vector<std::string>& raw_args) {
     model = LoadModel(flags->model, flags->dims, spill.get());
     if (model.ok() && flags->tuning == nullptr && flags->pack_small_row_gemms &&
         flags->device.device == runtime::Device::kCpu) {
-      CachedTuning cached = TuningFromCacheDir(flags->cache_dir, flags->model, *model, flags->tune_budget_s);
+      CachedTuning cached = TuningFromCacheDir(flags->cache_dir, flags->model, *model, flags->tune_budget_s,
+                                               flags->long_rows_on_panels || !flags->weights_dir.empty());
       flags->tuning = std::move(cached.tuning);
       flags->tuning_file = std::move(cached.file);
       flags->tuning_notes = std::move(cached.notes);

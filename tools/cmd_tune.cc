@@ -12,6 +12,11 @@
 // the compile cache directory (--cache-dir, default $XDG_CACHE_HOME/shapeshift;
 // runtime::TuningPathInCache), where `run` finds it without --tuning.
 //
+// Each class is measured against both engines a Program may run its other
+// rows on (runtime::LongRows): oneDNN's runtime-M GEMM over the plain
+// weights, and, with the AVX-512 core, its blocked GEMM over the skinny
+// GEMM's panels (a session with a weights dir, run's default).
+//
 // Prints, per class, the rows the skinny GEMM now serves against the built-in
 // default (SkinnyOptions: 32) and the prefetch distance; `--json` as one
 // object. Exit 0 written, 2 bad usage, a model that does not compile, or a
@@ -50,7 +55,9 @@ constexpr char kUsage[] =
     "  without -o, into the compile cache dir (default $XDG_CACHE_HOME/shapeshift), where `run` finds it.\n"
     "  A FILE made here already keeps its other GEMMs. --isa picks the skinny GEMM's core (default: the\n"
     "  widest this CPU has); --threads the team (default OMP_NUM_THREADS); --budget-s bounds the run\n"
-    "  (GEMMs not reached keep the default, and are named).\n"
+    "  (GEMMs not reached keep the default, and are named). Each class is measured against both engines a\n"
+    "  run may serve its other rows on: oneDNN's runtime-M GEMM over the plain weights, and (AVX-512) its\n"
+    "  blocked GEMM over the skinny GEMM's panels, which runs with a weights dir (run's default).\n"
     "  Exit: 0 written, 2 bad usage, a model that does not compile, or a FILE that cannot be used.\n";
 
 int Fail(const std::string& message) { return ReportError("tune", kExitUsage, message); }
@@ -150,6 +157,17 @@ int RunTune(const std::vector<std::string>& raw) {
   if (!model.ok()) return Fail(std::string(model.status().message()));
   TuneIntoFileOptions how;
   how.memo = ModelMemo(args->positional[0]);
+  // Against both engines a Program may run the other rows on (runs with a
+  // weights dir, run's default, read the panels); the panels need AVX-512.
+  how.against = {runtime::LongRows::kPlain};
+  if (options->isa == cpu::SkinnyMatmul::Isa::kAvx512) how.against.push_back(runtime::LongRows::kPanels);
+  if (!json) {
+    how.on_against = [](runtime::LongRows long_rows) {
+      std::printf("against %s:\n", long_rows == runtime::LongRows::kPanels
+                                       ? "oneDNN's blocked GEMM over the skinny GEMM's panels (runs with a weights dir)"
+                                       : "oneDNN's runtime-M GEMM over the plain weights");
+    };
+  }
   absl::StatusOr<TuneOutcome> outcome = TuneIntoFile(*model->graph, *model->env, output, *options, how);
   if (!outcome.ok()) return Fail(std::string(outcome.status().message()));
   const runtime::TuneReport* report = &outcome->report;
@@ -163,14 +181,16 @@ int RunTune(const std::vector<std::string>& raw) {
     out["seconds"] = report->seconds;
     out["default_skinny_max_rows"] = cpu::SkinnyOptions().max_rows;
     out["default_prefetch_rows"] = cpu::SkinnyOptions().prefetch_rows;
-    nlohmann::ordered_json gemms = nlohmann::ordered_json::array();
-    for (const auto& [config, choice] : report->tuning.gemms) {
-      gemms.push_back({{"config", config},
-                       {"skinny_min_rows", choice.skinny_min_rows},
-                       {"skinny_max_rows", choice.skinny_max_rows},
-                       {"prefetch_rows", choice.prefetch_rows}});
+    for (runtime::LongRows long_rows : how.against) {
+      nlohmann::ordered_json gemms = nlohmann::ordered_json::array();
+      for (const auto& [config, choice] : report->tuning.Choices(long_rows)) {
+        gemms.push_back({{"config", config},
+                         {"skinny_min_rows", choice.skinny_min_rows},
+                         {"skinny_max_rows", choice.skinny_max_rows},
+                         {"prefetch_rows", choice.prefetch_rows}});
+      }
+      out[long_rows == runtime::LongRows::kPanels ? "tuned_against_panels" : "tuned"] = gemms;
     }
-    out["tuned"] = gemms;
     out["skipped"] = report->skipped;
     out["inapplicable"] = report->inapplicable;
     out["gemms_in_file"] = kept.gemms.size();
@@ -179,8 +199,8 @@ int RunTune(const std::vector<std::string>& raw) {
   }
   for (const std::string& s : report->inapplicable) std::printf("  %s: no skinny path (oneDNN serves it)\n", s.c_str());
   for (const std::string& s : report->skipped) std::printf("  %s: not reached within --budget-s (default kept)\n", s.c_str());
-  std::printf("wrote %s: %zu GEMM class(es) (%zu measured now) in %.1f s; %s\n", Escaped(output).c_str(),
-              kept.gemms.size(), report->tuning.gemms.size(), report->seconds,
+  std::printf("wrote %s: %zu GEMM class(es) (%zu choice(s) measured now) in %.1f s; %s\n", Escaped(output).c_str(),
+              kept.gemms.size(), outcome->measured, report->seconds,
               in_cache ? "`shapeshift run` with this cache dir applies it"
                        : absl::StrCat("use it with `shapeshift run --tuning ", Escaped(output), "`").c_str());
   return kExitOk;

@@ -19,8 +19,8 @@ namespace cpu = ::shapeshift::codegen::cpu;
 // Measures the model's classes the file at `path` lacks (none when the file
 // names the model); a note when anything was listed, measured or failed.
 void TuneMissing(const std::string& path, const std::string& model_arg,
-                 const ImportedModel& model, cpu::SkinnyMatmul::Isa isa, int threads, double budget_s,
-                 std::vector<std::string>& notes) {
+                 const ImportedModel& model, cpu::SkinnyMatmul::Isa isa, runtime::LongRows long_rows, int threads,
+                 double budget_s, std::vector<std::string>& notes) {
   runtime::TunerOptions options;
   options.isa = isa;
   options.threads = threads;
@@ -28,6 +28,7 @@ void TuneMissing(const std::string& path, const std::string& model_arg,
   TuneIntoFileOptions how;
   how.only_missing = true;
   how.memo = ModelMemo(model_arg);
+  how.against = {long_rows};
   absl::StatusOr<TuneOutcome> outcome = TuneIntoFile(*model.graph, *model.env, path, options, how);
   if (!outcome.ok()) {
     notes.push_back(absl::StrCat("GEMM tuning: not tuned: ", outcome.status().message()));
@@ -38,8 +39,8 @@ void TuneMissing(const std::string& path, const std::string& model_arg,
       outcome->measured == 0
           ? absl::StrCat("GEMM tuning: this model's ", outcome->model_classes, " GEMM class(es) were already in ", path)
           : absl::StrCat("GEMM tuning: first run of this model on this machine: measured ", outcome->measured, " of its ",
-                         outcome->model_classes, " GEMM class(es) in ", absl::SixDigits(outcome->report.seconds),
-                         " s (budget ", budget_s, " s) into ", path);
+                         outcome->model_classes, " GEMM class(es) against ", runtime::LongRowsName(long_rows), " in ",
+                         absl::SixDigits(outcome->report.seconds), " s (budget ", budget_s, " s) into ", path);
   if (!outcome->report.skipped.empty()) {
     absl::StrAppend(&note, "; not reached within the budget (built-in defaults kept, a later run measures them): ",
                     absl::StrJoin(outcome->report.skipped, ", "));
@@ -59,7 +60,8 @@ absl::StatusOr<double> TuneBudgetFromFlags(const ParsedArgs& args) {
 }
 
 CachedTuning TuningFromCacheDir(const std::string& cache_dir, const std::string& model_arg,
-                                const ImportedModel& model, double budget_s, int threads) {
+                                const ImportedModel& model, double budget_s, bool long_rows_on_panels,
+                                int threads) {
   CachedTuning out;
   std::optional<cpu::SkinnyMatmul::Isa> isa = cpu::SkinnyMatmul::HostIsa();
   if (!isa || cache_dir.empty()) return out;
@@ -79,7 +81,10 @@ CachedTuning TuningFromCacheDir(const std::string& cache_dir, const std::string&
     return out;
   }
   if (budget_s > 0) {
-    TuneMissing(path, model_arg, model, *isa, host.threads, budget_s, out.notes);
+    const runtime::LongRows long_rows = long_rows_on_panels && *isa == cpu::SkinnyMatmul::Isa::kAvx512
+                                            ? runtime::LongRows::kPanels
+                                            : runtime::LongRows::kPlain;
+    TuneMissing(path, model_arg, model, *isa, long_rows, host.threads, budget_s, out.notes);
     if (std::filesystem::exists(path, ec)) tuning = runtime::ReadTuningFile(path);
   }
   if (!tuning.ok()) return out;  // no file, and nothing measured into one

@@ -42,11 +42,16 @@ struct CachedTuning {
 };
 
 // `model`: MODEL_ARG as imported, not yet compiled (left as it is).
+// `long_rows_on_panels`: whether the session's other rows read the skinny
+// GEMM's panels (a weights dir, or --panel-long-rows): the classes are
+// measured against that engine (runtime::LongRows; the panels need the
+// AVX-512 core, else the runtime-M GEMM is what runs and is measured).
 // `threads`: the team the session compiles with (CompileOptions::threads; 0:
 // omp_get_max_threads()), part of the file's key. On a CPU with no skinny
 // GEMM core there is nothing to tune: no tuning, no notes.
 CachedTuning TuningFromCacheDir(const std::string& cache_dir, const std::string& model_arg,
-                                const ImportedModel& model, double budget_s, int threads = 0);
+                                const ImportedModel& model, double budget_s, bool long_rows_on_panels,
+                                int threads = 0);
 
 }  // namespace shapeshift::tools
 

@@ -41,6 +41,15 @@ absl::StatusOr<ModelGemmList> ModelGemms(const Graph& graph, const ShapeEnv& env
   return list;
 }
 
+// Adds one engine's measurements to the outcome's report.
+void MergeReport(runtime::TuneReport report, runtime::LongRows long_rows, runtime::TuneReport& into) {
+  if (!report.tuning.machine.cpu.empty()) into.tuning.machine = report.tuning.machine;
+  for (auto& [config, choice] : report.tuning.Choices(long_rows)) into.tuning.Choices(long_rows)[config] = choice;
+  into.skipped.insert(into.skipped.end(), report.skipped.begin(), report.skipped.end());
+  into.inapplicable.insert(into.inapplicable.end(), report.inapplicable.begin(), report.inapplicable.end());
+  into.seconds += report.seconds;
+}
+
 }  // namespace
 
 std::string ModelMemo(const std::string& model_arg) {
@@ -66,33 +75,43 @@ absl::StatusOr<TuneOutcome> TuneIntoFile(const Graph& graph, const ShapeEnv& env
     }
     outcome.file = std::move(existing);
   }
-  if (how.only_missing && !how.memo.empty() && outcome.file.models.contains(how.memo)) return outcome;
+  auto memo_for = [&](runtime::LongRows long_rows) {
+    return how.memo.empty() ? std::string() : absl::StrCat(how.memo, ", against ", runtime::LongRowsName(long_rows));
+  };
+  if (how.only_missing && !how.memo.empty() &&
+      std::all_of(how.against.begin(), how.against.end(),
+                  [&](runtime::LongRows l) { return outcome.file.models.contains(memo_for(l)); })) {
+    return outcome;
+  }
   SS_ASSIGN_OR_RETURN(gemms, ModelGemms(graph, env));
-  std::vector<cpu::MatmulConfig> configs = std::move(gemms.configs);
   outcome.listed = true;
-  outcome.model_classes = configs.size();
+  outcome.model_classes = gemms.configs.size();
+  if (outcome.file.machine.cpu.empty()) outcome.file.machine = runtime::HostMachineKey(options.isa, options.threads);
   // Weights as cold as the model's own forward pass leaves them: a model
   // whose weights fit in the caches is measured with them there.
   options.cold_bytes = std::min(options.cold_bytes, std::max<int64_t>(gemms.weight_bytes, 1));
-  if (how.only_missing) {
-    std::vector<cpu::MatmulConfig> missing;
-    for (const cpu::MatmulConfig& c : configs) {
-      if (!outcome.file.gemms.contains(cpu::DescribeConfig(c))) missing.push_back(c);
+  const double budget_s = options.budget_s;
+  bool memo_new = false;
+  for (runtime::LongRows long_rows : how.against) {
+    std::map<std::string, runtime::GemmChoice>& choices = outcome.file.Choices(long_rows);
+    std::vector<cpu::MatmulConfig> configs;
+    for (const cpu::MatmulConfig& c : gemms.configs) {
+      if (!how.only_missing || !choices.contains(cpu::DescribeConfig(c))) configs.push_back(c);
     }
-    configs = std::move(missing);
+    options.long_rows = long_rows;
+    if (budget_s > 0) options.budget_s = std::max(budget_s - outcome.report.seconds, 1e-9);
+    runtime::TuneReport report;
+    if (!configs.empty()) {
+      if (how.on_against) how.on_against(long_rows);
+      SS_ASSIGN_OR_RETURN(measured, runtime::TuneGemms(configs, options));
+      report = std::move(measured);
+    }
+    for (const auto& [config, choice] : report.tuning.Choices(long_rows)) choices[config] = choice;
+    outcome.measured += report.tuning.Choices(long_rows).size();
+    // Named only when nothing was left out: a later run measures the rest.
+    if (report.skipped.empty() && !how.memo.empty()) memo_new |= outcome.file.models.insert(memo_for(long_rows)).second;
+    MergeReport(std::move(report), long_rows, outcome.report);
   }
-  if (!configs.empty()) {
-    SS_ASSIGN_OR_RETURN(report, runtime::TuneGemms(configs, options));
-    outcome.file.machine = report.tuning.machine;
-    for (const auto& [config, choice] : report.tuning.gemms) outcome.file.gemms[config] = choice;
-    outcome.measured = report.tuning.gemms.size();
-    outcome.report = std::move(report);
-  } else if (outcome.file.machine.cpu.empty()) {
-    outcome.file.machine = runtime::HostMachineKey(options.isa, options.threads);  // a new file for a GEMM-less model
-  }
-  // Named only when nothing was left out: a later run measures the rest.
-  const bool complete = outcome.report.skipped.empty();
-  const bool memo_new = complete && !how.memo.empty() && outcome.file.models.insert(how.memo).second;
   if (outcome.measured == 0 && !memo_new) return outcome;
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);

@@ -16,7 +16,9 @@
 #ifndef SHAPESHIFT_TOOLS_TUNE_INTO_FILE_H_
 #define SHAPESHIFT_TOOLS_TUNE_INTO_FILE_H_
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
@@ -28,7 +30,7 @@ namespace shapeshift::tools {
 
 struct TuneOutcome {
   runtime::GemmTuning file;    // what `path` holds now
-  runtime::TuneReport report;  // this run's measurements (empty when none were needed)
+  runtime::TuneReport report;  // this run's measurements, every engine's (empty when none were needed)
   bool listed = false;         // the model was compiled to list its classes (false: the file named it)
   size_t model_classes = 0;    // the model's GEMM classes (when listed)
   size_t measured = 0;         // of them, measured now
@@ -37,8 +39,15 @@ struct TuneOutcome {
 
 struct TuneIntoFileOptions {
   bool only_missing = false;
-  // The model's memo text (ModelMemo); empty: none kept.
+  // The model's memo text (ModelMemo); empty: none kept. The file names it
+  // once per engine measured against (", against onednn-panels").
   std::string memo;
+  // What the skinny GEMM is measured against, in turn (runtime::LongRows;
+  // the budget, TunerOptions::budget_s, covers them all).
+  std::vector<runtime::LongRows> against = {runtime::LongRows::kPlain};
+  // Called before each engine's measurements (for progress output); may be
+  // empty.
+  std::function<void(runtime::LongRows)> on_against;
 };
 
 // `options.threads` 0 is resolved to omp_get_max_threads() (the file's key).

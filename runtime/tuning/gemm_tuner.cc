@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "codegen/cpu/panel_rows_matmul.h"
 
 namespace shapeshift::runtime {
 namespace {
@@ -87,6 +88,7 @@ class SkinnyEngine final : public ColdEngine {
     return std::unique_ptr<SkinnyEngine>(new SkinnyEngine(std::move(matmul), std::move(packed), operands));
   }
   const std::shared_ptr<const PackedCopies>& packed_copies() const { return packed_; }
+  const cpu::SkinnyMatmul& matmul() const { return *matmul_; }
 
  private:
   SkinnyEngine(std::unique_ptr<cpu::SkinnyMatmul> matmul, std::shared_ptr<const PackedCopies> packed,
@@ -126,6 +128,30 @@ class OnednnEngine final : public ColdEngine {
   Operands* operands_;
 };
 
+// oneDNN's blocked GEMM over the skinny GEMM's panels (the same packed
+// copies): what a Program with long_rows_on_panels runs for a request the
+// skinny GEMM does not serve.
+class PanelEngine final : public ColdEngine {
+ public:
+  static absl::StatusOr<std::unique_ptr<PanelEngine>> Create(const SkinnyEngine& skinny, Operands* operands) {
+    SS_ASSIGN_OR_RETURN(panels, cpu::PanelRowsMatmul::Create(skinny.matmul()));
+    return std::unique_ptr<PanelEngine>(new PanelEngine(std::move(panels), skinny.packed_copies(), operands));
+  }
+
+ private:
+  PanelEngine(std::unique_ptr<cpu::PanelRowsMatmul> panels, std::shared_ptr<const PackedCopies> packed,
+              Operands* operands)
+      : panels_(std::move(panels)), packed_(std::move(packed)), operands_(operands) {}
+  size_t copies() const override { return packed_->size(); }
+  absl::Status Run(size_t copy, int64_t m) override {
+    const cpu::MatmulConfig& c = *operands_->config;
+    return panels_->Execute({1, m, c.k, c.n}, operands_->For((*packed_)[copy].data()));
+  }
+  std::unique_ptr<cpu::PanelRowsMatmul> panels_;
+  std::shared_ptr<const PackedCopies> packed_;
+  Operands* operands_;
+};
+
 // Medians of `engines` at `m`, interleaved call by call after one warm-up
 // round (code generation at a new m is not a request's cost).
 absl::StatusOr<std::vector<double>> Interleaved(const std::vector<ColdEngine*>& engines, int64_t m, int repeats) {
@@ -160,6 +186,27 @@ absl::Status CheckOptions(const TunerOptions& o) {
   return absl::OkStatus();
 }
 
+// Against the blocked GEMM over the panels: a request of fewer rows than its
+// smallest chunk runs wholly on the skinny GEMM there too, so only the grid's
+// points from that chunk up are measured; the skinny GEMM keeps every row
+// count below it (skinny_max_rows at least the chunk - 1) and the points from
+// it up to its last win before the panels win.
+absl::StatusOr<GemmChoice> SweepAgainstPanels(SkinnyEngine& skinny, Operands* operands, const TunerOptions& o,
+                                              GemmChoice choice) {
+  SS_ASSIGN_OR_RETURN(panels, PanelEngine::Create(skinny, operands));
+  const int64_t chunk = cpu::PanelRowsMatmul::kChunkRows.back();
+  choice.skinny_min_rows = 1;
+  choice.skinny_max_rows = chunk - 1;
+  for (int64_t m : o.rows) {
+    if (m < chunk) continue;
+    SS_ASSIGN_OR_RETURN(t, Interleaved({&skinny, panels.get()}, m, o.repeats));
+    choice.measured.push_back({m, t[0] * 1e6, t[1] * 1e6});
+    if (t[0] >= t[1]) break;
+    choice.skinny_max_rows = m;
+  }
+  return choice;
+}
+
 absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerOptions& o, int threads) {
   const int64_t plain_bytes = config.k * config.n * static_cast<int64_t>(sizeof(float));
   const size_t copies = static_cast<size_t>(std::max<int64_t>(2, (o.cold_bytes + plain_bytes - 1) / plain_bytes));
@@ -189,6 +236,8 @@ absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerO
   choice.prefetch_rows = o.prefetch[best];
   std::unique_ptr<SkinnyEngine> skinny = std::move(candidates[best]);
   candidates.clear();
+
+  if (o.long_rows == LongRows::kPanels) return SweepAgainstPanels(*skinny, &operands, o, std::move(choice));
 
   // The rows sweep, skinny against oneDNN.
   SS_ASSIGN_OR_RETURN(onednn, OnednnEngine::Create(plain, &operands));
@@ -226,12 +275,12 @@ absl::StatusOr<TuneReport> TuneGemms(absl::Span<const cpu::MatmulConfig> configs
   report.tuning.machine = HostMachineKey(options.isa, threads);
   for (const cpu::MatmulConfig& config : configs) {
     const std::string name = cpu::DescribeConfig(config);
-    if (report.tuning.gemms.count(name) != 0) continue;
+    if (report.tuning.Choices(options.long_rows).count(name) != 0) continue;
     if (!cpu::SkinnyMatmul::Applies(config)) {
       report.inapplicable.push_back(name);
       continue;
     }
-    if (options.budget_s > 0 && !report.tuning.gemms.empty() && Now() - start > options.budget_s) {
+    if (options.budget_s > 0 && !report.tuning.Choices(options.long_rows).empty() && Now() - start > options.budget_s) {
       report.skipped.push_back(name);
       continue;
     }
@@ -240,7 +289,7 @@ absl::StatusOr<TuneReport> TuneGemms(absl::Span<const cpu::MatmulConfig> configs
       return absl::Status(choice.status().code(), absl::StrCat("tune ", name, ": ", choice.status().message()));
     }
     if (options.on_choice) options.on_choice(*choice);
-    report.tuning.gemms.emplace(name, *std::move(choice));
+    report.tuning.Choices(options.long_rows).emplace(name, *std::move(choice));
   }
   report.seconds = Now() - start;
   return report;

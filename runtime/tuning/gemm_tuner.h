@@ -57,6 +57,12 @@ struct TunerOptions {
   // measured; a later one not started within the budget is left out of the
   // tuning (it keeps the built-in default) and named in TuneReport::skipped.
   double budget_s = 0;
+  // What the skinny GEMM is measured against (gemm_tuning.h): oneDNN's
+  // runtime-M GEMM over the plain weights, or its blocked GEMM over the
+  // panels (then only row counts from the smallest panel chunk up are
+  // measured: below it both run the skinny GEMM). The decisions go to the
+  // tuning's matching list.
+  LongRows long_rows = LongRows::kPlain;
   // Called after each class with its decision (for progress output); may be
   // empty.
   std::function<void(const GemmChoice&)> on_choice;

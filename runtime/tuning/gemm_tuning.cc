@@ -81,16 +81,21 @@ absl::Status CheckMachineKey(const MachineKey& file, const MachineKey& host) {
   return absl::OkStatus();
 }
 
-const GemmChoice* GemmTuning::Find(const codegen::cpu::MatmulConfig& config) const {
-  auto it = gemms.find(codegen::cpu::DescribeConfig(config));
-  return it == gemms.end() ? nullptr : &it->second;
+const char* LongRowsName(LongRows long_rows) {
+  return long_rows == LongRows::kPanels ? "onednn-panels" : "onednn";
+}
+
+const GemmChoice* GemmTuning::Find(const codegen::cpu::MatmulConfig& config, LongRows long_rows) const {
+  const std::map<std::string, GemmChoice>& choices = Choices(long_rows);
+  auto it = choices.find(codegen::cpu::DescribeConfig(config));
+  return it == choices.end() ? nullptr : &it->second;
 }
 
 codegen::cpu::SkinnyOptions SkinnyOptionsFor(const GemmTuning* tuning, const codegen::cpu::MatmulConfig& config,
-                                             int threads) {
+                                             LongRows long_rows, int threads) {
   codegen::cpu::SkinnyOptions options;
   options.threads = threads;
-  if (const GemmChoice* choice = tuning == nullptr ? nullptr : tuning->Find(config)) {
+  if (const GemmChoice* choice = tuning == nullptr ? nullptr : tuning->Find(config, long_rows)) {
     options.max_rows = choice->skinny_max_rows;
     options.min_rows = choice->skinny_min_rows;
     options.prefetch_rows = choice->prefetch_rows;
@@ -98,9 +103,11 @@ codegen::cpu::SkinnyOptions SkinnyOptionsFor(const GemmTuning* tuning, const cod
   return options;
 }
 
-std::string TuningFileJson(const GemmTuning& tuning) {
+namespace {
+
+json ChoicesJson(const std::map<std::string, GemmChoice>& choices) {
   json gemms = json::array();
-  for (const auto& [config, choice] : tuning.gemms) {
+  for (const auto& [config, choice] : choices) {
     json measured = json::array();
     for (const GemmTiming& t : choice.measured) {
       measured.push_back(json{{"m", t.m}, {"skinny_us", t.skinny_us}, {"onednn_us", t.onednn_us}});
@@ -111,7 +118,14 @@ std::string TuningFileJson(const GemmTuning& tuning) {
                          {"prefetch_rows", choice.prefetch_rows},
                          {"measured", measured}});
   }
-  json out{{"format", kFormat}, {"machine", MachineJson(tuning.machine)}, {"gemms", gemms}};
+  return gemms;
+}
+
+}  // namespace
+
+std::string TuningFileJson(const GemmTuning& tuning) {
+  json out{{"format", kFormat}, {"machine", MachineJson(tuning.machine)}, {"gemms", ChoicesJson(tuning.gemms)}};
+  if (!tuning.panel_gemms.empty()) out["panel_gemms"] = ChoicesJson(tuning.panel_gemms);
   if (!tuning.models.empty()) out["models"] = tuning.models;
   return out.dump(2) + "\n";
 }
@@ -156,9 +170,9 @@ absl::StatusOr<MachineKey> ParseMachine(const json& j) {
   return MachineKey{cpu, features, isa, threads, onednn, compiler};
 }
 
-absl::StatusOr<GemmChoice> ParseChoice(const json& g, size_t index) {
-  SS_ASSIGN_OR_RETURN(config, Field<std::string>(g, "config", absl::StrCat("gemms[", index, "].")));
-  const std::string where = absl::StrCat("gemm '", config, "': ");
+absl::StatusOr<GemmChoice> ParseChoice(const json& g, const char* list, size_t index) {
+  SS_ASSIGN_OR_RETURN(config, Field<std::string>(g, "config", absl::StrCat(list, "[", index, "].")));
+  const std::string where = absl::StrCat(list, ": gemm '", config, "': ");
   if (!absl::StartsWith(config, "matmul[")) return absl::InvalidArgumentError(absl::StrCat(where, "not a GEMM configuration"));
   SS_ASSIGN_OR_RETURN(min_rows, Field<int64_t>(g, "skinny_min_rows", where));
   SS_ASSIGN_OR_RETURN(max_rows, Field<int64_t>(g, "skinny_max_rows", where));
@@ -194,12 +208,17 @@ absl::StatusOr<GemmTuning> ParseTuning(const json& j) {
   SS_ASSIGN_OR_RETURN(machine, ParseMachine(j));
   tuning.machine = std::move(machine);
   if (!j.contains("gemms") || !j.at("gemms").is_array()) return absl::InvalidArgumentError("gemms is not a list");
-  const json& gemms = j.at("gemms");
-  for (size_t i = 0; i < gemms.size(); ++i) {
-    SS_ASSIGN_OR_RETURN(choice, ParseChoice(gemms[i], i));
-    std::string config = choice.config;
-    if (!tuning.gemms.emplace(config, std::move(choice)).second) {
-      return absl::InvalidArgumentError(absl::StrCat("gemm '", config, "' appears twice"));
+  for (const char* list : {"gemms", "panel_gemms"}) {
+    if (!j.contains(list)) continue;  // panel_gemms is optional
+    const json& gemms = j.at(list);
+    if (!gemms.is_array()) return absl::InvalidArgumentError(absl::StrCat(list, " is not a list"));
+    std::map<std::string, GemmChoice>& into = std::string(list) == "gemms" ? tuning.gemms : tuning.panel_gemms;
+    for (size_t i = 0; i < gemms.size(); ++i) {
+      SS_ASSIGN_OR_RETURN(choice, ParseChoice(gemms[i], list, i));
+      std::string config = choice.config;
+      if (!into.emplace(config, std::move(choice)).second) {
+        return absl::InvalidArgumentError(absl::StrCat(list, ": gemm '", config, "' appears twice"));
+      }
     }
   }
   if (!j.contains("models")) return tuning;

@@ -22,6 +22,7 @@
 //    "gemms": [{"config": "matmul[m=?, k=768, n=768, bias]",
 //               "skinny_min_rows": 1, "skinny_max_rows": 128, "prefetch_rows": 32,
 //               "measured": [{"m": 1, "skinny_us": ..., "onednn_us": ...}, ...]}],
+//    "panel_gemms": [...the same, measured against the blocked GEMM over the panels...],
 //    "models": ["/abs/bert.onnx, 438012345 bytes, modified 1733500000123456789", ...]}
 // "models" (optional) lists the models every class of which the file holds:
 // the lazy tuning's memo (tools/lazy_tuning.h), so a model run here before is
@@ -77,19 +78,35 @@ struct GemmChoice {
   std::vector<GemmTiming> measured;
 };
 
+// What a Program runs the rows the skinny GEMM does not take on, which is
+// what the skinny GEMM is measured against: oneDNN's runtime-M GEMM over the
+// plain weights, or oneDNN's blocked GEMM over the skinny GEMM's own panels
+// (CompileOptions::long_rows_on_panels; codegen/cpu/panel_rows_matmul.h).
+// The crossovers differ, so a file keeps one choice per class for each.
+enum class LongRows { kPlain, kPanels };
+const char* LongRowsName(LongRows long_rows);  // "onednn" | "onednn-panels"
+
 struct GemmTuning {
   MachineKey machine;
-  std::map<std::string, GemmChoice> gemms;  // by GemmChoice::config
-  std::set<std::string> models;             // models whose every class `gemms` holds (opaque texts)
+  std::map<std::string, GemmChoice> gemms;        // against LongRows::kPlain, by GemmChoice::config
+  std::map<std::string, GemmChoice> panel_gemms;  // against LongRows::kPanels
+  std::set<std::string> models;                   // models whose every class the file holds (opaque texts)
 
-  // The choice for `config`, or null when the file has none.
-  const GemmChoice* Find(const codegen::cpu::MatmulConfig& config) const;
+  std::map<std::string, GemmChoice>& Choices(LongRows long_rows) {
+    return long_rows == LongRows::kPanels ? panel_gemms : gemms;
+  }
+  const std::map<std::string, GemmChoice>& Choices(LongRows long_rows) const {
+    return long_rows == LongRows::kPanels ? panel_gemms : gemms;
+  }
+  // The choice for `config` against `long_rows`, or null when the file has none.
+  const GemmChoice* Find(const codegen::cpu::MatmulConfig& config, LongRows long_rows) const;
 };
 
 // The skinny GEMM's options for `config`: the tuned ones where `tuning` has
-// the class, else SkinnyOptions' defaults; `threads` as given.
+// the class (against `long_rows`), else SkinnyOptions' defaults; `threads`
+// as given.
 codegen::cpu::SkinnyOptions SkinnyOptionsFor(const GemmTuning* tuning, const codegen::cpu::MatmulConfig& config,
-                                             int threads);
+                                             LongRows long_rows, int threads);
 
 std::string TuningFileJson(const GemmTuning& tuning);
 // Errors name `source` (the file) and the entry or field at fault.

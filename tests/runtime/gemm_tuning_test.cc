@@ -27,6 +27,7 @@
 #include "runtime/execution_context.h"
 #include "runtime/session.h"
 #include "runtime/tensor_view.h"
+#include "codegen/cpu/panel_rows_matmul.h"
 #include "runtime/tuning/gemm_tuner.h"
 #include "runtime/tuning/gemm_tuning.h"
 #include "tests/runtime/e2e_util.h"
@@ -71,23 +72,25 @@ std::vector<cpu::MatmulConfig> BertGemms(const BertConfig& config) {
 }
 
 // A tuning for this machine giving every one of `configs` min_rows..max_rows.
+// (against `long_rows`: the list the choices go to).
 GemmTuning PinnedTuning(const std::vector<cpu::MatmulConfig>& configs, int64_t max_rows, cpu::SkinnyMatmul::Isa isa,
-                        int64_t min_rows = 1) {
+                        int64_t min_rows = 1, LongRows long_rows = LongRows::kPlain) {
   GemmTuning tuning;
   tuning.machine = HostMachineKey(isa, omp_get_max_threads());
   for (const cpu::MatmulConfig& c : configs) {
     GemmChoice choice{cpu::DescribeConfig(c), min_rows, max_rows, 16, {}};
-    tuning.gemms.emplace(choice.config, choice);
+    tuning.Choices(long_rows).emplace(choice.config, choice);
   }
   return tuning;
 }
 
 std::unique_ptr<Session> CompileWith(const BertConfig& config, std::shared_ptr<const GemmTuning> tuning,
-                                     absl::Status* error = nullptr) {
+                                     absl::Status* error = nullptr, bool long_rows_on_panels = false) {
   absl::StatusOr<ImportedModel> model = examples::BuildBert(config);
   EXPECT_TRUE(model.ok()) << model.status();
   CompileOptions options;
   options.tuning = std::move(tuning);
+  options.long_rows_on_panels = long_rows_on_panels;
   absl::StatusOr<std::unique_ptr<Session>> session =
       Session::Create(ModelSource::Built(std::move(model->graph), std::move(model->env)), options);
   if (error != nullptr) *error = session.status();
@@ -144,6 +147,32 @@ TEST(GemmTuningTest, APinnedFileDecidesWhichEngineEachRowCountTakes) {
       const int64_t calls = SkinnyCallsAt(*session, *reference->graph, config, seq);
       EXPECT_EQ(calls, seq >= min_rows && seq <= max_rows ? per_request : 0) << "seq " << seq;
     }
+  }
+}
+
+// A Program whose other rows read the panels applies the choices measured
+// against the panels, and only those; one whose other rows run on the
+// runtime-M GEMM applies the other list.
+TEST(GemmTuningTest, EachLongRowsEngineAppliesTheChoicesMeasuredAgainstIt) {
+  if (HostIsa() != cpu::SkinnyMatmul::Isa::kAvx512) GTEST_SKIP() << "the panels' blocked GEMM needs AVX-512";
+  const BertConfig config = SmallBert();
+  const std::vector<cpu::MatmulConfig> gemms = BertGemms(config);
+  absl::StatusOr<ImportedModel> reference = examples::BuildBert(config);
+  ASSERT_TRUE(reference.ok());
+  const int64_t per_request = static_cast<int64_t>(config.layers) * 6;
+  auto panels_only = std::make_shared<const GemmTuning>(PinnedTuning(gemms, 48, *HostIsa(), 1, LongRows::kPanels));
+  for (const bool on_panels : {true, false}) {
+    SCOPED_TRACE(on_panels ? "other rows on the panels" : "other rows on the runtime-M GEMM");
+    std::unique_ptr<Session> session = CompileWith(config, panels_only, nullptr, on_panels);
+    ASSERT_NE(session, nullptr);
+    EXPECT_EQ(session->stats().program.tuned_gemms, on_panels ? per_request : 0);
+    for (const ShortRequestGemm& g : session->program()->short_request_gemms()) {
+      EXPECT_EQ(g.tuned, on_panels) << cpu::DescribeConfig(g.config);
+      EXPECT_EQ(g.max_rows, on_panels ? 48 : cpu::SkinnyOptions().max_rows);
+      EXPECT_EQ(g.long_engine, on_panels ? "onednn-panels" : "onednn");
+    }
+    // 40 rows: past the default 32, inside the pinned 48.
+    EXPECT_EQ(SkinnyCallsAt(*session, *reference->graph, config, 40), on_panels ? per_request : 0);
   }
 }
 
@@ -205,6 +234,7 @@ TEST(GemmTuningTest, TheFileRoundTripsThroughDisk) {
   tuning.machine = {"cpu x", "+avx2,+fma", "avx2", 2, "3.1.4", "shapeshift test"};
   tuning.gemms["matmul[m=?, k=8, n=16]"] = {"matmul[m=?, k=8, n=16]", 2, 96, 32, {{1, 4.5, 3.5}, {128, 9, 8}}};
   tuning.gemms["matmul[m=?, k=16, n=8, bias]"] = {"matmul[m=?, k=16, n=8, bias]", 1, 0, 0, {{1, 4, 3}}};
+  tuning.panel_gemms["matmul[m=?, k=8, n=16]"] = {"matmul[m=?, k=8, n=16]", 1, 128, 16, {{32, 9, 8.5}}};
   tuning.models = {"builtin:bert", "/m/a \"b\".onnx, 10 bytes, modified 7"};
   const std::string path = TempPath("roundtrip.json");
   ASSERT_TRUE(WriteTuningFile(tuning, path).ok());
@@ -217,6 +247,8 @@ TEST(GemmTuningTest, TheFileRoundTripsThroughDisk) {
   EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").skinny_min_rows, 2);
   EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").measured.size(), 2u);
   EXPECT_EQ(back->models, tuning.models);
+  ASSERT_EQ(back->panel_gemms.size(), 1u);
+  EXPECT_EQ(back->Find(cpu::MatmulConfig{.k = 8, .n = 16}, LongRows::kPanels)->skinny_max_rows, 128);
   std::remove(path.c_str());
 }
 
@@ -253,6 +285,9 @@ TEST(GemmTuningTest, HostileFilesAreErrorsNamingTheFileAndEntry) {
       {file(absl::StrCat(good, ",", good)), "appears twice"},
       {file(good).substr(0, file(good).size() - 1) + R"(, "models": "builtin:bert"})", "models is not a list"},
       {file(good).substr(0, file(good).size() - 1) + R"(, "models": ["builtin:bert", 7]})", "models[1] is not a string"},
+      {file(good).substr(0, file(good).size() - 1) + R"(, "panel_gemms": {}})", "panel_gemms is not a list"},
+      {file(good).substr(0, file(good).size() - 1) + ", \"panel_gemms\": [" + good + "," + good + "]}",
+       "panel_gemms: gemm 'matmul[m=?, k=8, n=8]' appears twice"},
       {absl::StrCat(R"({"format": "shapeshift-gemm-tuning/1", "machine": {"cpu": "c", "features": "f", )",
                     R"("isa": "sse", "threads": 2, "onednn": "3", "compiler": "x"}, "gemms": []})"),
        "isa 'sse'"},
@@ -327,6 +362,37 @@ TEST(GemmTunerTest, MeasuresEveryClassAndDecidesFromItsOwnTimings) {
     const GemmTiming& last = choice.measured.back();
     EXPECT_TRUE(last.skinny_us >= last.onednn_us || last.m == options.rows.back()) << config;
   }
+}
+
+// Against the panels: below the smallest chunk both engines run the skinny
+// GEMM, so only the grid's points from it up are measured, and the skinny
+// GEMM keeps every row count below it.
+TEST(GemmTunerTest, AgainstThePanelsOnlyRowsFromTheSmallestChunkUpAreMeasured) {
+  if (HostIsa() != cpu::SkinnyMatmul::Isa::kAvx512) GTEST_SKIP() << "the panels' blocked GEMM needs AVX-512";
+  cpu::MatmulConfig a;
+  a.k = 64, a.n = 96, a.bias = true;
+  TunerOptions options;
+  options.isa = *HostIsa();
+  options.rows = {1, 16, 32, 48, 128};
+  options.prefetch = {0, 16};
+  options.repeats = 1;
+  options.cold_bytes = 1 << 20;
+  options.long_rows = LongRows::kPanels;
+  absl::StatusOr<TuneReport> report = TuneGemms({a}, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->tuning.gemms.empty());
+  ASSERT_EQ(report->tuning.panel_gemms.size(), 1u);
+  const GemmChoice& choice = report->tuning.panel_gemms.begin()->second;
+  const int64_t chunk = cpu::PanelRowsMatmul::kChunkRows.back();
+  ASSERT_FALSE(choice.measured.empty());
+  int64_t hi = chunk - 1;
+  for (const GemmTiming& t : choice.measured) {
+    EXPECT_GE(t.m, chunk);
+    if (t.skinny_us >= t.onednn_us) break;
+    hi = t.m;
+  }
+  EXPECT_EQ(choice.skinny_min_rows, 1);
+  EXPECT_EQ(choice.skinny_max_rows, hi);
 }
 
 TEST(GemmTunerTest, BadOptionsAndAnExhaustedBudgetAreReported) {

@@ -55,6 +55,7 @@ TEST(TuneCliTest, TuneWritesAFileRunApplies) {
   ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
   nlohmann::json t = nlohmann::json::parse(tuned.output);
   ASSERT_EQ(t["tuned"].size(), 4u) << tuned.output;  // q/k/v+o, the FFN up and down, the residual projection
+  ASSERT_EQ(t["tuned_against_panels"].size(), 4u) << tuned.output;  // the same, against the panels
   EXPECT_EQ(t["threads"], 2);
   EXPECT_EQ(t["default_skinny_max_rows"], 32);
 
@@ -66,8 +67,10 @@ TEST(TuneCliTest, TuneWritesAFileRunApplies) {
   ASSERT_EQ(r["short_request_gemms"].size(), 4u) << run.output;
   for (const auto& g : r["short_request_gemms"]) {
     EXPECT_TRUE(g["tuned"].get<bool>()) << g;
+    // The choice measured against the engine this run's other rows take.
+    const char* list = g["long_engine"] == "onednn-panels" ? "tuned_against_panels" : "tuned";
     bool found = false;
-    for (const auto& c : t["tuned"]) {
+    for (const auto& c : t[list]) {
       if (c["config"] == g["config"]) {
         found = true;
         EXPECT_EQ(g["max_rows"], c["skinny_max_rows"]) << g;
@@ -226,8 +229,12 @@ TEST(TuneCliTest, AModelsFirstRunTunesItsClassesOnceIntoTheCacheDir) {
   EXPECT_THAT(file, ::testing::StartsWith(dir + "/tuning/"));
   absl::StatusOr<runtime::GemmTuning> written = runtime::ReadTuningFile(file);
   ASSERT_TRUE(written.ok()) << written.status();
-  EXPECT_EQ(written->gemms.size(), 4u);
-  EXPECT_THAT(written->models, ::testing::ElementsAre("builtin:bert"));
+  // run keeps its weights in a file by default, so the other rows read the
+  // panels: that is the engine the classes were measured against.
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("GEMM class(es) against onednn-panels"));
+  EXPECT_EQ(written->panel_gemms.size(), 4u);
+  EXPECT_EQ(written->gemms.size(), 0u);
+  EXPECT_THAT(written->models, ::testing::ElementsAre("builtin:bert, against onednn-panels"));
   EXPECT_EQ(r["tuned_gemms"].get<int>(), 24) << first.output;  // every step of the 4 classes
   for (const auto& g : r["short_request_gemms"]) EXPECT_TRUE(g["tuned"].get<bool>()) << g;
 
@@ -242,6 +249,24 @@ TEST(TuneCliTest, AModelsFirstRunTunesItsClassesOnceIntoTheCacheDir) {
   EXPECT_EQ(s["tuning_file"], file);
   EXPECT_EQ(s["tuned_gemms"].get<int>(), 24);
   EXPECT_EQ(std::filesystem::last_write_time(file), written_at);
+
+  // Weights in memory: the other rows run on oneDNN's runtime-M GEMM over
+  // the plain weights, a model not yet measured against that.
+  CliResult in_memory = run("--cache-dir " + dir + " --weights-in-memory");
+  ASSERT_EQ(in_memory.exit_code, 0) << in_memory.output;
+  nlohmann::json m = nlohmann::json::parse(in_memory.output);
+  EXPECT_TRUE(m["check_passed"].get<bool>());
+  EXPECT_THAT(m["notes"].dump(), HasSubstr("measured 4 of its 4 GEMM class(es) against onednn in"));
+  for (const auto& g : m["short_request_gemms"]) {
+    EXPECT_TRUE(g["tuned"].get<bool>()) << g;
+    EXPECT_EQ(g["long_engine"], "onednn") << g;
+  }
+  absl::StatusOr<runtime::GemmTuning> both = runtime::ReadTuningFile(file);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->gemms.size(), 4u);
+  EXPECT_EQ(both->panel_gemms.size(), 4u);
+  EXPECT_THAT(both->models, ::testing::UnorderedElementsAre("builtin:bert, against onednn-panels",
+                                                            "builtin:bert, against onednn"));
 }
 
 // A budget the first class already exceeds: the rest keep the defaults and
@@ -270,7 +295,7 @@ TEST(TuneCliTest, ClassesTheBudgetLeftOutAreMeasuredByTheNextRun) {
   for (const auto& g : s["short_request_gemms"]) EXPECT_TRUE(g["tuned"].get<bool>()) << g;
   absl::StatusOr<runtime::GemmTuning> full = runtime::ReadTuningFile(s["tuning_file"].get<std::string>());
   ASSERT_TRUE(full.ok()) << full.status();
-  EXPECT_THAT(full->models, ::testing::ElementsAre("builtin:bert"));
+  EXPECT_THAT(full->models, ::testing::ElementsAre("builtin:bert, against onednn-panels"));
 }
 
 TEST(TuneCliTest, ABudgetOfZeroNeverTunesAndBadBudgetsAreUsageErrors) {
