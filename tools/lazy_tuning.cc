@@ -40,7 +40,9 @@ void TuneMissing(const std::string& path, const std::string& model_arg,
           ? absl::StrCat("GEMM tuning: this model's ", outcome->model_classes, " GEMM class(es) were already in ", path)
           : absl::StrCat("GEMM tuning: first run of this model on this machine: measured ", outcome->measured, " of its ",
                          outcome->model_classes, " GEMM class(es) against ", runtime::LongRowsName(long_rows), " in ",
-                         absl::SixDigits(outcome->report.seconds), " s (budget ", budget_s, " s) into ", path);
+                         absl::SixDigits(outcome->report.seconds), " s (budget ", budget_s, " s) into ", path,
+                         "; its weight copies (at most ", 2 * runtime::DefaultColdBytes() >> 20,
+                         " MiB) count in this process's peak RSS");
   if (!outcome->report.skipped.empty()) {
     absl::StrAppend(&note, "; not reached within the budget (built-in defaults kept, a later run measures them): ",
                     absl::StrJoin(outcome->report.skipped, ", "));

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <string>
 #include <memory>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "codegen/cpu/panel_rows_matmul.h"
@@ -33,6 +36,14 @@ class TeamScope {
  private:
   int saved_;
 };
+
+// Copy `c` of a class's weights into `b`: finite values (no FP slow path
+// runs), different per copy; the values do not change the time.
+const float* FillCopy(const cpu::MatmulConfig& config, size_t c, std::vector<float>& b) {
+  b.resize(config.k * config.n);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 7 + c) % 13) * 0.01f;
+  return b.data();
+}
 
 // One engine reading its own cold copies of the weights in turn.
 class ColdEngine {
@@ -70,17 +81,21 @@ using PackedCopies = std::vector<cpu::PackedWeights>;
 
 class SkinnyEngine final : public ColdEngine {
  public:
-  // Packs `plain` when `packed` is null; the engine's copies are available
-  // to the next candidate through packed_copies().
-  static absl::StatusOr<std::unique_ptr<SkinnyEngine>> Create(const std::vector<std::vector<float>>& plain,
+  // When `packed` is null, packs `copies` copies: `plain`'s where it holds
+  // them, else each filled in turn into one scratch matrix (no plain copies
+  // held: the panels' engine reads the packed ones). The engine's copies are
+  // available to the next candidate through packed_copies().
+  static absl::StatusOr<std::unique_ptr<SkinnyEngine>> Create(size_t copies, const std::vector<std::vector<float>>& plain,
                                                               std::shared_ptr<const PackedCopies> packed,
                                                               Operands* operands, cpu::SkinnyMatmul::Isa isa,
                                                               const cpu::SkinnyOptions& options) {
     SS_ASSIGN_OR_RETURN(matmul, cpu::SkinnyMatmul::Create(*operands->config, isa, options));
     if (packed == nullptr) {
       auto fresh = std::make_shared<PackedCopies>();
-      for (const std::vector<float>& b : plain) {
-        SS_ASSIGN_OR_RETURN(copy, matmul->PackB(b.data()));
+      std::vector<float> scratch;
+      for (size_t c = 0; c < copies; ++c) {
+        const float* b = plain.empty() ? FillCopy(*operands->config, c, scratch) : plain[c].data();
+        SS_ASSIGN_OR_RETURN(copy, matmul->PackB(b));
         fresh->push_back(std::move(copy));
       }
       packed = std::move(fresh);
@@ -210,11 +225,9 @@ absl::StatusOr<GemmChoice> SweepAgainstPanels(SkinnyEngine& skinny, Operands* op
 absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerOptions& o, int threads) {
   const int64_t plain_bytes = config.k * config.n * static_cast<int64_t>(sizeof(float));
   const size_t copies = static_cast<size_t>(std::max<int64_t>(2, (o.cold_bytes + plain_bytes - 1) / plain_bytes));
-  // Values do not change the time; they are finite so no FP slow path runs.
-  std::vector<std::vector<float>> plain(copies, std::vector<float>(config.k * config.n));
-  for (size_t c = 0; c < copies; ++c) {
-    for (size_t i = 0; i < plain[c].size(); ++i) plain[c][i] = static_cast<float>((i * 7 + c) % 13) * 0.01f;
-  }
+  // The plain copies only where oneDNN's runtime-M GEMM reads them.
+  std::vector<std::vector<float>> plain(o.long_rows == LongRows::kPlain ? copies : 0);
+  for (size_t c = 0; c < plain.size(); ++c) FillCopy(config, c, plain[c]);
   const int64_t max_m = std::max(o.rows.back(), o.prefetch_at_rows);
   Operands operands{&config, std::vector<float>(max_m * config.k, 0.01f), std::vector<float>(config.n, 0.1f),
                     std::vector<float>(max_m * config.n)};
@@ -226,7 +239,7 @@ absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerO
   std::vector<ColdEngine*> engines;
   std::shared_ptr<const PackedCopies> packed;
   for (int64_t p : o.prefetch) {
-    SS_ASSIGN_OR_RETURN(e, SkinnyEngine::Create(plain, packed, &operands, o.isa, {.threads = threads, .prefetch_rows = p}));
+    SS_ASSIGN_OR_RETURN(e, SkinnyEngine::Create(copies, plain, packed, &operands, o.isa, {.threads = threads, .prefetch_rows = p}));
     packed = e->packed_copies();
     engines.push_back(e.get());
     candidates.push_back(std::move(e));
@@ -261,6 +274,23 @@ absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerO
 }
 
 }  // namespace
+
+int64_t DefaultColdBytes() {
+  // The kernel's cache description (glibc's sysconf has reported an AMD
+  // EPYC's 32 MiB L3 as 320 MiB): the largest cache cpu0 reports.
+  int64_t llc = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream in(absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/size"));
+    std::string text;
+    if (!(in >> text) || text.empty()) continue;
+    const int64_t scale = text.back() == 'K' ? 1024 : text.back() == 'M' ? 1024 * 1024 : 1;
+    if (scale != 1) text.pop_back();
+    int64_t size = 0;
+    if (absl::SimpleAtoi(text, &size)) llc = std::max(llc, size * scale);
+  }
+  if (llc <= 0) return int64_t{128} << 20;
+  return std::clamp<int64_t>(int64_t{4} * llc, int64_t{64} << 20, int64_t{256} << 20);
+}
 
 absl::StatusOr<TuneReport> TuneGemms(absl::Span<const cpu::MatmulConfig> configs, const TunerOptions& options) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;

@@ -41,6 +41,13 @@
 
 namespace shapeshift::runtime {
 
+// 4x the largest cache the kernel reports for cpu0 (sysfs), within 64..256
+// MiB (128 MiB when it reports none): with two engines interleaved, 8x the
+// cache passes between two reads of one copy, so every call reads its
+// weights from memory, as a forward pass over a model larger than the cache
+// does.
+int64_t DefaultColdBytes();
+
 struct TunerOptions {
   codegen::cpu::SkinnyMatmul::Isa isa = codegen::cpu::SkinnyMatmul::Isa::kAvx512;
   // The OpenMP team the engines run with (and the tuning is keyed on);
@@ -50,9 +57,11 @@ struct TunerOptions {
   std::vector<int64_t> prefetch = {0, 16, 32, 64};
   int64_t prefetch_at_rows = 8;
   int repeats = 7;
-  // Bytes of weight copies each engine cycles over (at least 2 copies);
-  // tools/tune_into_file.h lowers it to the model's own GEMM weight bytes.
-  int64_t cold_bytes = int64_t{256} << 20;
+  // Bytes of weight copies each engine cycles over (at least 2 copies):
+  // DefaultColdBytes(), 4x the last-level cache; tools/tune_into_file.h
+  // lowers it to the model's own GEMM weight bytes. The measurement's memory
+  // is about twice this (plain and packed copies; once against the panels).
+  int64_t cold_bytes = DefaultColdBytes();
   // Seconds for the whole run; 0 = no limit. The first class is always
   // measured; a later one not started within the budget is left out of the
   // tuning (it keeps the built-in default) and named in TuneReport::skipped.

@@ -395,6 +395,13 @@ TEST(GemmTunerTest, AgainstThePanelsOnlyRowsFromTheSmallestChunkUpAreMeasured) {
   EXPECT_EQ(choice.skinny_max_rows, hi);
 }
 
+TEST(GemmTunerTest, TheDefaultColdBytesAreFourCachesWithinBounds) {
+  const int64_t cold = DefaultColdBytes();
+  EXPECT_GE(cold, int64_t{64} << 20);
+  EXPECT_LE(cold, int64_t{256} << 20);
+  EXPECT_EQ(TunerOptions().cold_bytes, cold);
+}
+
 TEST(GemmTunerTest, BadOptionsAndAnExhaustedBudgetAreReported) {
   if (!HostIsa()) GTEST_SKIP() << "this CPU has no skinny GEMM core (neither AVX-512F nor AVX2+FMA)";
   cpu::MatmulConfig a;
