@@ -2,8 +2,11 @@
 
 #include <omp.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -83,6 +86,16 @@ absl::StatusOr<TuneOutcome> TuneIntoFile(const Graph& graph, const ShapeEnv& env
                   [&](runtime::LongRows l) { return outcome.file.models.contains(memo_for(l)); })) {
     return outcome;
   }
+  // Where the file goes must take it before anything is measured: a run
+  // that cannot keep its measurements would pay for them on every start.
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path().empty()
+                                        ? std::filesystem::path(".")
+                                        : std::filesystem::path(path).parent_path();
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat(path, ": cannot create its directory: ", ec.message()));
+  if (access(dir.c_str(), W_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": its directory is not writable: ", std::strerror(errno)));
+  }
   SS_ASSIGN_OR_RETURN(gemms, ModelGemms(graph, env));
   outcome.listed = true;
   outcome.model_classes = gemms.configs.size();
@@ -113,9 +126,6 @@ absl::StatusOr<TuneOutcome> TuneIntoFile(const Graph& graph, const ShapeEnv& env
     MergeReport(std::move(report), long_rows, outcome.report);
   }
   if (outcome.measured == 0 && !memo_new) return outcome;
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::FailedPreconditionError(absl::StrCat(path, ": cannot create its directory: ", ec.message()));
   if (absl::Status s = runtime::WriteTuningFile(outcome.file, path); !s.ok()) return s;
   outcome.written = true;
   return outcome;

@@ -314,6 +314,20 @@ TEST(TuneCliTest, ABudgetOfZeroNeverTunesAndBadBudgetsAreUsageErrors) {
     EXPECT_EQ(bad.exit_code, 2) << budget;
     EXPECT_THAT(bad.output, HasSubstr("--tune-budget-s: expected seconds in [0, 3600]")) << budget;
   }
+  // A cache dir whose tuning/ cannot be made: nothing is measured (a file
+  // that cannot be kept would be measured again on every run), the run goes
+  // on with the defaults and a note says why.
+  const std::string squatted = FreshDir("lazy-tuning-squatted");
+  std::filesystem::create_directories(squatted);
+  { std::ofstream(squatted + "/tuning") << "a file where the directory goes"; }
+  CliResult blocked = RunBertOnTwoThreads("--cache-dir " + squatted);
+  ASSERT_EQ(blocked.exit_code, 0) << blocked.output;
+  nlohmann::json b = nlohmann::json::parse(blocked.output);
+  EXPECT_TRUE(b["check_passed"].get<bool>());
+  EXPECT_EQ(b["tuned_gemms"], 0);
+  EXPECT_THAT(b["notes"].dump(), HasSubstr("GEMM tuning: not tuned: "));
+  EXPECT_THAT(b["notes"].dump(), HasSubstr("cannot create its directory"));
+
   CliResult no_cache = shapeshift::testing::RunCommand(std::string(SHAPESHIFT_CLI) +
                                                        " run builtin:bert --no-cache --tune-budget-s 5 2>&1");
   EXPECT_EQ(no_cache.exit_code, 2);
