@@ -4,8 +4,9 @@
 // extends the file; bad usage, a file that is not a tuning and a file for
 // another thread count are errors naming the flag or the field. Without -o,
 // tune writes into the cache dir, where run finds it (and ignores, with a
-// note, one it cannot use); `run --tune-budget-s` tunes the classes that file
-// lacks first, once.
+// note, one it cannot use); a model's first run with a cache dir measures the
+// classes that file lacks (against the engine its other rows run on) within
+// --tune-budget-s, once (tools/lazy_tuning.h).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
