@@ -58,7 +58,9 @@ void MergeReport(runtime::TuneReport report, runtime::LongRows long_rows, runtim
 std::string ModelMemo(const std::string& model_arg) {
   if (absl::StartsWith(model_arg, "builtin:")) return model_arg;
   std::error_code ec;
-  const std::filesystem::path path = std::filesystem::absolute(model_arg, ec);
+  // One spelling per file ("a/../m.onnx", a symbolic link and the absolute
+  // path are one model).
+  const std::filesystem::path path = std::filesystem::weakly_canonical(std::filesystem::absolute(model_arg, ec), ec);
   struct stat st;
   if (ec || stat(path.c_str(), &st) != 0) return "";
   const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;

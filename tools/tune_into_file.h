@@ -55,7 +55,7 @@ absl::StatusOr<TuneOutcome> TuneIntoFile(const Graph& graph, const ShapeEnv& env
                                          runtime::TunerOptions options, const TuneIntoFileOptions& how);
 
 // What a tuning file's `models` calls MODEL_ARG: a built-in's name, or an
-// ONNX file's absolute path, size and modification time (a changed file is
+// ONNX file's canonical path, size and modification time (a changed file is
 // another model); empty when the file cannot be stat-ed.
 std::string ModelMemo(const std::string& model_arg);
 

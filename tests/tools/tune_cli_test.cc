@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "runtime/tuning/gemm_tuning.h"
+#include "tools/tune_into_file.h"
 #include "tests/tools/cli_test_util.h"
 
 namespace shapeshift {
@@ -297,6 +298,25 @@ TEST(TuneCliTest, ClassesTheBudgetLeftOutAreMeasuredByTheNextRun) {
   absl::StatusOr<runtime::GemmTuning> full = runtime::ReadTuningFile(s["tuning_file"].get<std::string>());
   ASSERT_TRUE(full.ok()) << full.status();
   EXPECT_THAT(full->models, ::testing::ElementsAre("builtin:bert, against onednn-panels"));
+}
+
+// A model file has one name in the file however it is spelled, and a
+// changed file is another model.
+TEST(TuneCliTest, AModelFileIsNamedByItsCanonicalPathSizeAndTime) {
+  const std::string dir = FreshDir("memo");
+  std::filesystem::create_directories(dir + "/sub");
+  const std::string file = dir + "/m.onnx";
+  { std::ofstream(file) << "bytes"; }
+  std::filesystem::create_symlink(file, dir + "/link.onnx");
+  const std::string memo = tools::ModelMemo(file);
+  EXPECT_THAT(memo, ::testing::StartsWith(std::filesystem::canonical(file).string() + ", 5 bytes, modified "));
+  EXPECT_EQ(tools::ModelMemo(dir + "/sub/../m.onnx"), memo);
+  EXPECT_EQ(tools::ModelMemo(dir + "/link.onnx"), memo);
+  { std::ofstream(file, std::ios::app) << " more"; }
+  EXPECT_NE(tools::ModelMemo(file), memo);
+  EXPECT_EQ(tools::ModelMemo(dir + "/missing.onnx"), "");
+  EXPECT_EQ(tools::ModelMemo("builtin:bert"), "builtin:bert");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TuneCliTest, ABudgetOfZeroNeverTunesAndBadBudgetsAreUsageErrors) {
