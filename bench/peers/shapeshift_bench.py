@@ -11,6 +11,7 @@ The CLI contract this relies on (issue 7):
   shapeshift run MODEL.onnx --dim ... --trace file:PATH --json
     replays PATH ('batch=1 sequence=37' per line: the model's dim names) and
     prints one JSON object with engine_s (session creation + every run),
+    requests_s (every run),
     time_to_first_result_s, compiles, recompiles, per_request {median_ms,
     p99_ms, max_ms} and compile_ms.
 
@@ -129,11 +130,12 @@ def main() -> int:
                          # cold: the compile and the first result are measured
                          # from nothing, as for the peers' fresh processes
                          "--no-cache"], log,
-                        ("engine_s", "time_to_first_result_s", "compiles", "recompiles", "per_request",
+                        ("engine_s", "requests_s", "time_to_first_result_s", "compiles", "recompiles", "per_request",
                          "compile_ms"))
         result["trace"] = {
             "requests": sum(1 for line in args.trace.read_text().splitlines() if line.strip()),
             "engine_s": trace["engine_s"],
+            "requests_s": trace["requests_s"],
             "time_to_first_result_s": trace["time_to_first_result_s"],
             "per_request": trace["per_request"],
             "compile": {"compiles": trace["compiles"], "recompiles": trace["recompiles"],

@@ -169,9 +169,13 @@ TEST(TraceCliTest, LogNormalTraceIsDeterministicAndServedWithoutMisses) {
   for (const char* key : {"requests", "compiles", "compiles_by_tier", "misses", "tier_ups", "wrong_results", "checked",
                           "p50_us", "p99_us", "first_result_us", "compiles_before_first_result",
                           // the peer benchmarks' schema (bench/peers/shapeshift_bench.py)
-                          "engine_s", "time_to_first_result_s", "recompiles", "per_request"}) {
+                          "engine_s", "requests_s", "time_to_first_result_s", "recompiles", "per_request"}) {
     EXPECT_TRUE(a.contains(key)) << key;
   }
+  // The engine time is session creation plus the runs; requests_s the runs.
+  EXPECT_GT(a["requests_s"].get<double>(), 0);
+  EXPECT_GT(a["engine_s"].get<double>(), a["requests_s"].get<double>());
+  EXPECT_NEAR(a["requests_s"].get<double>(), a["mean_us"].get<double>() * 60 / 1e6, 1e-9);
   EXPECT_EQ(a["recompiles"], 0);
   EXPECT_GE(a["per_request"]["max_ms"].get<double>(), a["per_request"]["p99_ms"].get<double>());
   // --check-every 0 checks nothing; the same seed gives the same shapes.
