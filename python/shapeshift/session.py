@@ -119,7 +119,8 @@ class InferenceSession:
     policy: "auto" (default), "polymorphic", "bucketed" or "static".
     cache_dir: persistent compile cache directory (default: none). It also keeps this
       machine's measured GEMM choices: a model file's first session here measures its
-      GEMM classes (at most 10 s, once; `notes` says so) and later sessions read them.
+      GEMM classes (at most tune_budget_s seconds, default 10, 0: never; once; `notes`
+      says so) and later sessions read them.
     recompile_limit: compiles requests may trigger (the bucketed/static tiers).
     weights_dir: keep the model's weights in an unlinked file under this directory
       (on a disk, not tmpfs), resident only while read and given back once packed:
@@ -139,6 +140,7 @@ class InferenceSession:
         cache_dir: str | os.PathLike | None = None,
         recompile_limit: int = 64,
         weights_dir: str | os.PathLike | None = None,
+        tune_budget_s: float = 10.0,
     ) -> None:
         self._options = sess_options or SessionOptions()
         device = _device(providers)
@@ -149,6 +151,9 @@ class InferenceSession:
             source = os.fspath(path_or_bytes)
         else:
             raise TypeError(f"InferenceSession: expected a path or bytes, got {type(path_or_bytes).__name__}")
+        tune_budget_s = float(tune_budget_s)
+        if not 0 <= tune_budget_s <= 3600:
+            raise ValueError(f"InferenceSession: tune_budget_s = {tune_budget_s}: expected seconds in [0, 3600]")
         threads = int(self._options.intra_op_num_threads or 0)
         if threads < 0:
             raise ValueError(f"SessionOptions.intra_op_num_threads = {threads}: expected >= 0")
@@ -161,6 +166,7 @@ class InferenceSession:
             device,
             threads,
             os.fspath(weights_dir) if weights_dir is not None else "",
+            tune_budget_s,
         )
         self._inputs = [NodeArg(n, t, s) for n, t, s in self._model.inputs()]
         self._outputs = [NodeArg(n, t, s) for n, t, s in self._model.outputs()]

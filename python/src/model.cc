@@ -75,7 +75,7 @@ std::unique_ptr<Model> Model::Load(const std::string& source, bool is_bytes, con
     // remember them by, so they only read what is there).
     if (session.compile.device == runtime::Device::kCpu) {
       tools::CachedTuning tuning = tools::TuningFromCacheDir(
-          options.cache_dir, source, imported, is_bytes ? 0 : tools::kDefaultTuneBudgetS,
+          options.cache_dir, source, imported, is_bytes ? 0 : options.tune_budget_s,
           /*long_rows_on_panels=*/!options.weights_dir.empty(), options.intra_op_threads);
       session.compile.tuning = std::move(tuning.tuning);
       model->notes_.insert(model->notes_.end(), tuning.notes.begin(), tuning.notes.end());

@@ -34,6 +34,9 @@ struct ModelOptions {
   // The weights in an unlinked file under this directory, resident only
   // while read (SessionOptions::weights_dir); empty: in memory.
   std::string weights_dir;
+  // Seconds a model file's first session with a cache_dir may spend measuring
+  // its GEMM classes (tools/lazy_tuning.h); 0: never.
+  double tune_budget_s = 10;
 };
 
 class Model {

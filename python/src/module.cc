@@ -65,7 +65,7 @@ NB_MODULE(_core, m) {
           "load",
           [](nb::object source, const std::map<std::string, std::pair<int64_t, int64_t>>& dims,
              const std::string& policy, const std::string& cache_dir, int recompile_limit, const std::string& device,
-             int intra_op_threads, const std::string& weights_dir) {
+             int intra_op_threads, const std::string& weights_dir, double tune_budget_s) {
             ModelOptions options;
             options.dims = Ranges(dims);
             options.policy = policy;
@@ -74,6 +74,7 @@ NB_MODULE(_core, m) {
             options.device = device;
             options.intra_op_threads = intra_op_threads;
             options.weights_dir = weights_dir;
+            options.tune_budget_s = tune_budget_s;
             if (nb::isinstance<nb::bytes>(source)) {
               nb::bytes b = nb::borrow<nb::bytes>(source);
               return Model::Load(std::string(b.c_str(), b.size()), /*is_bytes=*/true, options);
@@ -81,7 +82,7 @@ NB_MODULE(_core, m) {
             return Model::Load(nb::cast<std::string>(source), /*is_bytes=*/false, options);
           },
           nb::arg("source"), nb::arg("dims"), nb::arg("policy"), nb::arg("cache_dir"), nb::arg("recompile_limit"),
-          nb::arg("device"), nb::arg("intra_op_threads"), nb::arg("weights_dir"))
+          nb::arg("device"), nb::arg("intra_op_threads"), nb::arg("weights_dir"), nb::arg("tune_budget_s"))
       .def("run", &Model::Run, nb::arg("inputs"), "inputs in graph order -> every output in graph order")
       .def("inputs", &Model::Inputs)
       .def("outputs", &Model::Outputs)

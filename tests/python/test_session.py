@@ -221,6 +221,12 @@ def test_a_model_files_first_session_with_a_cache_dir_tunes_its_gemms_once(tmp_p
     assert not [n for n in second.notes if n.startswith("GEMM tuning:")], second.notes
     assert any("GEMM choices from this machine's tuning" in n for n in second.notes)
     np.testing.assert_array_equal(second.run(None, bert_feed(1, 6))[0], expected)
+    # A budget of 0 never measures; a bad one is a ValueError naming it.
+    off = shapeshift.InferenceSession(TINY_BERT, cache_dir=tmp_path / "off", tune_budget_s=0)
+    assert not [n for n in off.notes if "GEMM" in n], off.notes
+    assert not (tmp_path / "off" / "tuning").exists()
+    with pytest.raises(ValueError, match="tune_budget_s"):
+        shapeshift.InferenceSession(TINY_BERT, cache_dir=tmp_path, tune_budget_s=-1)
     # Bytes have no name to remember: they read the file, never measure.
     with open(TINY_BERT, "rb") as f:
         from_bytes = shapeshift.InferenceSession(f.read(), cache_dir=tmp_path / "other")
