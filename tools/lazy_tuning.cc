@@ -38,8 +38,8 @@ void TuneMissing(const std::string& path, const std::string& model_arg,
   std::string note =
       outcome->measured == 0
           ? absl::StrCat("GEMM tuning: this model's ", outcome->model_classes, " GEMM class(es) were already in ", path)
-          : absl::StrCat("GEMM tuning: first run of this model on this machine: measured ", outcome->measured, " of its ",
-                         outcome->model_classes, " GEMM class(es) against ", runtime::LongRowsName(long_rows), " in ",
+          : absl::StrCat("GEMM tuning: measured ", outcome->measured, " of this model's ", outcome->model_classes,
+                         " GEMM class(es) (those this machine's tuning lacked) against ", runtime::LongRowsName(long_rows), " in ",
                          absl::SixDigits(outcome->report.seconds), " s (budget ", budget_s, " s) into ", path,
                          "; its weight copies (at most ", 2 * runtime::DefaultColdBytes() >> 20,
                          " MiB) count in this process's peak RSS");

@@ -225,7 +225,7 @@ TEST(TuneCliTest, AModelsFirstRunTunesItsClassesOnceIntoTheCacheDir) {
   ASSERT_EQ(first.exit_code, 0) << first.output;
   nlohmann::json r = nlohmann::json::parse(first.output);
   EXPECT_TRUE(r["check_passed"].get<bool>());
-  EXPECT_THAT(r["notes"].dump(), HasSubstr("first run of this model on this machine: measured 4 of its 4 GEMM class(es)"));
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("GEMM tuning: measured 4 of this model's 4 GEMM class(es)"));
   EXPECT_THAT(r["notes"].dump(), HasSubstr("(budget 10 s"));
   const std::string file = r["tuning_file"].get<std::string>();
   EXPECT_THAT(file, ::testing::StartsWith(dir + "/tuning/"));
@@ -233,7 +233,7 @@ TEST(TuneCliTest, AModelsFirstRunTunesItsClassesOnceIntoTheCacheDir) {
   ASSERT_TRUE(written.ok()) << written.status();
   // run keeps its weights in a file by default, so the other rows read the
   // panels: that is the engine the classes were measured against.
-  EXPECT_THAT(r["notes"].dump(), HasSubstr("GEMM class(es) against onednn-panels"));
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("lacked) against onednn-panels"));
   EXPECT_EQ(written->panel_gemms.size(), 4u);
   EXPECT_EQ(written->gemms.size(), 0u);
   EXPECT_THAT(written->models, ::testing::ElementsAre("builtin:bert, against onednn-panels"));
@@ -258,7 +258,7 @@ TEST(TuneCliTest, AModelsFirstRunTunesItsClassesOnceIntoTheCacheDir) {
   ASSERT_EQ(in_memory.exit_code, 0) << in_memory.output;
   nlohmann::json m = nlohmann::json::parse(in_memory.output);
   EXPECT_TRUE(m["check_passed"].get<bool>());
-  EXPECT_THAT(m["notes"].dump(), HasSubstr("measured 4 of its 4 GEMM class(es) against onednn in"));
+  EXPECT_THAT(m["notes"].dump(), HasSubstr("measured 4 of this model's 4 GEMM class(es) (those this machine's tuning lacked) against onednn in"));
   for (const auto& g : m["short_request_gemms"]) {
     EXPECT_TRUE(g["tuned"].get<bool>()) << g;
     EXPECT_EQ(g["long_engine"], "onednn") << g;
@@ -281,7 +281,7 @@ TEST(TuneCliTest, ClassesTheBudgetLeftOutAreMeasuredByTheNextRun) {
   ASSERT_EQ(first.exit_code, 0) << first.output;
   nlohmann::json r = nlohmann::json::parse(first.output);
   EXPECT_TRUE(r["check_passed"].get<bool>());
-  EXPECT_THAT(r["notes"].dump(), HasSubstr("measured 1 of its 4 GEMM class(es)"));
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("measured 1 of this model's 4 GEMM class(es)"));
   EXPECT_THAT(r["notes"].dump(), HasSubstr("not reached within the budget"));
   int tuned_classes = 0;
   for (const auto& g : r["short_request_gemms"]) tuned_classes += g["tuned"].get<bool>();
@@ -293,7 +293,7 @@ TEST(TuneCliTest, ClassesTheBudgetLeftOutAreMeasuredByTheNextRun) {
   CliResult second = run("--cache-dir " + dir);
   ASSERT_EQ(second.exit_code, 0) << second.output;
   nlohmann::json s = nlohmann::json::parse(second.output);
-  EXPECT_THAT(s["notes"].dump(), HasSubstr("measured 3 of its 4 GEMM class(es)"));
+  EXPECT_THAT(s["notes"].dump(), HasSubstr("measured 3 of this model's 4 GEMM class(es)"));
   for (const auto& g : s["short_request_gemms"]) EXPECT_TRUE(g["tuned"].get<bool>()) << g;
   absl::StatusOr<runtime::GemmTuning> full = runtime::ReadTuningFile(s["tuning_file"].get<std::string>());
   ASSERT_TRUE(full.ok()) << full.status();
