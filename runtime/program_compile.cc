@@ -396,12 +396,8 @@ class ProgramBuilder {
     ShortRequestGemm& record = ShortRequestGemmFor(config);
     ++record.steps;
     if (skinny_isa_ && cpu::SkinnyMatmul::Applies(config)) {
-      // Tuned against the engine the other rows will run on: the panels
-      // where they are wanted and the core has oneDNN's blocked layout
-      // (AVX-512; PanelRowsFor), else the runtime-M GEMM.
-      const LongRows long_rows = long_rows_on_panels_ && *skinny_isa_ == cpu::SkinnyMatmul::Isa::kAvx512
-                                     ? LongRows::kPanels
-                                     : LongRows::kPlain;
+      // Tuned against the engine the other rows will run on (PanelRowsFor).
+      const LongRows long_rows = LongRowsFor(long_rows_on_panels_, *skinny_isa_);
       const cpu::SkinnyOptions options = SkinnyOptionsFor(tuning_, config, long_rows, threads_);
       record.tuned = tuning_ != nullptr && tuning_->Find(config, long_rows) != nullptr;
       record.max_rows = options.max_rows;

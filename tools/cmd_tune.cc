@@ -160,7 +160,9 @@ int RunTune(const std::vector<std::string>& raw) {
   // Against both engines a Program may run the other rows on (runs with a
   // weights dir, run's default, read the panels); the panels need AVX-512.
   how.against = {runtime::LongRows::kPlain};
-  if (options->isa == cpu::SkinnyMatmul::Isa::kAvx512) how.against.push_back(runtime::LongRows::kPanels);
+  if (runtime::LongRowsFor(true, options->isa) == runtime::LongRows::kPanels) {
+    how.against.push_back(runtime::LongRows::kPanels);
+  }
   if (!json) {
     how.on_against = [](runtime::LongRows long_rows) {
       std::printf("against %s:\n", long_rows == runtime::LongRows::kPanels

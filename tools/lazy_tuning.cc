@@ -83,10 +83,8 @@ CachedTuning TuningFromCacheDir(const std::string& cache_dir, const std::string&
     return out;
   }
   if (budget_s > 0) {
-    const runtime::LongRows long_rows = long_rows_on_panels && *isa == cpu::SkinnyMatmul::Isa::kAvx512
-                                            ? runtime::LongRows::kPanels
-                                            : runtime::LongRows::kPlain;
-    TuneMissing(path, model_arg, model, *isa, long_rows, host.threads, budget_s, out.notes);
+    TuneMissing(path, model_arg, model, *isa, runtime::LongRowsFor(long_rows_on_panels, *isa), host.threads, budget_s,
+                out.notes);
     if (std::filesystem::exists(path, ec)) tuning = runtime::ReadTuningFile(path);
   }
   if (!tuning.ok()) return out;  // no file, and nothing measured into one

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <string>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"

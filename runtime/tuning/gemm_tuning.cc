@@ -85,6 +85,10 @@ const char* LongRowsName(LongRows long_rows) {
   return long_rows == LongRows::kPanels ? "onednn-panels" : "onednn";
 }
 
+LongRows LongRowsFor(bool long_rows_on_panels, codegen::cpu::SkinnyMatmul::Isa isa) {
+  return long_rows_on_panels && isa == codegen::cpu::SkinnyMatmul::Isa::kAvx512 ? LongRows::kPanels : LongRows::kPlain;
+}
+
 const GemmChoice* GemmTuning::Find(const codegen::cpu::MatmulConfig& config, LongRows long_rows) const {
   const std::map<std::string, GemmChoice>& choices = Choices(long_rows);
   auto it = choices.find(codegen::cpu::DescribeConfig(config));

@@ -85,6 +85,11 @@ struct GemmChoice {
 // The crossovers differ, so a file keeps one choice per class for each.
 enum class LongRows { kPlain, kPanels };
 const char* LongRowsName(LongRows long_rows);  // "onednn" | "onednn-panels"
+// What a Program compiled with `long_rows_on_panels` runs the other rows on
+// with the skinny GEMM's `isa` core: the panels need oneDNN's blocked layout
+// for the AVX-512 panels (codegen/cpu/panel_rows_matmul.h), else the runtime-M
+// GEMM. The one rule the compile, lazy tuning and `shapeshift tune` share.
+LongRows LongRowsFor(bool long_rows_on_panels, codegen::cpu::SkinnyMatmul::Isa isa);
 
 struct GemmTuning {
   MachineKey machine;
