@@ -82,7 +82,6 @@
 // Exit codes: 0 ok; 1 a check found a mismatch, or a trace request was
 // refused; 2 bad usage, a model that cannot be loaded or compiled, or a
 // request outside the declared ranges.
-#include <omp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -97,7 +96,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "codegen/cpu/skinny_matmul.h"
 #include "graph/constant_spill.h"
 #include "graph/interpreter.h"
 #include "graph/tensor_compare.h"
