@@ -177,26 +177,32 @@ absl::Status Validate(const AttentionArgs& a) {
   const struct {
     const char* field;
     int64_t value;
-  } sizes[] = {{"batch", a.batch},   {"heads", a.heads},       {"kv_heads", a.kv_heads},    {"q_len", a.q_len},
-               {"kv_len", a.kv_len}, {"head_dim", a.head_dim}, {"v_head_dim", a.v_head_dim}};
+    bool may_be_empty;
+  } sizes[] = {{"batch", a.batch, true},       {"heads", a.heads, false},         {"kv_heads", a.kv_heads, false},
+               {"q_len", a.q_len, true},       {"kv_len", a.kv_len, true},        {"head_dim", a.head_dim, false},
+               {"v_head_dim", a.v_head_dim, false}};
   for (const auto& s : sizes) {
-    if (s.value <= 0) return Invalid(absl::StrCat(s.field, " = ", s.value, " is not positive"));
+    if (s.value < 0 || (s.value == 0 && !s.may_be_empty)) {
+      return Invalid(absl::StrCat(s.field, " = ", s.value, " is not ", s.may_be_empty ? "non-negative" : "positive"));
+    }
   }
   if (a.heads % a.kv_heads != 0) {
     return Invalid(absl::StrCat("kv_heads = ", a.kv_heads, " does not divide heads = ", a.heads));
-  }
-  if (absl::Status s = CheckOperand("q", a.q, false, a, a.heads, a.q_len); !s.ok()) return s;
-  if (absl::Status s = CheckOperand("k", a.k, false, a, a.kv_heads, a.kv_len); !s.ok()) return s;
-  if (absl::Status s = CheckOperand("v", a.v, false, a, a.kv_heads, a.kv_len); !s.ok()) return s;
-  if (absl::Status s = CheckOperand("out", a.out, true, a, a.heads, a.q_len); !s.ok()) return s;
-  if (a.mask.data != nullptr) {
-    if (absl::Status s = CheckOperand("mask", a.mask, false, a, a.heads, a.q_len); !s.ok()) return s;
   }
   if (a.mask_col_stride != 0 && a.mask_col_stride != 1) {
     return Invalid(absl::StrCat("mask_col_stride = ", a.mask_col_stride, " is neither 0 nor 1"));
   }
   if (a.window < 0) return Invalid(absl::StrCat("window = ", a.window, " is negative"));
   if (a.window > 0 && !a.causal) return Invalid(absl::StrCat("window = ", a.window, " without causal"));
+  if (a.batch == 0 || a.q_len == 0) return absl::OkStatus();  // no output rows: nothing is read or written
+  if (absl::Status s = CheckOperand("out", a.out, true, a, a.heads, a.q_len); !s.ok()) return s;
+  if (a.kv_len == 0) return absl::OkStatus();  // zeros are written: nothing is read
+  if (absl::Status s = CheckOperand("q", a.q, false, a, a.heads, a.q_len); !s.ok()) return s;
+  if (absl::Status s = CheckOperand("k", a.k, false, a, a.kv_heads, a.kv_len); !s.ok()) return s;
+  if (absl::Status s = CheckOperand("v", a.v, false, a, a.kv_heads, a.kv_len); !s.ok()) return s;
+  if (a.mask.data != nullptr) {
+    if (absl::Status s = CheckOperand("mask", a.mask, false, a, a.heads, a.q_len); !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
 
@@ -249,6 +255,20 @@ absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& given) {
   if (!IsaSupported(isa)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "FusedAttention: this CPU (or SHAPESHIFT_MAX_CPU_ISA) rules out the ", AttentionIsaName(isa), " core"));
+  }
+  if (given.batch == 0 || given.q_len == 0) return absl::OkStatus();
+  if (given.kv_len == 0) {
+    // No keys: each row's softmax is empty and P·V a sum over nothing, 0 in
+    // the graph (not NaN: no score was -inf, there were none).
+    for (int64_t b = 0; b < given.batch; ++b) {
+      for (int64_t h = 0; h < given.heads; ++h) {
+        for (int64_t i = 0; i < given.q_len; ++i) {
+          float* row = given.out.data + b * given.out.batch_stride + h * given.out.head_stride + i * given.out.row_stride;
+          std::fill(row, row + given.v_head_dim, 0.0f);
+        }
+      }
+    }
+    return absl::OkStatus();
   }
   AttentionArgs args = given;
   attention::CoreShape shape = attention::kPortableShape;

@@ -19,6 +19,8 @@
 // → MatMul, up to float rounding (the sums run in another order).
 // A row whose softmax is NaN in the graph (a NaN score, a +inf score, or every
 // score -inf) is NaN in O too, or 0 with nan_to_zero — never a finite guess.
+// Empty sizes are the graph's too: no batch or no query rows, nothing is
+// read or written; no keys (T = 0), O is 0 (a matmul over an empty axis).
 //
 // The heads of K and V may be fewer than Q's (grouped-query attention): query
 // head h reads key/value head h / (heads / kv_heads).
@@ -69,8 +71,8 @@ const char* AttentionIsaName(AttentionIsa isa);
 
 // Runs the whole attention on the calling thread's OpenMP team (parallel over
 // batch × heads × query tiles; TeamFor in parallel_run.h). INVALID_ARGUMENT
-// names the first bad size or stride (non-positive sizes, heads not a multiple
-// of kv_heads, a null operand).
+// names the first bad size or stride (negative sizes, non-positive heads or
+// head dims, heads not a multiple of kv_heads, a null operand that is read).
 absl::Status RunFusedAttention(const AttentionArgs& args);
 
 // The same on a given core (tests compare the cores; the bench times them).

@@ -853,6 +853,31 @@ TEST(FusedAttentionTest, DecodeResultDoesNotDependOnTheThreadCount) {
   }
 }
 
+// Empty sizes mean what they mean in the graph: no batch or no query rows,
+// nothing is read or written (the operands may be null); no keys, every
+// output row is 0 (P·V sums over nothing) and K and V are not read.
+TEST(FusedAttentionTest, EmptySizesAreTheGraphsEmptyResults) {
+  Problem p;
+  p.batch = 2, p.heads = 4, p.kv_heads = 2, p.q_len = 5, p.kv_len = 6, p.mask = MaskShape::kB11T;
+  Buffers buffers(p);
+  for (AttentionIsa isa : Cores()) {
+    SCOPED_TRACE(AttentionIsaName(isa));
+    for (auto spoil : {+[](AttentionArgs& a) { a.batch = 0; }, +[](AttentionArgs& a) { a.q_len = 0; }}) {
+      AttentionArgs args = buffers.args;
+      spoil(args);
+      args.q.data = args.k.data = args.v.data = args.out.data = args.mask.data = nullptr;
+      EXPECT_TRUE(RunFusedAttentionOn(isa, args).ok());
+    }
+    AttentionArgs args = buffers.args;
+    args.kv_len = 0;
+    args.k.data = args.v.data = args.mask.data = nullptr;
+    const int64_t outputs = p.batch * p.heads * p.q_len * args.v_head_dim;
+    std::fill(args.out.data, args.out.data + outputs, std::numeric_limits<float>::quiet_NaN());
+    ASSERT_TRUE(RunFusedAttentionOn(isa, args).ok());
+    for (int64_t i = 0; i < outputs; ++i) ASSERT_EQ(args.out.data[i], 0.0f) << i;
+  }
+}
+
 TEST(FusedAttentionTest, InvalidArgumentsNameTheField) {
   Problem p;
   p.batch = 2, p.heads = 4, p.kv_heads = 2, p.q_len = 5, p.kv_len = 6, p.mask = MaskShape::kB11T;
@@ -862,10 +887,10 @@ TEST(FusedAttentionTest, InvalidArgumentsNameTheField) {
     std::function<void(AttentionArgs&)> spoil;
   };
   const std::vector<Bad> cases = {
-      {"batch", [](AttentionArgs& a) { a.batch = 0; }},
+      {"batch = -1 is not non-negative", [](AttentionArgs& a) { a.batch = -1; }},
       {"heads", [](AttentionArgs& a) { a.heads = -1; }},
       {"kv_heads", [](AttentionArgs& a) { a.kv_heads = 0; }},
-      {"q_len", [](AttentionArgs& a) { a.q_len = 0; }},
+      {"q_len", [](AttentionArgs& a) { a.q_len = -2; }},
       {"kv_len", [](AttentionArgs& a) { a.kv_len = -3; }},
       {"head_dim", [](AttentionArgs& a) { a.head_dim = 0; }},
       {"v_head_dim", [](AttentionArgs& a) { a.v_head_dim = 0; }},
