@@ -66,7 +66,7 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env, const F
     g.group(gid).elementwise.domain = node->output(0)->type().shape;
     GrowElementwiseGroup(g, gid);
   }
-  if (options.fuse_attention) internal::MergeAttentionGroups(g);
+  if (options.fuse_attention) internal::MergeAttentionGroups(g, options.attention_max_head_dim);
   absl::StatusOr<FusionPlan> plan = g.Finish();
   if (!plan.ok()) return plan.status();
   if (absl::Status s = VerifyFusionPlan(graph, *plan); !s.ok()) return s;

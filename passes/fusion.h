@@ -44,8 +44,10 @@ namespace shapeshift::passes {
 
 struct FusionOptions {
   // Merge each attention's groups into one kAttention group
-  // (internal/attention_groups.h). Only the CPU lowering runs those.
+  // (internal/attention_groups.h), when its head dims are at most
+  // attention_max_head_dim (0: any).
   bool fuse_attention = true;
+  int64_t attention_max_head_dim = 0;
 };
 
 absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, ShapeEnv& env, const FusionOptions& options = {});

@@ -96,7 +96,7 @@ absl::StatusOr<PipelineResult> RunPipeline(Graph& graph, ShapeEnv& env, const Pi
   if (!recognized.ok()) return recognized.status();
   PassManager reporter(pm_options);
   PipelineResult result;
-  absl::StatusOr<FusionPlan> fusion = PlanFusion(graph, env, FusionOptions{options.fuse_attention});
+  absl::StatusOr<FusionPlan> fusion = PlanFusion(graph, env, FusionOptions{options.fuse_attention, options.attention_max_head_dim});
   if (!fusion.ok()) {
     return absl::Status(fusion.status().code(), absl::StrCat("pass 'fusion': ", fusion.status().message()));
   }

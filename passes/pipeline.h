@@ -33,9 +33,10 @@ struct PipelineOptions {
   // Constant folding leaves results larger than this many elements unfolded
   // (they would bloat the program; the kernels compute them instead).
   int64_t max_folded_elements = 1 << 16;
-  // Fusion's attention groups (fusion.h, FusionOptions): the CPU lowering
-  // runs them; a CUDA program plans without.
+  // Fusion's attention groups (fusion.h, FusionOptions), and the largest
+  // head dims a group may have (0: any; the device's fused kernel says).
   bool fuse_attention = true;
+  int64_t attention_max_head_dim = 0;
 };
 
 struct PipelineResult {

@@ -94,7 +94,7 @@ std::vector<SymExpr> SizesOf(const passes::Group& group, const codegen::lower::L
 ProgramCheck CheckProgram(Graph& graph, ShapeEnv& env, Device device) {
   ProgramCheck check;
   passes::PipelineOptions options;
-  options.fuse_attention = device == Device::kCpu;  // as Program::Compile plans
+  options.attention_max_head_dim = AttentionMaxHeadDim(device);  // as Program::Compile plans
   absl::StatusOr<passes::PipelineResult> pipeline = passes::RunPipeline(graph, env, options);
   if (!pipeline.ok()) {
     check.problems.push_back({"", "", std::string(pipeline.status().message())});

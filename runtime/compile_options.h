@@ -3,6 +3,7 @@
 #ifndef SHAPESHIFT_RUNTIME_COMPILE_OPTIONS_H_
 #define SHAPESHIFT_RUNTIME_COMPILE_OPTIONS_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -29,6 +30,12 @@ struct GemmTuning;  // runtime/tuning/gemm_tuning.h
 enum class Device { kCpu, kCuda };
 const char* DeviceName(Device device);                      // "cpu" | "cuda"
 absl::StatusOr<Device> ParseDevice(absl::string_view text);  // "cpu" | "cuda" (or "gpu")
+// The largest head dims an attention fusion merges for `device` (0: any):
+// the CPU's fused core takes any; the CUDA kernel's shared memory holds up
+// to codegen/cuda/attention_kernel.h's kAttentionMaxHeadDim, and a larger
+// attention stays two GEMMs and a softmax there. Program::Compile and
+// CheckProgram both plan with it.
+int64_t AttentionMaxHeadDim(Device device);
 
 // The CUDA device program's choices (runtime/device/README.md).
 struct CudaOptions {
@@ -85,8 +92,9 @@ struct CompileOptions {
   std::shared_ptr<const GemmTuning> tuning;
   // Each attention (Q·Kᵀ → softmax → ·V with its head transposes) runs as
   // one fused kernel with no [S, T] scores in memory (passes/internal/
-  // attention_groups.h, codegen/cpu/fused_attention.h); off: two batched
-  // oneDNN GEMMs, a softmax kernel and the transposes. CPU only.
+  // attention_groups.h; codegen/cpu/fused_attention.h, on a CUDA device
+  // codegen/cuda/attention_kernel.h); off: two batched GEMMs (oneDNN or
+  // cuBLASLt), a softmax kernel and the transposes.
   bool fuse_attention = true;
   // OpenMP threads the compile's oneDNN primitives are created and warmed
   // with (oneDNN fixes a primitive's thread count at creation); 0 = the

@@ -48,7 +48,7 @@ struct ProgramStats {
   int64_t kernel_calls = 0;   // kernel steps (one per fused group, or more)
   int64_t gemms = 0;          // distinct oneDNN matmul primitives
   int64_t gemm_calls = 0;     // matmul steps
-  int64_t attention_calls = 0;  // fused attention steps (codegen/cpu/fused_attention.h)
+  int64_t attention_calls = 0;  // fused attention steps (codegen/cpu/fused_attention.h, codegen/cuda/attention_kernel.h)
   int64_t small_row_gemms = 0;       // of gemm_calls, with a packed short-request path
   int64_t skinny_gemms = 0;          // of those, on shapeshift's skinny GEMM (the rest: oneDNN's)
   int64_t tuned_gemms = 0;           // constant-weight GEMM steps whose short-request engine CompileOptions::tuning chose

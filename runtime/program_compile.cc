@@ -532,8 +532,10 @@ class ProgramBuilder {
   }
 
   absl::Status AddStep(const lower::AttentionCall& call) {
-    if (impl_.device != nullptr) {  // the CUDA pipeline plans no attention groups
-      return absl::UnimplementedError(absl::StrCat("node '", call.node_name, "': no CUDA fused attention"));
+    if (impl_.device != nullptr) {  // the CUDA attention kernel (codegen/cuda/attention_kernel.h)
+      ++kernel_calls_;
+      ++stats_.attention_calls;
+      return impl_.device->Add(call, resolver_);
     }
     AttentionStep step;
     SS_ASSIGN_OR_RETURN(q, Buffer(call.q));
@@ -699,7 +701,8 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Compile(Graph& graph, ShapeEnv
   passes::PipelineOptions pipeline_options;
   pipeline_options.print_after = options.print_after;
   pipeline_options.print_stream = options.print_stream;
-  pipeline_options.fuse_attention = options.fuse_attention && options.device == Device::kCpu;  // a CPU kernel
+  pipeline_options.fuse_attention = options.fuse_attention;
+  pipeline_options.attention_max_head_dim = AttentionMaxHeadDim(options.device);
   SS_ASSIGN_OR_RETURN(pipeline, passes::RunPipeline(graph, env, pipeline_options));
   auto impl = std::make_unique<Impl>();
   ProgramStats stats;

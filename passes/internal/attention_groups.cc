@@ -129,7 +129,7 @@ Value* OnlyReaderView(Grouping& g, const Value* v, int* view) {
   return IsReshapeView(g, *view) && user->input(0) == v ? user->output(0) : nullptr;
 }
 
-bool TryMerge(Grouping& g, int sid) {
+bool TryMerge(Grouping& g, int sid, int64_t max_head_dim) {
   const Group& softmax = g.group(sid);
   if (!PlainSoftmax(softmax)) return false;
   const SoftmaxGroup sm = softmax.softmax;
@@ -204,6 +204,7 @@ bool TryMerge(Grouping& g, int sid) {
   const std::vector<SymExpr>& ks = k->type().shape;
   const std::vector<SymExpr>& vs = v->type().shape;
   if (!ConstantDim(qs[3]) || !ConstantDim(vs[3]) || ks[3] != qs[3] ||
+      (max_head_dim > 0 && (*qs[3].AsConst() > max_head_dim || *vs[3].AsConst() > max_head_dim)) ||
       !DimsEqual(g.env(), ks[2], vs[2], Provenance{"fusion", user->name(), "keys and values have one length"})) {
     return false;
   }
@@ -256,11 +257,11 @@ bool TryMerge(Grouping& g, int sid) {
 
 }  // namespace
 
-int MergeAttentionGroups(Grouping& g) {
+int MergeAttentionGroups(Grouping& g, int64_t max_head_dim) {
   int merged = 0;
   const int count = g.num_groups();
   for (int gid = 0; gid < count; ++gid) {
-    if (g.group(gid).kind == GroupKind::kSoftmax && TryMerge(g, gid)) ++merged;
+    if (g.group(gid).kind == GroupKind::kSoftmax && TryMerge(g, gid, max_head_dim)) ++merged;
   }
   return merged;
 }

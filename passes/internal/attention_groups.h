@@ -14,7 +14,8 @@
 //    most a scale (no bias, activation or residual), read by nothing else;
 //  - the probabilities (or their NaN-to-zero Where, a two-node group) read
 //    only by the A side of a batched matmul group with no epilogue;
-//  - head dims d and dv constants (K and V may be a KV cache's present: the
+//  - head dims d and dv constants, at most the caller's bound if it gives
+//    one (a device kernel's shared memory; K and V may be a KV cache's present: the
 //    runtime reads a bound one with its capacity's strides);
 //  - a mask whose every dim is 1 or provably the scores' dim there.
 // Grouped-query attention as passes/grouped_query_matmul.h leaves it — Q
@@ -35,9 +36,9 @@
 
 namespace shapeshift::passes::internal {
 
-// Merges every attention found among the groups built so far; returns how
-// many.
-int MergeAttentionGroups(Grouping& grouping);
+// Merges every attention found among the groups built so far whose head
+// dims are at most `max_head_dim` (0: any); returns how many.
+int MergeAttentionGroups(Grouping& grouping, int64_t max_head_dim = 0);
 
 }  // namespace shapeshift::passes::internal
 

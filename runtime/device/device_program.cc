@@ -211,6 +211,51 @@ absl::Status DeviceProgram::Add(const lower::IndexCheckCall& call, const StepRes
   return absl::OkStatus();
 }
 
+absl::Status DeviceProgram::Add(const lower::AttentionCall& call, const StepResolver& resolve) {
+  if (call.head_dim > cuda::kAttentionMaxHeadDim || call.v_head_dim > cuda::kAttentionMaxHeadDim) {
+    return absl::InternalError(absl::StrCat("node '", call.node_name, "': head dims ", call.head_dim, " and ",
+                                            call.v_head_dim, " exceed the CUDA attention kernel's ",
+                                            cuda::kAttentionMaxHeadDim, " (fusion should not have merged it)"));
+  }
+  AttentionStep step;
+  for (auto [value, buffer] : {std::pair{call.q, &step.q}, std::pair{call.k, &step.k}, std::pair{call.v, &step.v},
+                               std::pair{call.mask, &step.mask}, std::pair{call.out, &step.out}}) {
+    SS_ASSIGN_OR_RETURN(b, resolve.buffer(value));
+    *buffer = b;
+  }
+  for (auto [expr, slot] : {std::pair{call.batch, &step.batch}, std::pair{call.heads, &step.heads},
+                            std::pair{call.kv_heads, &step.kv_heads}, std::pair{call.q_len, &step.q_len},
+                            std::pair{call.kv_len, &step.kv_len}}) {
+    SS_ASSIGN_OR_RETURN(s, resolve.slot(expr));
+    *slot = s;
+  }
+  for (auto [exprs, slots] : {std::pair{&call.q_strides, &step.q_strides}, std::pair{&call.k_strides, &step.k_strides},
+                              std::pair{&call.v_strides, &step.v_strides},
+                              std::pair{&call.out_strides, &step.out_strides},
+                              std::pair{&call.mask_strides, &step.mask_strides}}) {
+    for (size_t i = 0; i < 3; ++i) {
+      SS_ASSIGN_OR_RETURN(s, resolve.slot((*exprs)[i]));
+      (*slots)[i] = s;
+    }
+  }
+  cuda::AttentionDims& f = step.fixed;
+  f.head_dim = call.head_dim;
+  f.v_head_dim = call.v_head_dim;
+  f.mask_col_stride = call.mask_col_stride;
+  f.has_mask = call.mask != nullptr;
+  f.causal = call.causal;
+  f.window = call.window;
+  f.fill = call.fill;
+  f.scale = call.scale;
+  f.nan_to_zero = call.nan_to_zero;
+  step.node_name = call.node_name;
+  step.params = static_cast<int>(param_words_);
+  param_words_ += 5 + cuda::kAttentionDimWords;
+  steps_.push_back(std::move(step));
+  has_attention_ = true;
+  return absl::OkStatus();
+}
+
 absl::Status DeviceProgram::Finish(const Program::Impl& impl, const Graph& graph, const ShapeEnv& env,
                                    const passes::MemoryPlan& memory, const StepResolver& resolve) {
   // The status words follow the steps' parameters in the block.
@@ -221,6 +266,7 @@ absl::Status DeviceProgram::Finish(const Program::Impl& impl, const Graph& graph
   for (const cuda::CudaKernelSource& k : sources_) source += k.function;
   if (has_gathers_) source += cuda::GatherRowsKernel().function;
   if (has_checks_) source += cuda::IndexCheckKernel().function;
+  if (has_attention_) source += cuda::AttentionKernel().function;
   SS_ASSIGN_OR_RETURN(module, api_->LoadModule(source, "program"));
   module_ = std::move(module);
   for (const cuda::CudaKernelSource& k : sources_) {
@@ -234,6 +280,10 @@ absl::Status DeviceProgram::Finish(const Program::Impl& impl, const Graph& graph
   if (has_checks_) {
     SS_ASSIGN_OR_RETURN(fn, module_->Function(cuda::kIndexCheckEntry));
     check_function_ = fn;
+  }
+  if (has_attention_) {
+    SS_ASSIGN_OR_RETURN(fn, module_->Function(cuda::kAttentionEntry));
+    attention_function_ = fn;
   }
   // 2. Constants, once, in one allocation.
   constant_offset_.assign(impl.buffers.size(), -1);
@@ -296,7 +346,7 @@ DeviceStats DeviceProgram::stats() const {
   s.device = api_->info().Describe();
   s.arch = module_ ? module_->arch() : "";
   s.kernels = static_cast<int64_t>(kernels_.size()) + (gather_function_ != nullptr ? 1 : 0) +
-              (check_function_ != nullptr ? 1 : 0);
+              (check_function_ != nullptr ? 1 : 0) + (attention_function_ != nullptr ? 1 : 0);
   s.gemm_configs = static_cast<int64_t>(gemms_.size());
   s.requests = requests_.load();
   s.direct_runs = direct_runs_.load();

@@ -22,6 +22,7 @@
 #ifndef SHAPESHIFT_RUNTIME_DEVICE_DEVICE_PROGRAM_H_
 #define SHAPESHIFT_RUNTIME_DEVICE_DEVICE_PROGRAM_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -33,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "codegen/cuda/attention_kernel.h"
 #include "codegen/cuda/cuda_emitter.h"
 #include "codegen/cuda/device_api.h"
 #include "codegen/cuda/gemm_plan.h"
@@ -72,6 +74,9 @@ class DeviceProgram {
   // indices are in device memory; a bad one fails the request, after the
   // outputs are read back, naming the node, the index and its axis.
   absl::Status Add(const codegen::lower::IndexCheckCall& call, const StepResolver& resolve);
+  // The fused attention kernel (codegen/cuda/attention_kernel.h), its sizes
+  // and strides read per request like every other kernel's dims.
+  absl::Status Add(const codegen::lower::AttentionCall& call, const StepResolver& resolve);
   // After every step: loads the module, uploads the constants, plans the
   // staging of inputs/outputs and the CUDA graphs.
   absl::Status Finish(const Program::Impl& impl, const Graph& graph, const ShapeEnv& env,
@@ -123,7 +128,15 @@ class DeviceProgram {
     int params = -1;
     int status_word = -1;
   };
-  using Step = std::variant<KernelStep, GemmStep, GatherStep, IndexCheckStep>;
+  struct AttentionStep {
+    int q = -1, k = -1, v = -1, mask = -1, out = -1;  // buffers; mask -1 absent
+    int batch = -1, heads = -1, kv_heads = -1, q_len = -1, kv_len = -1;  // slots
+    std::array<int, 3> q_strides{}, k_strides{}, v_strides{}, out_strides{}, mask_strides{};  // slots
+    codegen::cuda::AttentionDims fixed;  // head dims, mask column stride, flags, scale, fill
+    std::string node_name;
+    int params = -1;  // 5 pointers, then codegen::cuda::kAttentionDimWords dims
+  };
+  using Step = std::variant<KernelStep, GemmStep, GatherStep, IndexCheckStep, AttentionStep>;
   friend class DeviceRun;
 
   DeviceProgram(std::shared_ptr<codegen::cuda::DeviceApi> api, CudaOptions options);
@@ -142,7 +155,8 @@ class DeviceProgram {
   std::vector<const void*> functions_;  // per kernel
   const void* gather_function_ = nullptr;
   const void* check_function_ = nullptr;
-  bool has_gathers_ = false, has_checks_ = false;
+  const void* attention_function_ = nullptr;
+  bool has_gathers_ = false, has_checks_ = false, has_attention_ = false;
   std::vector<std::unique_ptr<codegen::cuda::DeviceGemm>> gemms_;
   std::vector<std::pair<std::string, codegen::cuda::DeviceGemm*>> gemm_by_op_;
   std::vector<Step> steps_;

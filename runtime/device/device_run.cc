@@ -43,6 +43,9 @@ class DeviceRun {
   // passed it there, else copied back from the device.
   absl::StatusOr<int64_t> IndexAt(DeviceState& state, int buffer, bool i32, int64_t position);
 
+  // An attention's sizes and strides, actual or (graph) placed.
+  cuda::AttentionDims DimsOf(const DeviceProgram::AttentionStep& a, bool placed) const;
+
   int64_t Placed(int slot) const { return placement_[slot]; }
   int64_t Actual(int slot) const { return actual_[slot]; }
 
@@ -132,6 +135,22 @@ absl::Status DeviceRun::Place(DeviceState& state) {
   return absl::OkStatus();
 }
 
+cuda::AttentionDims DeviceRun::DimsOf(const DeviceProgram::AttentionStep& a, bool placed) const {
+  auto size = [&](int slot) { return placed ? Placed(slot) : Actual(slot); };
+  cuda::AttentionDims d = a.fixed;
+  d.batch = size(a.batch);
+  d.heads = size(a.heads);
+  d.kv_heads = size(a.kv_heads);
+  d.q_len = size(a.q_len);
+  d.kv_len = size(a.kv_len);
+  for (auto [slots, strides] : {std::pair{&a.q_strides, &d.q}, std::pair{&a.k_strides, &d.k},
+                                std::pair{&a.v_strides, &d.v}, std::pair{&a.out_strides, &d.out},
+                                std::pair{&a.mask_strides, &d.mask}}) {
+    for (size_t i = 0; i < 3; ++i) (*strides)[i] = size((*slots)[i]);
+  }
+  return d;
+}
+
 void DeviceRun::FillParameters(DeviceState& state) {
   uint64_t* words = state.host_params.data();
   for (const Step& step : dp_.steps_) {
@@ -157,6 +176,10 @@ void DeviceRun::FillParameters(DeviceState& state) {
       *w++ = c->indices_i32 ? 1 : 0;
       *w++ = c->dim_slots.size();
       for (int slot : c->dim_slots) *w++ = static_cast<uint64_t>(Actual(slot));
+    } else if (const auto* a = std::get_if<DeviceProgram::AttentionStep>(&step)) {
+      uint64_t* w = words + a->params;
+      for (int b : {a->q, a->k, a->v, a->mask, a->out}) *w++ = b >= 0 ? address_[b] : 0;
+      for (long long word : cuda::AttentionDimWords(DimsOf(*a, /*placed=*/false))) *w++ = static_cast<uint64_t>(word);
     }
   }
   for (int i = 0; i < dp_.status_words_; ++i) words[dp_.status_base_ + i] = cuda::kGatherNoBadIndex;
@@ -221,6 +244,18 @@ absl::Status DeviceRun::Enqueue(DeviceState& state, size_t i, bool graph) {
     return api.Launch(*dp_.module_, dp_.check_function_,
                       cuda::ChooseLaunch(cuda::ThreadMapping::kFlat, size(c->count_slot), 1), state.stream, params,
                       params + 16);
+  }
+  if (const auto* a = std::get_if<DeviceProgram::AttentionStep>(&step)) {
+    // The request's sizes, checked as the CPU core checks them; the grid
+    // from the placed ones (grid-stride covers the actual items).
+    if (absl::Status s = cuda::CheckAttentionDims(DimsOf(*a, /*placed=*/false)); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("attention at node '", a->node_name, "': ", s.message()));
+    }
+    cuda::DevicePtr params = state.params + 8 * static_cast<uint64_t>(a->params);
+    const int64_t items = cuda::AttentionItems(DimsOf(*a, graph));
+    return api.Launch(*dp_.module_, dp_.attention_function_,
+                      cuda::ChooseLaunch(cuda::ThreadMapping::kBlockPerRow, items, cuda::kAttentionThreads),
+                      state.stream, params, params + 8 * 5);
   }
   const auto& g = std::get<DeviceProgram::GatherStep>(step);
   int64_t work = size(g.count_slot) * cuda::GatherWordsPerRow(g.row_bytes);

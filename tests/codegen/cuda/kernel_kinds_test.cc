@@ -10,7 +10,8 @@
 // the GEMM epilogue kernels of
 // the CUDA GEMM plan, the embedding gather, ScatterND (with the index
 // check kernel a device program runs before it), the relative-position
-// forms (T5's bias in the softmax, DeBERTa's indices in the gather), and
+// forms (T5's bias in the softmax, DeBERTa's indices in the gather), the
+// fused attention (an AttentionCall: the CUDA attention kernel), and
 // the kernel library.
 #include <cmath>
 #include <cstring>
@@ -21,10 +22,12 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "codegen/cuda/attention_kernel.h"
 #include "codegen/cuda/gather_kernel.h"
 #include "codegen/cuda/gemm_plan.h"
 #include "codegen/cuda/index_check_kernel.h"
 #include "codegen/kernel_library.h"
+#include "passes/pipeline.h"
 #include "tests/codegen/lower/lower_test_util.h"
 #include "tests/codegen/test_util.h"
 #include "tests/support/cuda/host_module.h"
@@ -617,11 +620,40 @@ bool KernelKindsTest::Build(int index, KindCase* kind) {
                [](int64_t len) { return std::vector<Tensor>{KernelKindsTest::Ints({2, len, 9}, 1000)}; }};
       return true;
     }
+    case 36: {  // an attention, as the pipeline fuses it: one AttentionCall (the CUDA attention kernel)
+      GraphValue* q = In("q", {batch, 2, n, 8});
+      GraphValue* k = In("k", {batch, 2, n, 8});
+      GraphValue* v = In("v", {batch, 2, n, 8});
+      GraphValue* mask = In("mask", {batch, 1, 1, n});
+      Node* kt = Op("Transpose", {k}, Attr("perm", std::vector<int64_t>{0, 1, 3, 2}));
+      Node* scores = Op("MatMul", {q, kt->output(0)});
+      Node* scaled = Op("Mul", {scores->output(0), Scalar(0.35f)});
+      Node* masked = Op("Add", {scaled->output(0), mask});
+      Node* p = Op("Softmax", {masked->output(0)}, Attr("axis", int64_t{-1}));
+      Node* out = Op("MatMul", {p->output(0), v});
+      g.AddOutput(out->output(0));
+      absl::StatusOr<passes::PipelineResult> planned = passes::RunPipeline(g, env);
+      EXPECT_TRUE(planned.ok()) << planned.status();
+      std::vector<LoweredStep> steps;
+      int attentions = 0;
+      for (const passes::Group& group : planned.ok() ? planned->fusion.groups : std::vector<passes::Group>{}) {
+        attentions += group.kind == GroupKind::kAttention;
+        for (LoweredStep& step : Lower(group)) steps.push_back(std::move(step));
+      }
+      EXPECT_EQ(attentions, 1);
+      *kind = {"fused attention", std::move(steps), [](int64_t len) {
+                 Tensor m = RandomTensor({2, 1, 1, len}, 52);
+                 for (int64_t i = 0; i < len; i += 4) m.mutable_data<float>()[i] = -10000.0f;  // padded keys
+                 return std::vector<Tensor>{RandomTensor({2, 2, len, 8}, 49), RandomTensor({2, 2, len, 8}, 50),
+                                            RandomTensor({2, 2, len, 8}, 51), m};
+               }};
+      return true;
+    }
     default: return false;
   }
 }
 
-constexpr int kLoweredKinds = 36;
+constexpr int kLoweredKinds = 37;
 
 TEST_F(KernelKindsTest, EveryKindMatchesTheInterpreterOnCpuAndUnderCudaEmulation) {
   int kinds = 0;
@@ -661,14 +693,16 @@ TEST_F(KernelKindsTest, EveryKindCompilesToCubinForSm80AndSm90) {
         if (auto plan = cuda::PlanGemm(m->config); plan.epilogue) add(kind.name, *plan.epilogue);
       }
       if (std::holds_alternative<GatherRowsCall>(step)) kinds.insert(kind.name);
+      if (std::holds_alternative<AttentionCall>(step)) kinds.insert(kind.name);
     }
   }
   for (const Kernel& k : {SoftmaxKernel(0.125f), LayerNormKernel(1e-12f), BiasGeluKernel(GeluForm::kErf),
                           BiasGeluKernel(GeluForm::kTanh), BiasResidualKernel(), Transpose0213Kernel()}) {
     add("library " + k.name, k);
   }
-  std::string module = cuda::CudaPrelude() + cuda::GatherRowsKernel().function + cuda::IndexCheckKernel().function;
-  std::vector<std::string> entries = {cuda::kGatherRowsEntry, cuda::kIndexCheckEntry};
+  std::string module = cuda::CudaPrelude() + cuda::GatherRowsKernel().function + cuda::IndexCheckKernel().function +
+                       cuda::AttentionKernel().function;
+  std::vector<std::string> entries = {cuda::kGatherRowsEntry, cuda::kIndexCheckEntry, cuda::kAttentionEntry};
   for (size_t i = 0; i < kernels.size(); ++i) {
     std::string entry = absl::StrCat("k", i, "_", kernels[i].kernel.name);
     absl::StatusOr<cuda::CudaKernelSource> source = cuda::EmitCudaKernel(kernels[i].kernel, entry);
@@ -677,7 +711,7 @@ TEST_F(KernelKindsTest, EveryKindCompilesToCubinForSm80AndSm90) {
     entries.push_back(entry);
   }
   std::cout << "kernel kinds covered: " << kinds.size() << " (" << kLoweredKinds << " lowered kinds + 6 library kernels)"
-            << "; distinct kernels: " << entries.size() << " (gather and index check included)\n";
+            << "; distinct kernels: " << entries.size() << " (gather, index check and attention included)\n";
   EXPECT_EQ(kinds.size(), static_cast<size_t>(kLoweredKinds + 6));
   // Every emitted kernel also compiles as one host module.
   auto host = cuda::testing::HostModule::Compile(module);

@@ -83,6 +83,7 @@ TEST(DeviceProgramTest, BertMatchesTheCpuProgramAtOddShapesWithCopiesOnlyAtTheEd
   ASSERT_NE(cpu, nullptr);
   EXPECT_EQ(gpu->stats().program.device, "cuda");
   EXPECT_GT(gpu->stats().program.kernels, 3);
+  EXPECT_EQ(gpu->stats().program.attention_calls, config.layers);  // the CUDA attention kernel
   std::optional<DeviceStats> before = gpu->program()->device_stats();
   ASSERT_TRUE(before.has_value());
   EXPECT_EQ(before->arch, "host emulation");
@@ -217,6 +218,7 @@ TEST(DeviceProgramTest, Gpt2DecodeWithKvCacheMatchesTheCpu) {
   std::unique_ptr<Session> cpu = build({});
   ASSERT_NE(gpu, nullptr);
   EXPECT_THAT(gpu->program()->device_report(), HasSubstr("bucketed by past"));
+  EXPECT_EQ(gpu->stats().program.attention_calls, cpu->stats().program.attention_calls);
   // Decode steps at growing past (graphs per past bucket), then prefills.
   for (auto [batch, seq, past] : {std::tuple{1, 1, 0}, {1, 1, 1}, {1, 1, 5}, {1, 1, 6}, {1, 1, 7}, {2, 1, 33},
                                   {2, 1, 34}, {2, 1, 35}, {1, 7, 0}, {3, 17, 97}, {1, 1, 128}}) {

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/cuda/attention_kernel.h"
 #include "codegen/cuda/gather_kernel.h"
 #include "codegen/cuda/index_check_kernel.h"
 #include "codegen/cuda/gemm_plan.h"
@@ -101,6 +102,31 @@ absl::StatusOr<std::vector<Tensor>> RunStepsEmulated(const Graph& graph, const s
         return absl::InvalidArgumentError(absl::StrCat("node '", c->node_name, "' (", c->op_type, "): index ",
                                                        ids.GetAsInt64(status), " at position ", status,
                                                        " is out of range"));
+      }
+    } else if (const auto* a = std::get_if<lower::AttentionCall>(&step)) {
+      // The device program's fused attention kernel (attention_kernel.h).
+      AttentionDims d;
+      d.batch = eval(a->batch), d.heads = eval(a->heads), d.kv_heads = eval(a->kv_heads);
+      d.q_len = eval(a->q_len), d.kv_len = eval(a->kv_len);
+      d.head_dim = a->head_dim, d.v_head_dim = a->v_head_dim;
+      for (auto [exprs, strides] : {std::pair{&a->q_strides, &d.q}, std::pair{&a->k_strides, &d.k},
+                                    std::pair{&a->v_strides, &d.v}, std::pair{&a->out_strides, &d.out},
+                                    std::pair{&a->mask_strides, &d.mask}}) {
+        for (size_t i = 0; i < 3; ++i) (*strides)[i] = eval((*exprs)[i]);
+      }
+      d.mask_col_stride = a->mask_col_stride;
+      d.has_mask = a->mask != nullptr;
+      d.causal = a->causal, d.window = a->window, d.fill = a->fill, d.scale = a->scale;
+      d.nan_to_zero = a->nan_to_zero;
+      if (absl::Status s = CheckAttentionDims(d); !s.ok()) return s;
+      std::vector<void*> ptrs = {tensor(a->q).mutable_raw(), tensor(a->k).mutable_raw(), tensor(a->v).mutable_raw(),
+                                 a->mask != nullptr ? tensor(a->mask).mutable_raw() : nullptr,
+                                 tensor(a->out).mutable_raw()};
+      const std::array<long long, kAttentionDimWords> words = AttentionDimWords(d);
+      if (absl::Status s = Run(AttentionKernel(), AttentionItems(d), kAttentionThreads, ptrs,
+                               std::vector<int64_t>(words.begin(), words.end()), options);
+          !s.ok()) {
+        return s;
       }
     } else {
       const auto& g = std::get<lower::GatherRowsCall>(step);

@@ -2,7 +2,8 @@
 // generated kernels as their emitted CUDA C under the host emulation,
 // matmuls as their GemmPlan (the cuBLASLt-level operation, then the
 // generated epilogue kernel), embedding lookups as the CUDA gather kernel,
-// index checks as the device program's check kernel —
+// index checks as the device program's check kernel, fused attentions as
+// its attention kernel —
 // on host tensors, so lowering tests can compare the CUDA meaning of every
 // group with the interpreter.
 #ifndef SHAPESHIFT_TESTS_SUPPORT_CUDA_EMULATED_STEPS_H_
