@@ -11,74 +11,59 @@ namespace {
 
 int64_t TileRows(int64_t q_len) { return std::clamp<int64_t>(q_len, 1, kAttentionTileRows); }
 
-absl::Status Invalid(const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat("CUDA fused attention: ", what));
-}
-
 }  // namespace
 
-std::array<long long, kAttentionDimWords> AttentionDimWords(const AttentionDims& d) {
+std::array<long long, kAttentionDimWords> AttentionDimWords(const AttentionArgs& a) {
   auto bits = [](float f) { return static_cast<long long>(std::bit_cast<uint32_t>(f)); };
-  return {d.batch,   d.heads,   d.kv_heads, d.q_len,    d.kv_len,   d.head_dim,        d.v_head_dim,
-          d.q[0],    d.q[1],    d.q[2],     d.k[0],     d.k[1],     d.k[2],            d.v[0],
-          d.v[1],    d.v[2],    d.out[0],   d.out[1],   d.out[2],   d.mask[0],         d.mask[1],
-          d.mask[2], d.mask_col_stride,     d.has_mask ? 1 : 0,     d.causal ? 1 : 0,  d.window,
-          bits(d.fill),         bits(d.scale),          d.nan_to_zero ? 1 : 0};
+  return {a.batch,
+          a.heads,
+          a.kv_heads,
+          a.q_len,
+          a.kv_len,
+          a.head_dim,
+          a.v_head_dim,
+          a.q.batch_stride,
+          a.q.head_stride,
+          a.q.row_stride,
+          a.k.batch_stride,
+          a.k.head_stride,
+          a.k.row_stride,
+          a.v.batch_stride,
+          a.v.head_stride,
+          a.v.row_stride,
+          a.out.batch_stride,
+          a.out.head_stride,
+          a.out.row_stride,
+          a.mask.batch_stride,
+          a.mask.head_stride,
+          a.mask.row_stride,
+          a.mask_col_stride,
+          a.mask.data != nullptr ? 1 : 0,
+          a.causal ? 1 : 0,
+          a.window,
+          bits(a.fill),
+          bits(a.scale),
+          a.nan_to_zero ? 1 : 0};
 }
 
-int64_t AttentionItems(const AttentionDims& d) {
-  if (d.batch <= 0 || d.heads <= 0 || d.q_len <= 0) return 0;
-  const int64_t rows = TileRows(d.q_len);
-  return d.batch * d.heads * ((d.q_len + rows - 1) / rows);
+std::array<float*, 5> AttentionBuffers(const AttentionArgs& a) {
+  return {a.q.data, a.k.data, a.v.data, a.mask.data, a.out.data};
 }
 
-absl::Status CheckAttentionDims(const AttentionDims& d) {
-  const struct {
-    const char* field;
-    int64_t value;
-    bool may_be_empty;
-  } sizes[] = {{"batch", d.batch, true},       {"heads", d.heads, false},         {"kv_heads", d.kv_heads, false},
-               {"q_len", d.q_len, true},       {"kv_len", d.kv_len, true},        {"head_dim", d.head_dim, false},
-               {"v_head_dim", d.v_head_dim, false}};
-  for (const auto& s : sizes) {
-    if (s.value < 0 || (s.value == 0 && !s.may_be_empty)) {
-      return Invalid(absl::StrCat(s.field, " = ", s.value, " is not ", s.may_be_empty ? "non-negative" : "positive"));
-    }
+int64_t AttentionItems(const AttentionArgs& a) {
+  if (a.batch <= 0 || a.heads <= 0 || a.q_len <= 0) return 0;
+  const int64_t rows = TileRows(a.q_len);
+  return a.batch * a.heads * ((a.q_len + rows - 1) / rows);
+}
+
+absl::Status CheckCudaAttention(const AttentionArgs& a) {
+  absl::Status s = CheckAttentionArgs(a);
+  if (s.ok() && (a.head_dim > kAttentionMaxHeadDim || a.v_head_dim > kAttentionMaxHeadDim)) {
+    s = absl::InvalidArgumentError(absl::StrCat("head dims ", a.head_dim, " and ", a.v_head_dim,
+                                                " exceed the kernel's ", kAttentionMaxHeadDim));
   }
-  if (d.heads % d.kv_heads != 0) {
-    return Invalid(absl::StrCat("kv_heads = ", d.kv_heads, " does not divide heads = ", d.heads));
-  }
-  if (d.head_dim > kAttentionMaxHeadDim || d.v_head_dim > kAttentionMaxHeadDim) {
-    return Invalid(absl::StrCat("head dims ", d.head_dim, " and ", d.v_head_dim, " exceed the kernel's ",
-                                kAttentionMaxHeadDim));
-  }
-  if (d.mask_col_stride != 0 && d.mask_col_stride != 1) {
-    return Invalid(absl::StrCat("mask_col_stride = ", d.mask_col_stride, " is neither 0 nor 1"));
-  }
-  if (d.window < 0) return Invalid(absl::StrCat("window = ", d.window, " is negative"));
-  if (d.window > 0 && !d.causal) return Invalid(absl::StrCat("window = ", d.window, " without causal"));
-  if (d.batch == 0 || d.q_len == 0) return absl::OkStatus();  // no output rows: nothing is read or written
-  const struct {
-    const char* name;
-    const std::array<int64_t, 3>& strides;
-    int64_t heads, rows;
-    bool present, output;
-  } operands[] = {{"q", d.q, d.heads, d.q_len, true, false},
-                  {"k", d.k, d.kv_heads, d.kv_len, d.kv_len > 0, false},  // no keys: K, V and the mask unread
-                  {"v", d.v, d.kv_heads, d.kv_len, d.kv_len > 0, false},
-                  {"out", d.out, d.heads, d.q_len, true, true},
-                  {"mask", d.mask, d.heads, d.q_len, d.has_mask && d.kv_len > 0, false}};
-  for (const auto& op : operands) {
-    if (!op.present) continue;
-    const int64_t extents[3] = {d.batch, op.heads, op.rows};
-    for (int i = 0; i < 3; ++i) {
-      if (op.strides[i] < 0) return Invalid(absl::StrCat(op.name, " stride ", i, " = ", op.strides[i], " is negative"));
-      if (op.output && op.strides[i] == 0 && extents[i] > 1) {
-        return Invalid(absl::StrCat(op.name, " stride ", i, " is 0 for an output dimension of ", extents[i]));
-      }
-    }
-  }
-  return absl::OkStatus();
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("CUDA fused attention: ", s.message()));
 }
 
 CudaKernelSource AttentionKernel() {
@@ -129,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(256) ss_fused_attention(void* const
     const float* mp = has_mask ? mask + b * mb + h * mh + i0 * mr : mask;
     float* op = out + b * ob + h * oh + i0 * orow;
     SS_THREADS {
-      for (long long x = threadIdx.x; x < rows * D; x += blockDim.x) {
+      for (long long x = threadIdx.x; x < (T > 0 ? rows * D : 0); x += blockDim.x) {  // no keys: Q unread
         const long long r = x / D, d = x - r * D;
         qs[r][d] = qp[r * qr + d];
       }

@@ -1,7 +1,7 @@
 // Fused attention (lower::AttentionCall) as CUDA C: softmax(scale·Q·Kᵀ +
 // mask)·V per query tile with an online softmax, no [S, T] scores in
 // memory — the device counterpart of codegen/cpu/fused_attention.h, with the
-// same semantics (that header states them; in short: an additive mask
+// same semantics (codegen/attention_args.h states them; in short: an additive mask
 // broadcast through strides, or a causal band with a fill and an optional
 // window; NaN rows, or 0 with nan_to_zero, for a row that saw a NaN or +inf
 // score or only -inf; grouped-query heads: query head h reads key/value
@@ -29,16 +29,16 @@
 // does): each output element's arithmetic is the graph's softmax and matmul,
 // summed in chunk order.
 //
-//   buffers: q, k, v, mask (null: none), out
-//   dims:    AttentionDim's order (AttentionDimWords fills them)
+//   buffers: q, k, v, mask (null: none), out (AttentionBuffers)
+//   dims:    AttentionDimWords' order
 #ifndef SHAPESHIFT_CODEGEN_CUDA_ATTENTION_KERNEL_H_
 #define SHAPESHIFT_CODEGEN_CUDA_ATTENTION_KERNEL_H_
 
 #include <array>
 #include <cstdint>
-#include <vector>
 
 #include "absl/status/status.h"
+#include "codegen/attention_args.h"
 #include "codegen/cuda/cuda_emitter.h"
 
 namespace shapeshift::codegen::cuda {
@@ -53,35 +53,21 @@ inline constexpr int64_t kAttentionKeyChunk = 32;
 // Threads per block the launcher asks for (ChooseLaunch's row length).
 inline constexpr int64_t kAttentionThreads = 128;
 
-// One attention's sizes and strides (elements; {batch, head, row}), as the
-// kernel reads them.
-struct AttentionDims {
-  int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0;
-  int64_t head_dim = 0, v_head_dim = 0;
-  std::array<int64_t, 3> q{}, k{}, v{}, out{}, mask{};
-  int64_t mask_col_stride = 1;
-  bool has_mask = false;
-  bool causal = false;
-  int64_t window = 0;
-  float fill = 0.0f;
-  float scale = 1.0f;
-  bool nan_to_zero = false;
-};
-
-// The dims words, in the order the kernel reads them (floats as their bits).
+// The dims words, in the order the kernel reads them: sizes, the five
+// operands' {batch, head, row} strides, the mask's column stride, whether
+// there is a mask, causal, window, fill and scale (as their bits),
+// nan_to_zero. The data pointers (device addresses) are the buffers.
 inline constexpr int kAttentionDimWords = 29;
-std::array<long long, kAttentionDimWords> AttentionDimWords(const AttentionDims& d);
+std::array<long long, kAttentionDimWords> AttentionDimWords(const AttentionArgs& args);
+// q, k, v, mask (null: none), out.
+std::array<float*, 5> AttentionBuffers(const AttentionArgs& args);
 
 // Work items (blocks' worth of work): batch * heads * query tiles.
-int64_t AttentionItems(const AttentionDims& d);
+int64_t AttentionItems(const AttentionArgs& args);
 
-// What the kernel requires of a request, as FusedAttention's checks on the
-// CPU: non-negative sizes (no batch or query rows: nothing to do; no keys:
-// O = 0, as on the CPU), positive heads and head dims, kv_heads dividing heads, head dims at most
-// kAttentionMaxHeadDim, non-negative strides, no broadcast output dim, a
-// mask column stride of 0 or 1, a window only when causal.
-// INVALID_ARGUMENT names the first bad field.
-absl::Status CheckAttentionDims(const AttentionDims& d);
+// CheckAttentionArgs (the CPU core's check, codegen/attention_args.h) and
+// head dims at most kAttentionMaxHeadDim; INVALID_ARGUMENT naming the field.
+absl::Status CheckCudaAttention(const AttentionArgs& args);
 
 // The __global__ function (CudaPrelude() must precede it). Mapping
 // kBlockPerRow, work = items, row_length = kAttentionThreads (the launcher

@@ -238,11 +238,10 @@ absl::Status DeviceProgram::Add(const lower::AttentionCall& call, const StepReso
       (*slots)[i] = s;
     }
   }
-  cuda::AttentionDims& f = step.fixed;
+  codegen::AttentionArgs& f = step.fixed;
   f.head_dim = call.head_dim;
   f.v_head_dim = call.v_head_dim;
   f.mask_col_stride = call.mask_col_stride;
-  f.has_mask = call.mask != nullptr;
   f.causal = call.causal;
   f.window = call.window;
   f.fill = call.fill;

@@ -3,6 +3,7 @@
 // cuda_graphs.h).
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -43,8 +44,9 @@ class DeviceRun {
   // passed it there, else copied back from the device.
   absl::StatusOr<int64_t> IndexAt(DeviceState& state, int buffer, bool i32, int64_t position);
 
-  // An attention's sizes and strides, actual or (graph) placed.
-  cuda::AttentionDims DimsOf(const DeviceProgram::AttentionStep& a, bool placed) const;
+  // An attention's operands (device addresses), sizes and strides, actual
+  // or (graph) placed.
+  codegen::AttentionArgs ArgsOf(const DeviceProgram::AttentionStep& a, bool placed) const;
 
   int64_t Placed(int slot) const { return placement_[slot]; }
   int64_t Actual(int slot) const { return actual_[slot]; }
@@ -135,20 +137,25 @@ absl::Status DeviceRun::Place(DeviceState& state) {
   return absl::OkStatus();
 }
 
-cuda::AttentionDims DeviceRun::DimsOf(const DeviceProgram::AttentionStep& a, bool placed) const {
+codegen::AttentionArgs DeviceRun::ArgsOf(const DeviceProgram::AttentionStep& a, bool placed) const {
   auto size = [&](int slot) { return placed ? Placed(slot) : Actual(slot); };
-  cuda::AttentionDims d = a.fixed;
-  d.batch = size(a.batch);
-  d.heads = size(a.heads);
-  d.kv_heads = size(a.kv_heads);
-  d.q_len = size(a.q_len);
-  d.kv_len = size(a.kv_len);
-  for (auto [slots, strides] : {std::pair{&a.q_strides, &d.q}, std::pair{&a.k_strides, &d.k},
-                                std::pair{&a.v_strides, &d.v}, std::pair{&a.out_strides, &d.out},
-                                std::pair{&a.mask_strides, &d.mask}}) {
-    for (size_t i = 0; i < 3; ++i) (*strides)[i] = size((*slots)[i]);
+  codegen::AttentionArgs args = a.fixed;
+  args.batch = size(a.batch);
+  args.heads = size(a.heads);
+  args.kv_heads = size(a.kv_heads);
+  args.q_len = size(a.q_len);
+  args.kv_len = size(a.kv_len);
+  for (auto [buffer, slots, operand] :
+       {std::tuple{a.q, &a.q_strides, &args.q}, std::tuple{a.k, &a.k_strides, &args.k},
+        std::tuple{a.v, &a.v_strides, &args.v}, std::tuple{a.out, &a.out_strides, &args.out},
+        std::tuple{a.mask, &a.mask_strides, &args.mask}}) {
+    if (buffer < 0) continue;  // no mask
+    operand->data = reinterpret_cast<float*>(address_[buffer]);
+    operand->batch_stride = size((*slots)[0]);
+    operand->head_stride = size((*slots)[1]);
+    operand->row_stride = size((*slots)[2]);
   }
-  return d;
+  return args;
 }
 
 void DeviceRun::FillParameters(DeviceState& state) {
@@ -178,8 +185,9 @@ void DeviceRun::FillParameters(DeviceState& state) {
       for (int slot : c->dim_slots) *w++ = static_cast<uint64_t>(Actual(slot));
     } else if (const auto* a = std::get_if<DeviceProgram::AttentionStep>(&step)) {
       uint64_t* w = words + a->params;
-      for (int b : {a->q, a->k, a->v, a->mask, a->out}) *w++ = b >= 0 ? address_[b] : 0;
-      for (long long word : cuda::AttentionDimWords(DimsOf(*a, /*placed=*/false))) *w++ = static_cast<uint64_t>(word);
+      const codegen::AttentionArgs args = ArgsOf(*a, /*placed=*/false);
+      for (float* buffer : cuda::AttentionBuffers(args)) *w++ = reinterpret_cast<uint64_t>(buffer);
+      for (long long word : cuda::AttentionDimWords(args)) *w++ = static_cast<uint64_t>(word);
     }
   }
   for (int i = 0; i < dp_.status_words_; ++i) words[dp_.status_base_ + i] = cuda::kGatherNoBadIndex;
@@ -248,11 +256,11 @@ absl::Status DeviceRun::Enqueue(DeviceState& state, size_t i, bool graph) {
   if (const auto* a = std::get_if<DeviceProgram::AttentionStep>(&step)) {
     // The request's sizes, checked as the CPU core checks them; the grid
     // from the placed ones (grid-stride covers the actual items).
-    if (absl::Status s = cuda::CheckAttentionDims(DimsOf(*a, /*placed=*/false)); !s.ok()) {
+    if (absl::Status s = cuda::CheckCudaAttention(ArgsOf(*a, /*placed=*/false)); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("attention at node '", a->node_name, "': ", s.message()));
     }
     cuda::DevicePtr params = state.params + 8 * static_cast<uint64_t>(a->params);
-    const int64_t items = cuda::AttentionItems(DimsOf(*a, graph));
+    const int64_t items = cuda::AttentionItems(ArgsOf(*a, graph));
     return api.Launch(*dp_.module_, dp_.attention_function_,
                       cuda::ChooseLaunch(cuda::ThreadMapping::kBlockPerRow, items, cuda::kAttentionThreads),
                       state.stream, params, params + 8 * 5);

@@ -1,6 +1,6 @@
 // The CUDA fused attention kernel (codegen/cuda/attention_kernel.h) under
 // the host emulation, against a double-precision reference written from the
-// semantics in codegen/cpu/fused_attention.h: plain and grouped-query heads,
+// semantics in codegen/attention_args.h: plain and grouped-query heads,
 // seq-major K and V, every mask form (per key, per row, full, broadcast over
 // batch), the causal band with a past, a window and a finite or -inf fill,
 // NaN-to-zero, and the rows the graph makes NaN. Every block size, thread
@@ -51,10 +51,11 @@ struct Case {
   bool specials = false;  // a NaN in Q, a row masked to -inf throughout, a +inf mask entry
 };
 
-// One attention's operands on the host, laid out as the case says.
+// One attention's operands on the host, laid out as the case says; args'
+// data pointers point into the vectors (moving an Operands keeps them).
 struct Operands {
   std::vector<float> q, k, v, mask, out;
-  AttentionDims dims;
+  AttentionArgs args;
 };
 
 Operands Make(const Case& c, uint32_t seed) {
@@ -66,31 +67,33 @@ Operands Make(const Case& c, uint32_t seed) {
     return x;
   };
   Operands o;
-  AttentionDims& d = o.dims;
-  d.batch = c.batch, d.heads = c.heads, d.kv_heads = c.kv_heads, d.q_len = c.q_len, d.kv_len = c.kv_len;
-  d.head_dim = c.d, d.v_head_dim = c.dv;
+  AttentionArgs& a = o.args;
+  a.batch = c.batch, a.heads = c.heads, a.kv_heads = c.kv_heads, a.q_len = c.q_len, a.kv_len = c.kv_len;
+  a.head_dim = c.d, a.v_head_dim = c.dv;
   o.q = fill(c.batch * c.heads * c.q_len * c.d);
   o.k = fill(c.batch * c.kv_heads * c.kv_len * c.d);
   o.v = fill(c.batch * c.kv_heads * c.kv_len * c.dv);
   o.out.assign(c.batch * c.heads * c.q_len * c.dv, -7.0f);
-  d.q = {c.heads * c.q_len * c.d, c.q_len * c.d, c.d};
-  d.out = {c.heads * c.q_len * c.dv, c.q_len * c.dv, c.dv};
+  auto strides = [](AttentionOperand& op, int64_t b, int64_t h, int64_t r) {
+    op.batch_stride = b, op.head_stride = h, op.row_stride = r;
+  };
+  strides(a.q, c.heads * c.q_len * c.d, c.q_len * c.d, c.d);
+  strides(a.out, c.heads * c.q_len * c.dv, c.q_len * c.dv, c.dv);
   if (c.kv_seq_major) {
-    d.k = {c.kv_len * c.kv_heads * c.d, c.d, c.kv_heads * c.d};
-    d.v = {c.kv_len * c.kv_heads * c.dv, c.dv, c.kv_heads * c.dv};
+    strides(a.k, c.kv_len * c.kv_heads * c.d, c.d, c.kv_heads * c.d);
+    strides(a.v, c.kv_len * c.kv_heads * c.dv, c.dv, c.kv_heads * c.dv);
   } else {
-    d.k = {c.kv_heads * c.kv_len * c.d, c.kv_len * c.d, c.d};
-    d.v = {c.kv_heads * c.kv_len * c.dv, c.kv_len * c.dv, c.dv};
+    strides(a.k, c.kv_heads * c.kv_len * c.d, c.kv_len * c.d, c.d);
+    strides(a.v, c.kv_heads * c.kv_len * c.dv, c.kv_len * c.dv, c.dv);
   }
   const int64_t S = c.q_len, T = c.kv_len;
   switch (c.mask) {
     case MaskForm::kNone: break;
-    case MaskForm::kPerKey: o.mask = fill(c.batch * T), d.mask = {T, 0, 0}; break;
-    case MaskForm::kPerRow: o.mask = fill(c.batch * S), d.mask = {S, 0, 1}, d.mask_col_stride = 0; break;
-    case MaskForm::kFull: o.mask = fill(c.batch * c.heads * S * T), d.mask = {c.heads * S * T, S * T, T}; break;
-    case MaskForm::kBatchBroadcast: o.mask = fill(S * T), d.mask = {0, 0, T}; break;
+    case MaskForm::kPerKey: o.mask = fill(c.batch * T), strides(a.mask, T, 0, 0); break;
+    case MaskForm::kPerRow: o.mask = fill(c.batch * S), strides(a.mask, S, 0, 1), a.mask_col_stride = 0; break;
+    case MaskForm::kFull: o.mask = fill(c.batch * c.heads * S * T), strides(a.mask, c.heads * S * T, S * T, T); break;
+    case MaskForm::kBatchBroadcast: o.mask = fill(S * T), strides(a.mask, 0, 0, T); break;
   }
-  d.has_mask = c.mask != MaskForm::kNone;
   // Padding-style masks: some keys far below the rest (not per row: a row's
   // constant changes no probability, and x - 10000 in f32 keeps 3 digits).
   if (c.mask != MaskForm::kPerRow) {
@@ -103,56 +106,59 @@ Operands Make(const Case& c, uint32_t seed) {
       o.mask[(S + 2) * T + T / 2] = kInf;                           // (b 0, h 1, row 2): a +inf score
     }
   }
-  d.causal = c.causal, d.window = c.window, d.fill = c.fill, d.scale = c.scale, d.nan_to_zero = c.nan_to_zero;
+  a.q.data = o.q.data(), a.k.data = o.k.data(), a.v.data = o.v.data(), a.out.data = o.out.data();
+  a.mask.data = c.mask == MaskForm::kNone ? nullptr : o.mask.data();
+  a.causal = c.causal, a.window = c.window, a.fill = c.fill, a.scale = c.scale, a.nan_to_zero = c.nan_to_zero;
   return o;
 }
 
 // The graph's meaning, in double.
 std::vector<double> Reference(const Operands& o) {
-  const AttentionDims& d = o.dims;
+  const AttentionArgs& a = o.args;
+  auto at = [](const AttentionOperand& op, int64_t b, int64_t h, int64_t r) {
+    return b * op.batch_stride + h * op.head_stride + r * op.row_stride;
+  };
   std::vector<double> out(o.out.size());
-  const int64_t group = d.heads / d.kv_heads, offset = d.kv_len - d.q_len;
-  std::vector<double> y(d.kv_len);
-  for (int64_t b = 0; b < d.batch; ++b) {
-    for (int64_t h = 0; h < d.heads; ++h) {
+  const int64_t group = a.heads / a.kv_heads, offset = a.kv_len - a.q_len;
+  std::vector<double> y(a.kv_len);
+  for (int64_t b = 0; b < a.batch; ++b) {
+    for (int64_t h = 0; h < a.heads; ++h) {
       const int64_t kvh = h / group;
-      for (int64_t i = 0; i < d.q_len; ++i) {
+      for (int64_t i = 0; i < a.q_len; ++i) {
         bool nan_row = false;
         double top = -INFINITY;
-        for (int64_t j = 0; j < d.kv_len; ++j) {
+        for (int64_t j = 0; j < a.kv_len; ++j) {
           double x = 0;
-          for (int64_t e = 0; e < d.head_dim; ++e) {
-            x += double(o.q[b * d.q[0] + h * d.q[1] + i * d.q[2] + e]) * o.k[b * d.k[0] + kvh * d.k[1] + j * d.k[2] + e];
+          for (int64_t e = 0; e < a.head_dim; ++e) {
+            x += double(o.q[at(a.q, b, h, i) + e]) * o.k[at(a.k, b, kvh, j) + e];
           }
-          x *= d.scale;
-          const bool allowed = !d.causal || (j - offset <= i && (d.window == 0 || j - offset > i - d.window));
+          x *= a.scale;
+          const bool allowed = !a.causal || (j - offset <= i && (a.window == 0 || j - offset > i - a.window));
           double add = 0;
           if (!allowed) {
-            add = d.fill;
-          } else if (d.has_mask) {
-            add = o.mask[b * d.mask[0] + h * d.mask[1] + i * d.mask[2] + j * d.mask_col_stride];
+            add = a.fill;
+          } else if (a.mask.data != nullptr) {
+            add = o.mask[at(a.mask, b, h, i) + j * a.mask_col_stride];
           }
           y[j] = x + add;
           if (std::isnan(y[j]) || y[j] == INFINITY) nan_row = true;
           if (y[j] > top) top = y[j];
         }
         if (top == -INFINITY) nan_row = true;
-        double* row = &out[b * d.out[0] + h * d.out[1] + i * d.out[2]];
-        if (d.kv_len == 0) {  // P·V over no keys
-          for (int64_t e = 0; e < d.v_head_dim; ++e) row[e] = 0.0;
+        double* row = &out[at(a.out, b, h, i)];
+        if (a.kv_len == 0) {  // P·V over no keys
+          for (int64_t e = 0; e < a.v_head_dim; ++e) row[e] = 0.0;
           continue;
         }
         if (nan_row) {
-          for (int64_t e = 0; e < d.v_head_dim; ++e) row[e] = d.nan_to_zero ? 0.0 : NAN;
+          for (int64_t e = 0; e < a.v_head_dim; ++e) row[e] = a.nan_to_zero ? 0.0 : NAN;
           continue;
         }
         double sum = 0;
-        for (int64_t j = 0; j < d.kv_len; ++j) sum += std::exp(y[j] - top);
-        for (int64_t e = 0; e < d.v_head_dim; ++e) {
+        for (int64_t j = 0; j < a.kv_len; ++j) sum += std::exp(y[j] - top);
+        for (int64_t e = 0; e < a.v_head_dim; ++e) {
           double acc = 0;
-          for (int64_t j = 0; j < d.kv_len; ++j) {
-            acc += std::exp(y[j] - top) / sum * o.v[b * d.v[0] + kvh * d.v[1] + j * d.v[2] + e];
-          }
+          for (int64_t j = 0; j < a.kv_len; ++j) acc += std::exp(y[j] - top) / sum * o.v[at(a.v, b, kvh, j) + e];
           row[e] = acc;
         }
       }
@@ -176,17 +182,17 @@ void Launch(Operands& o, LaunchShape shape, bool reverse) {
   ASSERT_NE(module, nullptr);
   absl::StatusOr<void*> entry = module->Entry(kAttentionEntry);
   ASSERT_TRUE(entry.ok()) << entry.status();
-  void* buffers[] = {o.q.data(), o.k.data(), o.v.data(), o.mask.empty() ? nullptr : o.mask.data(), o.out.data()};
-  std::array<long long, kAttentionDimWords> words = AttentionDimWords(o.dims);
-  ASSERT_TRUE(module->Launch(*entry, shape, reverse, buffers, words.data()).ok());
+  std::array<float*, 5> buffers = AttentionBuffers(o.args);
+  std::array<long long, kAttentionDimWords> words = AttentionDimWords(o.args);
+  ASSERT_TRUE(module->Launch(*entry, shape, reverse, reinterpret_cast<void* const*>(buffers.data()), words.data()).ok());
 }
 
 void ExpectMatchesReference(const Case& c) {
   SCOPED_TRACE(c.name);
   Operands o = Make(c, 17);
-  ASSERT_TRUE(CheckAttentionDims(o.dims).ok()) << CheckAttentionDims(o.dims);
+  ASSERT_TRUE(CheckCudaAttention(o.args).ok()) << CheckCudaAttention(o.args);
   const std::vector<double> want = Reference(o);
-  const LaunchShape launch = ChooseLaunch(ThreadMapping::kBlockPerRow, AttentionItems(o.dims), kAttentionThreads);
+  const LaunchShape launch = ChooseLaunch(ThreadMapping::kBlockPerRow, AttentionItems(o.args), kAttentionThreads);
   EXPECT_EQ(launch.block, static_cast<uint32_t>(kAttentionThreads));
   Launch(o, launch, /*reverse=*/false);
   const std::vector<float> first = o.out;
@@ -266,32 +272,34 @@ TEST(CudaAttentionKernelTest, RowsTheGraphMakesNaNAreNaNOrZeroWithNanToZero) {
 TEST(CudaAttentionKernelTest, EmptySizesAreTheGraphsEmptyResults) {
   ExpectMatchesReference({.name = "no keys", .q_len = 5, .kv_len = 0});
   Operands o = Make({.name = "no rows", .q_len = 0, .kv_len = 9}, 1);
-  ASSERT_TRUE(CheckAttentionDims(o.dims).ok());
-  EXPECT_EQ(AttentionItems(o.dims), 0);
+  ASSERT_TRUE(CheckCudaAttention(o.args).ok());
+  EXPECT_EQ(AttentionItems(o.args), 0);
   o.out.assign(4, -7.0f);  // a canary: nothing may be written
+  o.args.out.data = o.out.data();
   Launch(o, ChooseLaunch(ThreadMapping::kBlockPerRow, 0, kAttentionThreads), false);
   EXPECT_THAT(o.out, ::testing::Each(-7.0f));
 }
 
 TEST(CudaAttentionKernelTest, BadSizesAreRefusedNamingTheField) {
   Case c{.name = "base"};
-  auto check = [&](void (*edit)(AttentionDims&), const char* what) {
+  auto check = [&](void (*edit)(AttentionArgs&), const char* what) {
     Operands o = Make(c, 1);
-    edit(o.dims);
-    absl::Status s = CheckAttentionDims(o.dims);
+    edit(o.args);
+    absl::Status s = CheckCudaAttention(o.args);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << what;
     EXPECT_THAT(std::string(s.message()), HasSubstr(what));
   };
-  check([](AttentionDims& d) { d.kv_heads = 3, d.heads = 4; }, "does not divide heads");
-  check([](AttentionDims& d) { d.q_len = -1; }, "q_len = -1 is not non-negative");
-  check([](AttentionDims& d) { d.heads = 0; }, "heads = 0 is not positive");
-  check([](AttentionDims& d) { d.head_dim = kAttentionMaxHeadDim + 1; }, "exceed the kernel's 256");
-  check([](AttentionDims& d) { d.k[2] = -1; }, "k stride 2 = -1 is negative");
-  check([](AttentionDims& d) { d.out[1] = 0; }, "out stride 1 is 0 for an output dimension of 2");
-  check([](AttentionDims& d) { d.window = 3; }, "window = 3 without causal");
-  check([](AttentionDims& d) { d.has_mask = true, d.mask_col_stride = 2; }, "mask_col_stride = 2");
-  EXPECT_EQ(AttentionItems(Make({.batch = 2, .heads = 3, .q_len = 33}, 1).dims), 2 * 3 * 3);
-  EXPECT_EQ(AttentionItems(Make({.batch = 1, .heads = 1, .q_len = 5}, 1).dims), 1);
+  check([](AttentionArgs& a) { a.kv_heads = 3, a.heads = 4; }, "CUDA fused attention: kv_heads = 3 does not divide");
+  check([](AttentionArgs& a) { a.q_len = -1; }, "q_len = -1 is not non-negative");
+  check([](AttentionArgs& a) { a.heads = 0; }, "heads = 0 is not positive");
+  check([](AttentionArgs& a) { a.head_dim = kAttentionMaxHeadDim + 1; }, "exceed the kernel's 256");
+  check([](AttentionArgs& a) { a.k.row_stride = -1; }, "k.row_stride = -1 is negative");
+  check([](AttentionArgs& a) { a.out.head_stride = 0; }, "out.head_stride is 0 for an output dimension of 2");
+  check([](AttentionArgs& a) { a.v.data = nullptr; }, "v.data is null");
+  check([](AttentionArgs& a) { a.window = 3; }, "window = 3 without causal");
+  check([](AttentionArgs& a) { a.mask_col_stride = 2; }, "mask_col_stride = 2");
+  EXPECT_EQ(AttentionItems(Make({.batch = 2, .heads = 3, .q_len = 33}, 1).args), 2 * 3 * 3);
+  EXPECT_EQ(AttentionItems(Make({.batch = 1, .heads = 1, .q_len = 5}, 1).args), 1);
 }
 
 TEST(CudaAttentionKernelTest, CompilesToCubinsWithoutSpills) {

@@ -151,22 +151,8 @@ inline absl::StatusOr<std::vector<Tensor>> LowerTest::RunSteps(const std::vector
         }
       }
     } else if (const auto* a = std::get_if<AttentionCall>(&step)) {
-      cpu::AttentionArgs args;
-      args.batch = eval(a->batch), args.heads = eval(a->heads), args.kv_heads = eval(a->kv_heads);
-      args.q_len = eval(a->q_len), args.kv_len = eval(a->kv_len);
-      args.head_dim = a->head_dim, args.v_head_dim = a->v_head_dim;
-      auto operand = [&](const GraphValue* v, const std::array<SymExpr, 3>& strides) {
-        return cpu::AttentionOperand{tensor(v).mutable_data<float>(), eval(strides[0]), eval(strides[1]),
-                                     eval(strides[2])};
-      };
-      args.q = operand(a->q, a->q_strides);
-      args.k = operand(a->k, a->k_strides);
-      args.v = operand(a->v, a->v_strides);
-      args.out = operand(a->out, a->out_strides);
-      if (a->mask != nullptr) args.mask = operand(a->mask, a->mask_strides);
-      args.mask_col_stride = a->mask_col_stride;
-      args.scale = a->scale, args.causal = a->causal, args.window = a->window, args.fill = a->fill;
-      args.nan_to_zero = a->nan_to_zero;
+      const AttentionArgs args = cuda::testing::AttentionArgsFor(
+          *a, [&](const GraphValue* v) { return tensor(v).mutable_data<float>(); }, eval);
       if (absl::Status s = cpu::RunFusedAttention(args); !s.ok()) return s;
     } else {
       return absl::UnimplementedError("gather steps run in runtime tests");

@@ -39,6 +39,27 @@ absl::Status Run(const CudaKernelSource& source, int64_t work, int64_t row_lengt
 
 }  // namespace
 
+AttentionArgs AttentionArgsFor(const lower::AttentionCall& call,
+                               const std::function<float*(const lower::GraphValue*)>& data,
+                               const std::function<int64_t(SymExpr)>& eval) {
+  AttentionArgs args;
+  args.batch = eval(call.batch), args.heads = eval(call.heads), args.kv_heads = eval(call.kv_heads);
+  args.q_len = eval(call.q_len), args.kv_len = eval(call.kv_len);
+  args.head_dim = call.head_dim, args.v_head_dim = call.v_head_dim;
+  auto operand = [&](const lower::GraphValue* v, const std::array<SymExpr, 3>& strides) {
+    return AttentionOperand{data(v), eval(strides[0]), eval(strides[1]), eval(strides[2])};
+  };
+  args.q = operand(call.q, call.q_strides);
+  args.k = operand(call.k, call.k_strides);
+  args.v = operand(call.v, call.v_strides);
+  args.out = operand(call.out, call.out_strides);
+  if (call.mask != nullptr) args.mask = operand(call.mask, call.mask_strides);
+  args.mask_col_stride = call.mask_col_stride;
+  args.causal = call.causal, args.window = call.window, args.fill = call.fill, args.scale = call.scale;
+  args.nan_to_zero = call.nan_to_zero;
+  return args;
+}
+
 absl::Status RunKernelEmulated(const Kernel& kernel, const std::vector<void*>& buffers,
                                const std::vector<int64_t>& dims, const EmulatedRunOptions& options) {
   absl::StatusOr<CudaKernelSource> source = EmitCudaKernel(kernel, "k_" + kernel.name);
@@ -105,25 +126,13 @@ absl::StatusOr<std::vector<Tensor>> RunStepsEmulated(const Graph& graph, const s
       }
     } else if (const auto* a = std::get_if<lower::AttentionCall>(&step)) {
       // The device program's fused attention kernel (attention_kernel.h).
-      AttentionDims d;
-      d.batch = eval(a->batch), d.heads = eval(a->heads), d.kv_heads = eval(a->kv_heads);
-      d.q_len = eval(a->q_len), d.kv_len = eval(a->kv_len);
-      d.head_dim = a->head_dim, d.v_head_dim = a->v_head_dim;
-      for (auto [exprs, strides] : {std::pair{&a->q_strides, &d.q}, std::pair{&a->k_strides, &d.k},
-                                    std::pair{&a->v_strides, &d.v}, std::pair{&a->out_strides, &d.out},
-                                    std::pair{&a->mask_strides, &d.mask}}) {
-        for (size_t i = 0; i < 3; ++i) (*strides)[i] = eval((*exprs)[i]);
-      }
-      d.mask_col_stride = a->mask_col_stride;
-      d.has_mask = a->mask != nullptr;
-      d.causal = a->causal, d.window = a->window, d.fill = a->fill, d.scale = a->scale;
-      d.nan_to_zero = a->nan_to_zero;
-      if (absl::Status s = CheckAttentionDims(d); !s.ok()) return s;
-      std::vector<void*> ptrs = {tensor(a->q).mutable_raw(), tensor(a->k).mutable_raw(), tensor(a->v).mutable_raw(),
-                                 a->mask != nullptr ? tensor(a->mask).mutable_raw() : nullptr,
-                                 tensor(a->out).mutable_raw()};
-      const std::array<long long, kAttentionDimWords> words = AttentionDimWords(d);
-      if (absl::Status s = Run(AttentionKernel(), AttentionItems(d), kAttentionThreads, ptrs,
+      const AttentionArgs args = AttentionArgsFor(
+          *a, [&](const lower::GraphValue* v) { return tensor(v).mutable_data<float>(); }, eval);
+      if (absl::Status s = CheckCudaAttention(args); !s.ok()) return s;
+      const std::array<float*, 5> buffers = AttentionBuffers(args);
+      const std::array<long long, kAttentionDimWords> words = AttentionDimWords(args);
+      if (absl::Status s = Run(AttentionKernel(), AttentionItems(args), kAttentionThreads,
+                               std::vector<void*>(buffers.begin(), buffers.end()),
                                std::vector<int64_t>(words.begin(), words.end()), options);
           !s.ok()) {
         return s;

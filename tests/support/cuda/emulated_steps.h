@@ -9,9 +9,11 @@
 #ifndef SHAPESHIFT_TESTS_SUPPORT_CUDA_EMULATED_STEPS_H_
 #define SHAPESHIFT_TESTS_SUPPORT_CUDA_EMULATED_STEPS_H_
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "codegen/attention_args.h"
 #include "codegen/cuda/cuda_emitter.h"
 #include "codegen/lower/lowered_step.h"
 #include "graph/graph.h"
@@ -28,6 +30,12 @@ struct EmulatedRunOptions {
 absl::StatusOr<std::vector<Tensor>> RunStepsEmulated(const Graph& graph, const std::vector<lower::LoweredStep>& steps,
                                                      const std::vector<Tensor>& inputs,
                                                      const EmulatedRunOptions& options = {});
+
+// An AttentionCall's arguments: `data` gives each operand's floats, `eval`
+// each size and stride (the CPU core and the CUDA kernel take the same).
+AttentionArgs AttentionArgsFor(const lower::AttentionCall& call,
+                               const std::function<float*(const lower::GraphValue*)>& data,
+                               const std::function<int64_t(SymExpr)>& eval);
 
 // One kernel: emits, compiles (cached), chooses the launch from `dims` and
 // runs it on host buffers.
