@@ -98,7 +98,7 @@ run_tests() {  # name, command...
 }
 run_tests gpu_test "$build/tests/gpu/gpu_test"
 run_tests codegen_cuda_tests "$build/tests/codegen/codegen_test" \
-  --gtest_filter='CudaEmitter*:CudaEmulation*:Nvrtc*:PtxasReport*:OpenCuda*:KernelKinds*'
+  --gtest_filter='CudaEmitter*:CudaEmulation*:CudaAttention*:Nvrtc*:PtxasReport*:OpenCuda*:KernelKinds*'
 grep -E "ptxas|registers" "$results/codegen_cuda_tests.log" | head -80 > "$results/ptxas.txt"
 
 # 3. shapeshift alone: traces on BERT-base and GPT-2 decode.

@@ -3,7 +3,8 @@
 // agree with their host emulation at odd lengths; BERT and GPT-2 (KV cache)
 // Device::kCuda programs agree with the CPU program, with and without CUDA
 // graphs; every kernel of a program compiles without spills; copies per
-// request are only the edges.
+// request are only the edges; the fused attention kernel on torch exports
+// agrees with ONNX Runtime.
 #include <memory>
 #include <random>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "runtime/session.h"
 #include "tests/codegen/test_util.h"
+#include "tests/graph/imported_model_util.h"
 #include "tests/runtime/e2e_util.h"
 #include "tests/support/cuda/emulated_steps.h"
 
@@ -177,6 +179,33 @@ TEST(GpuTest, Gpt2DecodeOnTheGpuMatchesTheCpu) {
   }
   std::cout << gpu->program()->device_report();
   EXPECT_GT(gpu->program()->device_stats()->graph_replays, 0);
+}
+
+// The fused attention kernel on the GPU (codegen/cuda/attention_kernel.h):
+// one per layer's attention of encoder, causal, grouped-query and
+// with-past exports, outputs against ONNX Runtime's in the committed test
+// data sets.
+TEST(GpuTest, FusedAttentionExportsMatchOnnxRuntime) {
+  ASSERT_NE(Gpu(), nullptr);
+  for (const char* dir : {"bert-base-torchscript", "gpt2-dynamo", "bart-torchscript", "llama-dynamo",
+                          "llama-past-dynamo", "gpt2-past-dynamo"}) {
+    SCOPED_TRACE(dir);
+    auto session = runtime::Session::Create(
+        runtime::ModelSource::OnnxFile(absl::StrCat(SHAPESHIFT_SOURCE_DIR, "/tests/data/models/", dir, "/model.onnx")),
+        OnGpu(true));
+    ASSERT_TRUE(session.ok()) << session.status();
+    EXPECT_GE((*session)->stats().program.attention_calls, 2);
+    for (int set = 0; set < 4; ++set) {
+      const std::string set_dir = absl::StrCat(SHAPESHIFT_SOURCE_DIR, "/tests/data/models/", dir, "/test_data_set_", set, "/");
+      std::vector<Tensor> in = testing::ReadNumbered(set_dir, "input");
+      if (in.empty()) continue;
+      std::vector<Tensor> want = testing::ReadNumbered(set_dir, "output");
+      auto got = (*session)->Run(in);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->size(), want.size());
+      for (size_t o = 0; o < got->size(); ++o) EXPECT_TRUE(TensorsClose((*got)[o], want[o], 1e-3, 1e-3)) << set << "/" << o;
+    }
+  }
 }
 
 }  // namespace
