@@ -69,6 +69,11 @@ std::string ManifestKey(const Graph& graph, const ShapeEnv& env, const CompileOp
     h.Add(absl::StrCat(s.name, "=", s.min, "..", s.max));
   }
   h.Add(absl::StrCat("vector_width=", options.vector_width));
+  // Another device is another set of entries (a CUDA run re-creating a CPU
+  // run's entries would compile for the GPU at start-up, and without one
+  // fail once per entry before its own compile fails). The CPU's keys stay
+  // what they were.
+  if (options.device != Device::kCpu) h.Add(absl::StrCat("device=", DeviceName(options.device)));
   h.Add(absl::StrCat("policy=", SpecializationPolicyName(policy)));
   h.Add(absl::StrCat("buckets=", BucketKindName(buckets.kind), ",", buckets.learned_buckets, ",",
                      buckets.learned_min_samples));

@@ -104,6 +104,17 @@ TEST(DispatcherPersistTest, AutoPolicyLoadsThePolymorphicEntryInsteadOfCompiling
   EXPECT_EQ(testing::MaxAbsDiff(Serve(*second, 11)[0], want[0]), 0.0);
 }
 
+TEST(DispatcherPersistTest, EachDeviceHasItsOwnManifest) {
+  testing::BuiltModel model = testing::MiniEncoder(64);
+  CompileOptions cuda;
+  cuda.device = Device::kCuda;
+  const std::string cpu_key = ManifestKey(*model.graph, *model.env, {}, SpecializationPolicy::kAuto, {});
+  EXPECT_NE(ManifestKey(*model.graph, *model.env, cuda, SpecializationPolicy::kAuto, {}), cpu_key);
+  CompileOptions cpu;
+  cpu.device = Device::kCpu;
+  EXPECT_EQ(ManifestKey(*model.graph, *model.env, cpu, SpecializationPolicy::kAuto, {}), cpu_key);
+}
+
 TEST(DispatcherPersistTest, ACorruptedManifestIsReportedIgnoredAndRebuilt) {
   const std::string dir = FreshDir("corrupt");
   std::ostringstream warnings;
