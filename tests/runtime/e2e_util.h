@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstring>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,21 @@ inline ::testing::AssertionResult TensorsClose(const Tensor& actual, const Tenso
 }
 
 inline double MaxAbsDifference(const Tensor& a, const Tensor& b) { return CompareTensors(a, b).max_abs_error; }
+
+// A Session over a model built from `config` (examples/models: BuildBert,
+// BuildGpt2, ...); null, with a test failure naming the error, if the build
+// or the compile fails.
+template <typename Build, typename Config>
+std::unique_ptr<runtime::Session> BuiltSession(Build build, const Config& config,
+                                               const runtime::CompileOptions& options) {
+  absl::StatusOr<ImportedModel> model = build(config);
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return nullptr;
+  absl::StatusOr<std::unique_ptr<runtime::Session>> session =
+      runtime::Session::Create(runtime::ModelSource::Built(std::move(model->graph), std::move(model->env)), options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  return session.ok() ? *std::move(session) : nullptr;
+}
 
 // The sub-tensor t[:, ..., lo:hi, ...] taken along `axis` (any dtype).
 inline Tensor SliceAxis(const Tensor& t, int axis, int64_t lo, int64_t hi) {

@@ -172,17 +172,8 @@ TEST(DeviceAttentionHeadDimTest, HeadDimsPastTheKernelsLimitStayUnfusedOnTheDevi
   config.max_position = 64;
   config.batch = {1, 2};
   config.seq = {1, 64};
-  auto build = [&](const CompileOptions& options) -> std::unique_ptr<Session> {
-    absl::StatusOr<ImportedModel> model = examples::BuildBert(config);
-    EXPECT_TRUE(model.ok()) << model.status();
-    if (!model.ok()) return nullptr;
-    absl::StatusOr<std::unique_ptr<Session>> s =
-        Session::Create(ModelSource::Built(std::move(model->graph), std::move(model->env)), options);
-    EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? *std::move(s) : nullptr;
-  };
-  std::unique_ptr<Session> device = build(Emulated(true));
-  std::unique_ptr<Session> cpu = build({});
+  std::unique_ptr<Session> device = shapeshift::testing::BuiltSession(examples::BuildBert, config, Emulated(true));
+  std::unique_ptr<Session> cpu = shapeshift::testing::BuiltSession(examples::BuildBert, config, {});
   ASSERT_NE(device, nullptr);
   ASSERT_NE(cpu, nullptr);
   EXPECT_EQ(device->stats().program.attention_calls, 0);

@@ -39,13 +39,7 @@ examples::BertConfig SmallBert() {
 }
 
 std::unique_ptr<Session> MakeSession(const examples::BertConfig& config, const CompileOptions& options) {
-  absl::StatusOr<ImportedModel> model = examples::BuildBert(config);
-  EXPECT_TRUE(model.ok()) << model.status();
-  if (!model.ok()) return nullptr;
-  absl::StatusOr<std::unique_ptr<Session>> session =
-      Session::Create(ModelSource::Built(std::move(model->graph), std::move(model->env)), options);
-  EXPECT_TRUE(session.ok()) << session.status();
-  return session.ok() ? *std::move(session) : nullptr;
+  return shapeshift::testing::BuiltSession(examples::BuildBert, config, options);
 }
 
 CompileOptions Cuda(std::shared_ptr<codegen::cuda::testing::EmulatedDevice> device, bool graphs = true) {
@@ -204,13 +198,8 @@ TEST(DeviceProgramTest, Gpt2DecodeWithKvCacheMatchesTheCpu) {
   config.batch = {1, 4};
   config.seq = {1, 64};
   config.past = {0, 128};
-  auto build = [&](const CompileOptions& options) -> std::unique_ptr<Session> {
-    absl::StatusOr<ImportedModel> model = examples::BuildGpt2(config);
-    EXPECT_TRUE(model.ok()) << model.status();
-    absl::StatusOr<std::unique_ptr<Session>> s =
-        Session::Create(ModelSource::Built(std::move(model->graph), std::move(model->env)), options);
-    EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? *std::move(s) : nullptr;
+  auto build = [&](const CompileOptions& options) {
+    return shapeshift::testing::BuiltSession(examples::BuildGpt2, config, options);
   };
   auto device = std::make_shared<codegen::cuda::testing::EmulatedDevice>(
       codegen::cuda::testing::EmulatedDeviceOptions{.reverse_threads = true});
