@@ -79,93 +79,81 @@ struct Operands {
 // the core), so the prefetch candidates of one class share one set.
 using PackedCopies = std::vector<cpu::PackedWeights>;
 
-class SkinnyEngine final : public ColdEngine {
+// One GEMM engine (`Matmul`: SkinnyMatmul, OnednnMatmul, PanelRowsMatmul)
+// over its weight copies in turn; `packed` keeps packed copies alive (the
+// plain ones are the caller's).
+template <class Matmul>
+class MatmulEngine final : public ColdEngine {
  public:
-  // When `packed` is null, packs `copies` copies: `plain`'s where it holds
-  // them, else each filled in turn into one scratch matrix (no plain copies
-  // held: the panels' engine reads the packed ones). The engine's copies are
-  // available to the next candidate through packed_copies().
-  static absl::StatusOr<std::unique_ptr<SkinnyEngine>> Create(size_t copies, const std::vector<std::vector<float>>& plain,
-                                                              std::shared_ptr<const PackedCopies> packed,
-                                                              Operands* operands, cpu::SkinnyMatmul::Isa isa,
-                                                              const cpu::SkinnyOptions& options) {
-    SS_ASSIGN_OR_RETURN(matmul, cpu::SkinnyMatmul::Create(*operands->config, isa, options));
-    if (packed == nullptr) {
-      auto fresh = std::make_shared<PackedCopies>();
-      std::vector<float> scratch;
-      for (size_t c = 0; c < copies; ++c) {
-        const float* b = plain.empty() ? FillCopy(*operands->config, c, scratch) : plain[c].data();
-        SS_ASSIGN_OR_RETURN(copy, matmul->PackB(b));
-        fresh->push_back(std::move(copy));
-      }
-      packed = std::move(fresh);
-    }
-    return std::unique_ptr<SkinnyEngine>(new SkinnyEngine(std::move(matmul), std::move(packed), operands));
-  }
+  MatmulEngine(std::unique_ptr<Matmul> matmul, std::vector<const float*> copies, Operands* operands,
+               std::shared_ptr<const PackedCopies> packed = nullptr)
+      : matmul_(std::move(matmul)), copies_(std::move(copies)), operands_(operands), packed_(std::move(packed)) {}
+  const Matmul& matmul() const { return *matmul_; }
   const std::shared_ptr<const PackedCopies>& packed_copies() const { return packed_; }
-  const cpu::SkinnyMatmul& matmul() const { return *matmul_; }
 
  private:
-  SkinnyEngine(std::unique_ptr<cpu::SkinnyMatmul> matmul, std::shared_ptr<const PackedCopies> packed,
-               Operands* operands)
-      : matmul_(std::move(matmul)), packed_(std::move(packed)), operands_(operands) {}
-  size_t copies() const override { return packed_->size(); }
+  size_t copies() const override { return copies_.size(); }
   absl::Status Run(size_t copy, int64_t m) override {
     const cpu::MatmulConfig& c = *operands_->config;
-    return matmul_->Execute({1, m, c.k, c.n}, operands_->For((*packed_)[copy].data()));
+    return matmul_->Execute({1, m, c.k, c.n}, operands_->For(copies_[copy]));
   }
-  std::unique_ptr<cpu::SkinnyMatmul> matmul_;
-  std::shared_ptr<const PackedCopies> packed_;
+  std::unique_ptr<Matmul> matmul_;
+  std::vector<const float*> copies_;
   Operands* operands_;
+  std::shared_ptr<const PackedCopies> packed_;
 };
+
+using SkinnyEngine = MatmulEngine<cpu::SkinnyMatmul>;
+
+std::vector<const float*> DataOf(const PackedCopies& packed) {
+  std::vector<const float*> data;
+  for (const cpu::PackedWeights& w : packed) data.push_back(w.data());
+  return data;
+}
+
+// The skinny GEMM. When `packed` is null, packs `copies` copies: `plain`'s
+// where it holds them, else each filled in turn into one scratch matrix (no
+// plain copies held: the panels' engine reads the packed ones). The engine's
+// copies are available to the next candidate through packed_copies().
+absl::StatusOr<std::unique_ptr<SkinnyEngine>> CreateSkinnyEngine(size_t copies,
+                                                                 const std::vector<std::vector<float>>& plain,
+                                                                 std::shared_ptr<const PackedCopies> packed,
+                                                                 Operands* operands, cpu::SkinnyMatmul::Isa isa,
+                                                                 const cpu::SkinnyOptions& options) {
+  SS_ASSIGN_OR_RETURN(matmul, cpu::SkinnyMatmul::Create(*operands->config, isa, options));
+  if (packed == nullptr) {
+    auto fresh = std::make_shared<PackedCopies>();
+    std::vector<float> scratch;
+    for (size_t c = 0; c < copies; ++c) {
+      const float* b = plain.empty() ? FillCopy(*operands->config, c, scratch) : plain[c].data();
+      SS_ASSIGN_OR_RETURN(copy, matmul->PackB(b));
+      fresh->push_back(std::move(copy));
+    }
+    packed = std::move(fresh);
+  }
+  std::vector<const float*> data = DataOf(*packed);
+  return std::make_unique<SkinnyEngine>(std::move(matmul), std::move(data), operands, std::move(packed));
+}
 
 // oneDNN's runtime-M GEMM over the plain weights: what a Program runs for a
 // request the skinny GEMM does not serve.
-class OnednnEngine final : public ColdEngine {
- public:
-  static absl::StatusOr<std::unique_ptr<OnednnEngine>> Create(const std::vector<std::vector<float>>& plain,
-                                                              Operands* operands) {
-    SS_ASSIGN_OR_RETURN(matmul, cpu::OnednnMatmul::Create(*operands->config));
-    return std::unique_ptr<OnednnEngine>(new OnednnEngine(std::move(matmul), &plain, operands));
-  }
-
- private:
-  OnednnEngine(std::unique_ptr<cpu::OnednnMatmul> matmul, const std::vector<std::vector<float>>* plain,
-               Operands* operands)
-      : matmul_(std::move(matmul)), plain_(plain), operands_(operands) {}
-  size_t copies() const override { return plain_->size(); }
-  absl::Status Run(size_t copy, int64_t m) override {
-    const cpu::MatmulConfig& c = *operands_->config;
-    return matmul_->Execute({1, m, c.k, c.n}, operands_->For((*plain_)[copy].data()));
-  }
-  std::unique_ptr<cpu::OnednnMatmul> matmul_;
-  const std::vector<std::vector<float>>* plain_;
-  Operands* operands_;
-};
+absl::StatusOr<std::unique_ptr<MatmulEngine<cpu::OnednnMatmul>>> CreateOnednnEngine(
+    const std::vector<std::vector<float>>& plain, Operands* operands) {
+  SS_ASSIGN_OR_RETURN(matmul, cpu::OnednnMatmul::Create(*operands->config));
+  std::vector<const float*> data;
+  for (const std::vector<float>& copy : plain) data.push_back(copy.data());
+  return std::make_unique<MatmulEngine<cpu::OnednnMatmul>>(std::move(matmul), std::move(data), operands);
+}
 
 // oneDNN's blocked GEMM over the skinny GEMM's panels (the same packed
 // copies): what a Program with long_rows_on_panels runs for a request the
 // skinny GEMM does not serve.
-class PanelEngine final : public ColdEngine {
- public:
-  static absl::StatusOr<std::unique_ptr<PanelEngine>> Create(const SkinnyEngine& skinny, Operands* operands) {
-    SS_ASSIGN_OR_RETURN(panels, cpu::PanelRowsMatmul::Create(skinny.matmul()));
-    return std::unique_ptr<PanelEngine>(new PanelEngine(std::move(panels), skinny.packed_copies(), operands));
-  }
-
- private:
-  PanelEngine(std::unique_ptr<cpu::PanelRowsMatmul> panels, std::shared_ptr<const PackedCopies> packed,
-              Operands* operands)
-      : panels_(std::move(panels)), packed_(std::move(packed)), operands_(operands) {}
-  size_t copies() const override { return packed_->size(); }
-  absl::Status Run(size_t copy, int64_t m) override {
-    const cpu::MatmulConfig& c = *operands_->config;
-    return panels_->Execute({1, m, c.k, c.n}, operands_->For((*packed_)[copy].data()));
-  }
-  std::unique_ptr<cpu::PanelRowsMatmul> panels_;
-  std::shared_ptr<const PackedCopies> packed_;
-  Operands* operands_;
-};
+absl::StatusOr<std::unique_ptr<MatmulEngine<cpu::PanelRowsMatmul>>> CreatePanelEngine(const SkinnyEngine& skinny,
+                                                                                      Operands* operands) {
+  SS_ASSIGN_OR_RETURN(panels, cpu::PanelRowsMatmul::Create(skinny.matmul()));
+  return std::make_unique<MatmulEngine<cpu::PanelRowsMatmul>>(std::move(panels), DataOf(*skinny.packed_copies()),
+                                                              operands, skinny.packed_copies());
+}
 
 // Medians of `engines` at `m`, interleaved call by call after one warm-up
 // round (code generation at a new m is not a request's cost).
@@ -208,7 +196,7 @@ absl::Status CheckOptions(const TunerOptions& o) {
 // it up to its last win before the panels win.
 absl::StatusOr<GemmChoice> SweepAgainstPanels(SkinnyEngine& skinny, Operands* operands, const TunerOptions& o,
                                               GemmChoice choice) {
-  SS_ASSIGN_OR_RETURN(panels, PanelEngine::Create(skinny, operands));
+  SS_ASSIGN_OR_RETURN(panels, CreatePanelEngine(skinny, operands));
   const int64_t chunk = cpu::PanelRowsMatmul::kChunkRows.back();
   choice.skinny_min_rows = 1;
   choice.skinny_max_rows = chunk - 1;
@@ -239,7 +227,8 @@ absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerO
   std::vector<ColdEngine*> engines;
   std::shared_ptr<const PackedCopies> packed;
   for (int64_t p : o.prefetch) {
-    SS_ASSIGN_OR_RETURN(e, SkinnyEngine::Create(copies, plain, packed, &operands, o.isa, {.threads = threads, .prefetch_rows = p}));
+    SS_ASSIGN_OR_RETURN(e, CreateSkinnyEngine(copies, plain, packed, &operands, o.isa,
+                                              {.threads = threads, .prefetch_rows = p}));
     packed = e->packed_copies();
     engines.push_back(e.get());
     candidates.push_back(std::move(e));
@@ -253,7 +242,7 @@ absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerO
   if (o.long_rows == LongRows::kPanels) return SweepAgainstPanels(*skinny, &operands, o, std::move(choice));
 
   // The rows sweep, skinny against oneDNN.
-  SS_ASSIGN_OR_RETURN(onednn, OnednnEngine::Create(plain, &operands));
+  SS_ASSIGN_OR_RETURN(onednn, CreateOnednnEngine(plain, &operands));
   // The skinny GEMM's range starts at the first of the grid's first two
   // points it wins (oneDNN's gemv can win m = 1 alone) and ends at the last
   // point before it loses again.
