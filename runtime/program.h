@@ -82,6 +82,13 @@ struct ShortRequestGemm {
   int64_t steps = 0;            // matmul steps of this class
 };
 
+// What Program::SurveyShortRequestGemms found: the classes with their
+// engines, and the survey's own stats (no kernels, warm-ups or packed bytes).
+struct GemmSurvey {
+  std::vector<ShortRequestGemm> gemms;
+  ProgramStats stats;
+};
+
 class Program {
  public:
   ~Program();
@@ -94,6 +101,14 @@ class Program {
   // outlive the Program. Errors name the pass, group, node or input at fault.
   static absl::StatusOr<std::unique_ptr<Program>> Compile(Graph& graph, ShapeEnv& env,
                                                           const CompileOptions& options);
+  // The short_request_gemms() Compile would give `graph` with `options` (CPU
+  // only), from the same passes, lowering and engine choices, but with no
+  // kernel JIT-compiled, no GEMM primitive warmed and no weight packed or
+  // paged in: what `shapeshift tune` and a model's first run measure, at a
+  // fraction of a compile's time and without a second copy of the weights.
+  // Rewrites `graph` in place as Compile does.
+  static absl::StatusOr<GemmSurvey> SurveyShortRequestGemms(Graph& graph, ShapeEnv& env,
+                                                            const CompileOptions& options);
 
   // Runs one request. Inputs in graph-input order; an error (never a crash)
   // for a wrong count, dtype, rank, inconsistent or out-of-range dims, or bad

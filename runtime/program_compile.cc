@@ -42,9 +42,12 @@ absl::Status CheckCudaColumn(const passes::Group& group) {
 
 class ProgramBuilder {
  public:
+  // A survey (Program::SurveyShortRequestGemms) lowers every group and
+  // decides each GEMM's short-request path as a compile does, but compiles
+  // no kernel, warms no primitive and packs no weight.
   ProgramBuilder(const Graph& graph, ShapeEnv& env, const passes::PipelineResult& pipeline, Program::Impl* impl,
-                 ProgramStats* stats)
-      : graph_(graph), env_(env), pipeline_(pipeline), impl_(*impl), stats_(*stats) {}
+                 ProgramStats* stats, bool survey = false)
+      : graph_(graph), env_(env), pipeline_(pipeline), impl_(*impl), stats_(*stats), survey_(survey) {}
 
   std::vector<ShortRequestGemm> TakeShortRequestGemms() { return std::move(short_request_gemms_); }
 
@@ -53,18 +56,21 @@ class ProgramBuilder {
     resolver_.slot = [this](SymExpr e) { return Slot(e); };
     resolver_.buffer = [this](const GraphValue* v) { return Buffer(v); };
     if (options.device == Device::kCuda) {
+      if (survey_) return absl::InvalidArgumentError("only a CPU program has short-request GEMMs to survey");
       SS_ASSIGN_OR_RETURN(device, DeviceProgram::Create(options));
       impl_.device = std::move(device);
     } else {
-      cpu::CpuBackendOptions backend_options;
-      backend_options.vector_width = options.vector_width;
-      backend_options.object_store = options.object_store;
       pack_small_row_gemms_ = options.pack_small_row_gemms;
       long_rows_on_panels_ = options.long_rows_on_panels;
       if (absl::Status s = PlanShortRequests(options); !s.ok()) return s;
-      SS_ASSIGN_OR_RETURN(backend, cpu::CpuBackend::Create(backend_options));
-      impl_.backend = std::move(backend);
-      impl_.kernel_cache = std::make_unique<cpu::KernelCache>(impl_.backend.get());
+      if (!survey_) {
+        cpu::CpuBackendOptions backend_options;
+        backend_options.vector_width = options.vector_width;
+        backend_options.object_store = options.object_store;
+        SS_ASSIGN_OR_RETURN(backend, cpu::CpuBackend::Create(backend_options));
+        impl_.backend = std::move(backend);
+        impl_.kernel_cache = std::make_unique<cpu::KernelCache>(impl_.backend.get());
+      }
     }
     for (const passes::Group& group : pipeline_.fusion.groups) {
       if (options.device == Device::kCuda) {
@@ -75,11 +81,16 @@ class ProgramBuilder {
       current_pair_ = pair;
       current_group_ = group.id;
       for (lower::LoweredStep& step : steps) {
-        if (absl::Status s = std::visit([&](auto& call) { return AddStep(call); }, step); !s.ok()) {
-          return absl::Status(s.code(), absl::StrCat("group #", group.id, ": ", s.message()));
+        absl::Status s = absl::OkStatus();
+        if (!survey_) {
+          s = std::visit([&](auto& call) { return AddStep(call); }, step);
+        } else if (auto* matmul = std::get_if<lower::MatmulCall>(&step)) {
+          s = SurveyStep(*matmul);
         }
+        if (!s.ok()) return absl::Status(s.code(), absl::StrCat("group #", group.id, ": ", s.message()));
       }
     }
+    if (survey_) return absl::OkStatus();
     if (absl::Status s = PlanOutputs(); !s.ok()) return s;
     CheckKvPairReaders();
     if (absl::Status s = PlanGuards(); !s.ok()) return s;
@@ -424,6 +435,7 @@ class ProgramBuilder {
       // whole beside its packed copy, then the whole range (the pages the
       // blocks' edges kept). Whatever reads them later (another step, a
       // later tier's compile) pages them back in.
+      if (survey_) return absl::OkStatus();
       std::function<void(const float*, size_t)> release;
       if (panel_rows != nullptr) release = [](const float* begin, size_t bytes) { ReleaseResidentPages(begin, bytes); };
       SS_ASSIGN_OR_RETURN(packed, skinny->PackB(weights, release));
@@ -447,6 +459,7 @@ class ProgramBuilder {
         small = created.get();
         impl_.small_rows.push_back(std::move(created));
       }
+      if (survey_) return absl::OkStatus();
       SS_ASSIGN_OR_RETURN(packed, small->PackB(weights));
       step.small_rows = small;
       step.packed_b = std::move(packed);
@@ -477,8 +490,9 @@ class ProgramBuilder {
     for (ShortRequestGemm& g : short_request_gemms_) {
       if (cpu::DescribeConfig(g.config) == key) return g;
     }
-    short_request_gemms_.push_back(ShortRequestGemm{config});
-    return short_request_gemms_.back();
+    ShortRequestGemm& added = short_request_gemms_.emplace_back();
+    added.config = config;
+    return added;
   }
 
   // The instruction set of the skinny GEMM's core (the tuning's, where it was
@@ -602,6 +616,15 @@ class ProgramBuilder {
     return absl::OkStatus();
   }
 
+  // A survey's GEMM: its short-request path decided, nothing created for
+  // the long rows and nothing packed.
+  absl::Status SurveyStep(const lower::MatmulCall& call) {
+    MatmulStep step;
+    SS_ASSIGN_OR_RETURN(b, Buffer(call.b));
+    step.b = b;
+    return AddSmallRowsPath(call.config, step);
+  }
+
   absl::Status AddStep(const lower::IndexCheckCall& call) {
     if (impl_.device != nullptr) {  // a check kernel: the indices are in device memory
       ++kernel_calls_;
@@ -688,7 +711,17 @@ class ProgramBuilder {
   absl::flat_hash_map<const GraphValue*, int> present_pair_;  // a KV pair's present -> its index
   std::vector<std::string> step_origin_;  // per CPU step: its group and kernel, for why_not
   int64_t kernel_calls_ = 0;  // device kernel and gather steps
+  const bool survey_;
 };
+
+passes::PipelineOptions PipelineOptionsFor(const CompileOptions& options) {
+  passes::PipelineOptions pipeline_options;
+  pipeline_options.print_after = options.print_after;
+  pipeline_options.print_stream = options.print_stream;
+  pipeline_options.fuse_attention = options.fuse_attention;
+  pipeline_options.attention_max_head_dim = AttentionMaxHeadDim(options.device);
+  return pipeline_options;
+}
 
 }  // namespace
 
@@ -698,12 +731,7 @@ Program::~Program() = default;
 absl::StatusOr<std::unique_ptr<Program>> Program::Compile(Graph& graph, ShapeEnv& env, const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
   const cpu::ScopedOmpThreads threads(options.threads);  // on whatever thread compiles (tier-ups too)
-  passes::PipelineOptions pipeline_options;
-  pipeline_options.print_after = options.print_after;
-  pipeline_options.print_stream = options.print_stream;
-  pipeline_options.fuse_attention = options.fuse_attention;
-  pipeline_options.attention_max_head_dim = AttentionMaxHeadDim(options.device);
-  SS_ASSIGN_OR_RETURN(pipeline, passes::RunPipeline(graph, env, pipeline_options));
+  SS_ASSIGN_OR_RETURN(pipeline, passes::RunPipeline(graph, env, PipelineOptionsFor(options)));
   auto impl = std::make_unique<Impl>();
   ProgramStats stats;
   ProgramBuilder builder(graph, env, pipeline, impl.get(), &stats);
@@ -719,6 +747,18 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Compile(Graph& graph, ShapeEnv
   program->plan_text_ = pipeline.fusion.ToString() + pipeline.memory.ToString();
   program->arena_bytes_ = pipeline.memory.arena_bytes;
   return program;
+}
+
+absl::StatusOr<GemmSurvey> Program::SurveyShortRequestGemms(Graph& graph, ShapeEnv& env,
+                                                           const CompileOptions& options) {
+  const cpu::ScopedOmpThreads threads(options.threads);
+  SS_ASSIGN_OR_RETURN(pipeline, passes::RunPipeline(graph, env, PipelineOptionsFor(options)));
+  Program::Impl impl;
+  GemmSurvey survey;
+  ProgramBuilder builder(graph, env, pipeline, &impl, &survey.stats, /*survey=*/true);
+  if (absl::Status s = builder.Build(options); !s.ok()) return s;
+  survey.gemms = builder.TakeShortRequestGemms();
+  return survey;
 }
 
 }  // namespace shapeshift::runtime

@@ -6,9 +6,9 @@
 // compiles, and the file names the model so that later runs neither measure
 // nor list again (their cost: one stat and one small JSON read).
 //
-// What a first run pays: one extra compile of a copy of the model to list its
-// classes (kept out of the compile cache: the session may compile other
-// tiers, and the cache holds what it compiled) and the measurement, at most
+// What a first run pays: a survey of a copy of the model to list its classes
+// (Program::SurveyShortRequestGemms: no kernel compiled, no weight packed or
+// paged in, so no second copy of the weights) and the measurement, at most
 // `budget_s` seconds of it (BERT-base's 4 classes: about 2 s on the machine
 // of bench/RESULTS.md); classes the budget did not reach keep the built-in
 // defaults and are measured by a later run. The notes say which of these

@@ -25,19 +25,18 @@ namespace cpu = ::shapeshift::codegen::cpu;
 
 // The GEMM classes the model's polymorphic Program has, in plan order, and
 // the bytes of all its constant GEMM weights (what one forward pass reads);
-// the compile runs on a copy (PrepareTierModel), since passes rewrite the
-// graph they compile.
+// the survey runs on a copy (PrepareTierModel), since passes rewrite the
+// graph they compile. A survey, not a compile: a compile would pack a second
+// copy of every weight beside the first (8.2 GB peak for a 4.4 GB model).
 struct ModelGemmList {
   std::vector<cpu::MatmulConfig> configs;
   int64_t weight_bytes = 0;
 };
 absl::StatusOr<ModelGemmList> ModelGemms(const Graph& graph, const ShapeEnv& env) {
   SS_ASSIGN_OR_RETURN(copy, runtime::PrepareTierModel(graph, env, {}, runtime::EntrySpec{}));
-  absl::StatusOr<std::unique_ptr<runtime::Program>> program =
-      runtime::Program::Compile(*copy.graph, *copy.env, runtime::CompileOptions{});
-  if (!program.ok()) return program.status();
+  SS_ASSIGN_OR_RETURN(survey, runtime::Program::SurveyShortRequestGemms(*copy.graph, *copy.env, runtime::CompileOptions{}));
   ModelGemmList list;
-  for (const runtime::ShortRequestGemm& g : (*program)->short_request_gemms()) {
+  for (const runtime::ShortRequestGemm& g : survey.gemms) {
     list.configs.push_back(g.config);
     list.weight_bytes += g.steps * g.config.k * g.config.n * static_cast<int64_t>(sizeof(float));
   }

@@ -3,15 +3,16 @@
 // constant-weight GEMM classes on this machine (runtime/tuning/gemm_tuner.h)
 // and merge the decisions into a tuning file.
 //
-// The classes are the ones the model's compiled Program has
-// (Program::short_request_gemms(), from a polymorphic compile of a copy of
-// the imported graph; the caller's graph is left as it was). An existing
+// The classes are the ones the model's compiled Program would have
+// (Program::SurveyShortRequestGemms on a copy of the imported graph: the
+// compile's passes and engine choices, nothing compiled or packed; the
+// caller's graph is left as it was). An existing
 // file must be this machine's (runtime::CheckMachineKey): it is extended,
 // never silently replaced; one that is not a tuning file, or is another
 // machine's, is an error naming it. With `only_missing` the classes the file
 // already has are not measured again (nothing is measured when it has them
 // all). With a `memo` (ModelMemo), a model the file already names is not even
-// compiled, and a model every class of which the file holds afterwards (none
+// surveyed, and a model every class of which the file holds afterwards (none
 // left out by the budget) is named in it.
 #ifndef SHAPESHIFT_TOOLS_TUNE_INTO_FILE_H_
 #define SHAPESHIFT_TOOLS_TUNE_INTO_FILE_H_

@@ -63,11 +63,11 @@ BertConfig SmallBert() {
 std::vector<cpu::MatmulConfig> BertGemms(const BertConfig& config) {
   absl::StatusOr<ImportedModel> model = examples::BuildBert(config);
   EXPECT_TRUE(model.ok()) << model.status();
-  absl::StatusOr<std::unique_ptr<Program>> program = Program::Compile(*model->graph, *model->env, CompileOptions{});
-  EXPECT_TRUE(program.ok()) << program.status();
+  absl::StatusOr<GemmSurvey> survey = Program::SurveyShortRequestGemms(*model->graph, *model->env, CompileOptions{});
+  EXPECT_TRUE(survey.ok()) << survey.status();
   std::vector<cpu::MatmulConfig> configs;
-  if (!program.ok()) return configs;
-  for (const ShortRequestGemm& g : (*program)->short_request_gemms()) configs.push_back(g.config);
+  if (!survey.ok()) return configs;
+  for (const ShortRequestGemm& g : survey->gemms) configs.push_back(g.config);
   return configs;
 }
 
