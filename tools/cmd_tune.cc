@@ -181,6 +181,7 @@ int RunTune(const std::vector<std::string>& raw) {
     out["isa"] = cpu::IsaName(options->isa);
     out["threads"] = threads;
     out["seconds"] = report->seconds;
+    out["peak_copy_bytes"] = report->peak_copy_bytes;
     out["default_skinny_max_rows"] = cpu::SkinnyOptions().max_rows;
     out["default_prefetch_rows"] = cpu::SkinnyOptions().prefetch_rows;
     for (runtime::LongRows long_rows : how.against) {
@@ -201,8 +202,10 @@ int RunTune(const std::vector<std::string>& raw) {
   }
   for (const std::string& s : report->inapplicable) std::printf("  %s: no skinny path (oneDNN serves it)\n", s.c_str());
   for (const std::string& s : report->skipped) std::printf("  %s: not reached within --budget-s (default kept)\n", s.c_str());
-  std::printf("wrote %s: %zu GEMM class(es) (%zu choice(s) measured now) in %.1f s; %s\n", Escaped(output).c_str(),
-              kept.gemms.size(), outcome->measured, report->seconds,
+  std::printf("wrote %s: %zu GEMM class(es) (%zu choice(s) measured now) in %.1f s, holding at most %.0f MiB of weight "
+              "copies at a time; %s\n",
+              Escaped(output).c_str(), kept.gemms.size(), outcome->measured, report->seconds,
+              static_cast<double>(report->peak_copy_bytes) / (1 << 20),
               in_cache ? "`shapeshift run` with this cache dir applies it"
                        : absl::StrCat("use it with `shapeshift run --tuning ", Escaped(output), "`").c_str());
   return kExitOk;

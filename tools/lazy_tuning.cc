@@ -41,8 +41,8 @@ void TuneMissing(const std::string& path, const std::string& model_arg,
           : absl::StrCat("GEMM tuning: measured ", outcome->measured, " of this model's ", outcome->model_classes,
                          " GEMM class(es) (those this machine's tuning lacked) against ", runtime::LongRowsName(long_rows), " in ",
                          absl::SixDigits(outcome->report.seconds), " s (budget ", budget_s, " s) into ", path,
-                         "; its weight copies (at most ", 2 * runtime::DefaultColdBytes() >> 20,
-                         " MiB) count in this process's peak RSS");
+                         "; its weight copies (", (outcome->report.peak_copy_bytes + (1 << 20) - 1) >> 20,
+                         " MiB at most, for its largest class) count in this process's peak RSS");
   if (!outcome->report.skipped.empty()) {
     absl::StrAppend(&note, "; not reached within the budget (built-in defaults kept, a later run measures them): ",
                     absl::StrJoin(outcome->report.skipped, ", "));

@@ -50,6 +50,7 @@ void MergeReport(runtime::TuneReport report, runtime::LongRows long_rows, runtim
   into.skipped.insert(into.skipped.end(), report.skipped.begin(), report.skipped.end());
   into.inapplicable.insert(into.inapplicable.end(), report.inapplicable.begin(), report.inapplicable.end());
   into.seconds += report.seconds;
+  into.peak_copy_bytes = std::max(into.peak_copy_bytes, report.peak_copy_bytes);
 }
 
 }  // namespace

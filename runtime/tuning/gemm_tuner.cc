@@ -210,7 +210,8 @@ absl::StatusOr<GemmChoice> SweepAgainstPanels(SkinnyEngine& skinny, Operands* op
   return choice;
 }
 
-absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerOptions& o, int threads) {
+absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerOptions& o, int threads,
+                                   int64_t& copy_bytes) {
   const int64_t plain_bytes = config.k * config.n * static_cast<int64_t>(sizeof(float));
   const size_t copies = static_cast<size_t>(std::max<int64_t>(2, (o.cold_bytes + plain_bytes - 1) / plain_bytes));
   // The plain copies only where oneDNN's runtime-M GEMM reads them.
@@ -229,6 +230,12 @@ absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerO
   for (int64_t p : o.prefetch) {
     SS_ASSIGN_OR_RETURN(e, CreateSkinnyEngine(copies, plain, packed, &operands, o.isa,
                                               {.threads = threads, .prefetch_rows = p}));
+    if (packed == nullptr) {
+      // Held from here to the class's end: the plain copies, the packed ones
+      // and (without plain copies) the scratch they were packed from.
+      copy_bytes = static_cast<int64_t>(plain.size()) * plain_bytes + (plain.empty() ? plain_bytes : 0);
+      for (const cpu::PackedWeights& w : *e->packed_copies()) copy_bytes += w.bytes();
+    }
     packed = e->packed_copies();
     engines.push_back(e.get());
     candidates.push_back(std::move(e));
@@ -303,7 +310,9 @@ absl::StatusOr<TuneReport> TuneGemms(absl::Span<const cpu::MatmulConfig> configs
       report.skipped.push_back(name);
       continue;
     }
-    absl::StatusOr<GemmChoice> choice = TuneOne(config, options, threads);
+    int64_t copy_bytes = 0;
+    absl::StatusOr<GemmChoice> choice = TuneOne(config, options, threads, copy_bytes);
+    report.peak_copy_bytes = std::max(report.peak_copy_bytes, copy_bytes);
     if (!choice.ok()) {
       return absl::Status(choice.status().code(), absl::StrCat("tune ", name, ": ", choice.status().message()));
     }

@@ -82,6 +82,11 @@ struct TuneReport {
   std::vector<std::string> skipped;  // classes the budget left out (DescribeConfig)
   std::vector<std::string> inapplicable;  // classes the skinny GEMM has no path for
   double seconds = 0;
+  // The most bytes of weight copies (plain, packed and the scratch they are
+  // packed from) held at once, by the largest class measured: what the
+  // measurement adds to the process's peak RSS. At least two copies of a
+  // class, however large.
+  int64_t peak_copy_bytes = 0;
 };
 
 // Errors: INVALID_ARGUMENT for options out of range (naming the option),

@@ -395,6 +395,42 @@ TEST(GemmTunerTest, AgainstThePanelsOnlyRowsFromTheSmallestChunkUpAreMeasured) {
   EXPECT_EQ(choice.skinny_max_rows, hi);
 }
 
+// What the measurement adds to the peak RSS is reported from the copies it
+// held: enough copies to fill cold_bytes, at least two however large the
+// class, plain and packed against the runtime-M GEMM, packed (and the one
+// scratch matrix they were packed from) against the panels.
+TEST(GemmTunerTest, ReportsTheWeightCopiesItHeld) {
+  if (!HostIsa()) GTEST_SKIP() << "this CPU has no skinny GEMM core (neither AVX-512F nor AVX2+FMA)";
+  cpu::MatmulConfig small;
+  small.k = 64, small.n = 96;
+  cpu::MatmulConfig large;  // 2 MiB, twice cold_bytes
+  large.k = 256, large.n = 2048;
+  TunerOptions options;
+  options.isa = *HostIsa();
+  options.rows = {1, 2};
+  options.prefetch = {0};
+  options.repeats = 1;
+  options.cold_bytes = 1 << 20;
+  auto plain_bytes = [](const cpu::MatmulConfig& c) { return c.k * c.n * int64_t{4}; };
+  const int64_t small_copies = (options.cold_bytes + plain_bytes(small) - 1) / plain_bytes(small);
+  std::vector<LongRows> against = {LongRows::kPlain};
+  if (HostIsa() == cpu::SkinnyMatmul::Isa::kAvx512) against.push_back(LongRows::kPanels);
+  for (LongRows long_rows : against) {
+    SCOPED_TRACE(LongRowsName(long_rows));
+    options.long_rows = long_rows;
+    const int64_t sets = long_rows == LongRows::kPlain ? 2 : 1;  // plain + packed, or packed
+    const int64_t scratch = long_rows == LongRows::kPlain ? 0 : 1;
+    absl::StatusOr<TuneReport> report = TuneGemms({small}, options);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_GE(report->peak_copy_bytes, (sets * small_copies + scratch) * plain_bytes(small));
+    EXPECT_LE(report->peak_copy_bytes, (sets * small_copies + scratch) * plain_bytes(small) * 5 / 4);
+    report = TuneGemms({small, large}, options);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_GE(report->peak_copy_bytes, (sets * 2 + scratch) * plain_bytes(large));
+    EXPECT_LE(report->peak_copy_bytes, (sets * 2 + scratch) * plain_bytes(large) * 5 / 4);
+  }
+}
+
 TEST(GemmTunerTest, TheDefaultColdBytesAreFourCachesWithinBounds) {
   const int64_t cold = DefaultColdBytes();
   EXPECT_GE(cold, int64_t{64} << 20);
