@@ -22,9 +22,14 @@ namespace {
 // The live mappings, by start address: ReleaseResidentPages must never
 // madvise memory that is not a file mapping of ours (MADV_DONTNEED on heap
 // memory would zero it).
+struct Mapping {
+  size_t length = 0;
+  std::shared_ptr<const int> fd;  // the file, for SpilledRangeOf
+  int64_t offset = 0;             // where the mapping starts in it
+};
 struct Registry {
   std::mutex mu;
-  std::map<uintptr_t, size_t> mappings;  // start -> length
+  std::map<uintptr_t, Mapping> mappings;  // by start
 };
 Registry& Mappings() {
   static Registry* registry = new Registry();
@@ -36,14 +41,15 @@ size_t PageSize() {
   return page;
 }
 
-// The mapping holding [p, p + n) wholly, as {start, length}; {0, 0} if none.
+// The mapping holding [p, p + n) wholly, with its start; null if none.
 // Caller holds the registry's lock.
-std::pair<uintptr_t, size_t> MappingOf(Registry& r, uintptr_t p, size_t n) {
+const Mapping* MappingOf(Registry& r, uintptr_t p, size_t n, uintptr_t* start = nullptr) {
   auto it = r.mappings.upper_bound(p);
-  if (it == r.mappings.begin()) return {0, 0};
+  if (it == r.mappings.begin()) return nullptr;
   --it;
-  if (p + n > it->first + it->second) return {0, 0};
-  return *it;
+  if (p + n > it->first + it->second.length) return nullptr;
+  if (start != nullptr) *start = it->first;
+  return &it->second;
 }
 
 absl::Status Errno(const std::string& what) {
@@ -69,12 +75,14 @@ absl::StatusOr<std::unique_ptr<ConstantSpill>> ConstantSpill::Open(const std::st
     if (fd < 0) return Errno(absl::StrCat("creating a file in weights directory '", dir, "'"));
     unlink(path.c_str());
   }
-  return std::unique_ptr<ConstantSpill>(new ConstantSpill(dir, fd, capacity));
+  std::shared_ptr<const int> shared(new int(fd), [](const int* f) {
+    close(*f);
+    delete f;
+  });
+  return std::unique_ptr<ConstantSpill>(new ConstantSpill(dir, std::move(shared), capacity));
 }
 
-ConstantSpill::~ConstantSpill() {
-  if (fd_ >= 0) close(fd_);  // the mappings stay valid without the descriptor
-}
+ConstantSpill::~ConstantSpill() = default;  // the mappings stay valid without the descriptor
 
 absl::StatusOr<Tensor> ConstantSpill::Spill(const Tensor& tensor) {
   return SpillBytes(tensor.dtype(), tensor.shape(), tensor.raw(), tensor.byte_size());
@@ -99,19 +107,19 @@ absl::StatusOr<Tensor> ConstantSpill::SpillBytes(DType dtype, const std::vector<
   // allocation page by page; measured, GPT-2's 652 MB loaded in 1.0-1.9 s
   // more than in memory without this, 0.5-0.9 s with it, on a noisy VM).
   // Where the filesystem cannot, pwrite allocates.
-  (void)fallocate(fd_, 0, offset, static_cast<off_t>(bytes));
+  (void)fallocate(*fd_, 0, offset, static_cast<off_t>(bytes));
   for (size_t done = 0; done < bytes;) {
-    const ssize_t n = pwrite(fd_, src + done, bytes - done, offset + static_cast<int64_t>(done));
+    const ssize_t n = pwrite(*fd_, src + done, bytes - done, offset + static_cast<int64_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Errno(absl::StrCat("writing ", bytes, " bytes to weights directory '", dir_, "'"));
     done += static_cast<size_t>(n);
   }
-  void* map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd_, offset);
+  void* map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, *fd_, offset);
   if (map == MAP_FAILED) return Errno(absl::StrCat("mapping ", bytes, " bytes of weights directory '", dir_, "'"));
   {
     Registry& r = Mappings();
     std::lock_guard<std::mutex> lock(r.mu);
-    r.mappings[reinterpret_cast<uintptr_t>(map)] = bytes;
+    r.mappings[reinterpret_cast<uintptr_t>(map)] = Mapping{bytes, fd_, offset};
   }
   const size_t page = PageSize();
   offset_ += static_cast<int64_t>((bytes + page - 1) / page * page);
@@ -150,7 +158,7 @@ int64_t ReleaseResidentPages(const void* data, size_t bytes) {
   const uintptr_t p = reinterpret_cast<uintptr_t>(data);
   Registry& r = Mappings();
   std::lock_guard<std::mutex> lock(r.mu);  // held: the mapping cannot go away meanwhile
-  if (bytes == 0 || MappingOf(r, p, bytes).second == 0) return 0;
+  if (bytes == 0 || MappingOf(r, p, bytes) == nullptr) return 0;
   const uintptr_t page = PageSize();
   const uintptr_t begin = (p + page - 1) / page * page;
   const uintptr_t end = (p + bytes) / page * page;
@@ -159,10 +167,32 @@ int64_t ReleaseResidentPages(const void* data, size_t bytes) {
   return static_cast<int64_t>(end - begin);
 }
 
+SpilledRange SpilledRangeOf(const void* data, size_t bytes) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(data);
+  Registry& r = Mappings();
+  std::lock_guard<std::mutex> lock(r.mu);
+  uintptr_t start = 0;
+  const Mapping* m = bytes > 0 ? MappingOf(r, p, bytes, &start) : nullptr;
+  if (m == nullptr) return {};
+  return SpilledRange{m->fd, m->offset + static_cast<int64_t>(p - start)};
+}
+
+bool ReadSpilled(const SpilledRange& range, int64_t offset, void* dst, size_t bytes) {
+  if (!range) return false;
+  char* out = static_cast<char*>(dst);
+  for (size_t done = 0; done < bytes;) {
+    const ssize_t n = pread(*range.fd, out + done, bytes - done, range.offset + offset + static_cast<int64_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 bool IsSpilled(const void* data, size_t bytes) {
   Registry& r = Mappings();
   std::lock_guard<std::mutex> lock(r.mu);
-  return bytes > 0 && MappingOf(r, reinterpret_cast<uintptr_t>(data), bytes).second != 0;
+  return bytes > 0 && MappingOf(r, reinterpret_cast<uintptr_t>(data), bytes) != nullptr;
 }
 
 std::unique_ptr<ConstantSpill> OpenSpillIfAny(const std::string& dir) {

@@ -56,6 +56,9 @@ struct ProgramStats {
   // Plain weight bytes given back to the OS once their packed copy served
   // every request (a spilled constant's pages: graph/constant_spill.h).
   int64_t released_weight_bytes = 0;
+  // Gathers whose constant table is in a spill file: its rows are read with
+  // pread, none of its pages resident (graph/constant_spill.h).
+  int64_t file_gather_tables = 0;
   int64_t steps = 0;          // all steps, views excluded
   int64_t groups = 0;         // fusion groups in the plan
   // Each GEMM primitive is run once inside Compile on a small valid shape:

@@ -611,6 +611,10 @@ class ProgramBuilder {
     step.row_bytes = call.row_bytes;
     step.indices_i32 = call.indices->type().dtype == DType::kI32;
     step.node_name = call.node_name;
+    if (const BufferSource& src = impl_.buffers[table]; src.kind == BufferSource::Kind::kConstant) {
+      step.table_file = SpilledRangeOf(src.constant, src.constant_bytes);
+      if (step.table_file) ++stats_.file_gather_tables;
+    }
     impl_.steps.push_back(std::move(step));
     step_origin_.push_back(absl::StrCat("group #", current_group_, " (node '", call.node_name, "')"));
     return absl::OkStatus();

@@ -17,6 +17,7 @@
 #include "codegen/cpu/panel_rows_matmul.h"
 #include "codegen/cpu/skinny_matmul.h"
 #include "codegen/cpu/small_rows_matmul.h"
+#include "graph/constant_spill.h"
 #include "graph/dtype.h"
 #include "runtime/device/device_program.h"
 #include "runtime/input_binder.h"
@@ -84,6 +85,9 @@ struct GatherStep {
   int64_t row_bytes = 0;
   bool indices_i32 = false;
   std::string node_name;
+  // A constant table in a spill file: its rows are read with pread, so none
+  // of its pages become resident (graph/constant_spill.h).
+  SpilledRange table_file;
 };
 
 // Fails the request when an index of `indices` is outside its axis

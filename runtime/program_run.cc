@@ -17,10 +17,13 @@ namespace cpu = codegen::cpu;
 // Gather rows [begin, end) as a kernel for RunParallel. buffers: table,
 // indices, output, first bad position (std::atomic<int64_t>); dims: row
 // bytes, table rows, indices are i32.
+// buffers: table, indices, output, the first bad position (atomic), the
+// table's SpilledRange or null; dims: row bytes, rows, i32 indices.
 void GatherRows(int64_t begin, int64_t end, void* const* buffers, const int64_t* dims) {
   const auto* table = static_cast<const std::byte*>(buffers[0]);
   auto* out = static_cast<std::byte*>(buffers[2]);
   auto* bad = static_cast<std::atomic<int64_t>*>(buffers[3]);
+  const auto* file = static_cast<const SpilledRange*>(buffers[4]);
   int64_t row_bytes = dims[0], rows = dims[1];
   bool i32 = dims[2] != 0;
   for (int64_t r = begin; r < end; ++r) {
@@ -30,6 +33,9 @@ void GatherRows(int64_t begin, int64_t end, void* const* buffers, const int64_t*
       bad->store(r, std::memory_order_relaxed);
       continue;
     }
+    // From the file where the table is spilled (the mapping's bytes, none
+    // of its pages made resident); through the mapping should a read fail.
+    if (file != nullptr && ReadSpilled(*file, id * row_bytes, out + r * row_bytes, row_bytes)) continue;
     std::memcpy(out + r * row_bytes, table + id * row_bytes, row_bytes);
   }
 }
@@ -89,7 +95,8 @@ absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t
 
 absl::Status RunStep(const GatherStep& step, void* const* buffers, const int64_t* slots) {
   std::atomic<int64_t> bad{-1};
-  void* args[4] = {buffers[step.table], buffers[step.indices], buffers[step.output], &bad};
+  const void* file = step.table_file ? &step.table_file : nullptr;
+  void* args[5] = {buffers[step.table], buffers[step.indices], buffers[step.output], &bad, const_cast<void*>(file)};
   int64_t dims[3] = {step.row_bytes, step.table_rows, step.indices_i32 ? 1 : 0};
   // Like kernels, a small copy (a short request's embeddings) runs on this
   // thread: waking the pool costs more than the copy, a lot more under load.

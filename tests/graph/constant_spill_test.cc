@@ -17,6 +17,7 @@
 #include "graph/onnx/importer.h"
 #include "onnx/onnx_pb.h"
 #include "tests/graph/onnx_test_model.h"
+#include "tests/support/mapped_pages.h"
 #include "shapes/shape_env.h"
 #include "graph/interpreter.h"
 #include "gtest/gtest.h"
@@ -74,6 +75,47 @@ TEST(ConstantSpillTest, SpilledTensorHoldsTheSameBytesAndIsResidentOnlyWhileRead
 
   // The file is unlinked: the directory stays empty while the data lives.
   EXPECT_TRUE(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
+
+// A row read with ReadSpilled holds the mapping's bytes and maps none of its
+// pages (a fault there maps the whole page-cache folio around it); the
+// range keeps the file open after the spill itself is gone.
+TEST(ConstantSpillTest, ReadingFromTheFileGivesTheMappingsBytesAndMapsNothing) {
+  const std::string dir = DiskDir("pread");
+  absl::StatusOr<std::unique_ptr<ConstantSpill>> spill = ConstantSpill::Open(dir);
+  ASSERT_TRUE(spill.ok()) << spill.status();
+  absl::StatusOr<Tensor> first = (*spill)->Spill(Ramp(1500));  // a page and a bit, so the next starts further on
+  ASSERT_TRUE(first.ok()) << first.status();
+  const Tensor original = Ramp(int64_t{4} << 20);  // 16 MiB
+  absl::StatusOr<Tensor> moved = (*spill)->Spill(original);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  (*spill).reset();  // the mappings and their ranges outlive the spill
+
+  const int64_t row = 3072;  // bytes
+  const SpilledRange whole = SpilledRangeOf(moved->raw(), moved->byte_size());
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole.offset, 8192);  // after the first tensor's two pages
+  const auto* bytes = static_cast<const char*>(moved->raw());
+  const SpilledRange inner = SpilledRangeOf(bytes + 5 * row, 7 * row);
+  ASSERT_TRUE(inner);
+  EXPECT_EQ(inner.offset, whole.offset + 5 * row);
+  std::vector<char> got(row);
+  for (int64_t r : {int64_t{0}, int64_t{1}, int64_t{777}, int64_t{4095}, int64_t{5460}}) {
+    ASSERT_TRUE(ReadSpilled(whole, r * row, got.data(), row)) << r;
+    EXPECT_EQ(std::memcmp(got.data(), static_cast<const char*>(original.raw()) + r * row, row), 0) << r;
+  }
+  ASSERT_TRUE(ReadSpilled(inner, row, got.data(), row));
+  EXPECT_EQ(std::memcmp(got.data(), static_cast<const char*>(original.raw()) + 6 * row, row), 0);
+  EXPECT_EQ(::shapeshift::testing::MappedPages(moved->raw(), moved->byte_size()), 0);
+  EXPECT_FALSE(ReadSpilled(whole, static_cast<int64_t>(moved->byte_size()) + (int64_t{1} << 30), got.data(), row))
+      << "a read past the file's end";
+
+  // Not a spill, or not wholly one: no range.
+  EXPECT_FALSE(SpilledRangeOf(original.raw(), original.byte_size()));
+  EXPECT_FALSE(SpilledRangeOf(moved->raw(), moved->byte_size() + 1));
+  EXPECT_FALSE(SpilledRangeOf(moved->raw(), 0));
+  EXPECT_FALSE(ReadSpilled(SpilledRange{}, 0, got.data(), row));
   std::filesystem::remove_all(dir);
 }
 

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "runtime/session.h"
 #include "tests/runtime/e2e_util.h"
+#include "tests/support/mapped_pages.h"
 
 namespace shapeshift::examples {
 namespace {
@@ -73,6 +74,9 @@ TEST(WeightsOnDiskTest, PackedCopiesServeEveryRequestAndThePlainPagesAreGivenBac
   // Every FFN weight's pages, but its last partial page, went back.
   EXPECT_GE(stats.released_weight_bytes, 2 * config.layers * (config.hidden * config.intermediate * 4 - 4096));
   EXPECT_EQ(in_memory->stats().program.released_weight_bytes, 0);
+  // The embedding table's rows are read from the file (pread), not mapped.
+  EXPECT_EQ(stats.file_gather_tables, 1);
+  EXPECT_EQ(in_memory->stats().program.file_gather_tables, 0);
   ASSERT_NE(spilled->program(), nullptr);
   for (const runtime::ShortRequestGemm& g : spilled->program()->short_request_gemms()) {
     EXPECT_EQ(g.long_engine, "onednn-panels") << codegen::cpu::DescribeConfig(g.config);
@@ -104,6 +108,21 @@ TEST(WeightsOnDiskTest, PackedCopiesServeEveryRequestAndThePlainPagesAreGivenBac
     any_spilled = any_spilled || IsSpilled(c->constant()->raw(), c->constant()->byte_size());
   }
   EXPECT_TRUE(any_spilled);
+  // Five requests and the interpreter's reads later, the compiled program
+  // has mapped no page of the embedding table: the interpreter read it
+  // through the mapping, so it is given back first.
+  int tables = 0;
+  for (const Value* c : spilled->graph().constants()) {
+    const Tensor& t = *c->constant();
+    if (t.shape() != std::vector<int64_t>{config.vocab, config.hidden}) continue;
+    ++tables;
+    ReleaseResidentPages(t.raw(), t.byte_size());
+    ASSERT_EQ(::shapeshift::testing::MappedPages(t.raw(), t.byte_size()), 0);
+    std::vector<Tensor> inputs = MakeBertInputs(config, 2, 40, 99);
+    ASSERT_TRUE(spilled->Run(inputs).ok());
+    EXPECT_EQ(::shapeshift::testing::MappedPages(t.raw(), t.byte_size()), 0) << "the embedding table's pages after a request";
+  }
+  EXPECT_EQ(tables, 1);
   EXPECT_TRUE(std::filesystem::is_empty(dir));
   spilled.reset();
   std::filesystem::remove_all(dir);
