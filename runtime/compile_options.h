@@ -56,6 +56,8 @@ struct CudaOptions {
   bool allow_tf32 = false;
 };
 
+class PackedWeightCache;  // packed_weight_cache.h
+
 struct CompileOptions {
   // Dim name → declared inclusive range (`--dim seq=1..512`). For ONNX models
   // these are the importer's dim_param ranges; for built models they
@@ -70,6 +72,12 @@ struct CompileOptions {
   // after (e.g. persist::ArtifactObjectStore for a cache directory); not
   // owned, may be null. ProgramStats say how many kernels came from it.
   codegen::cpu::ObjectStore* object_store = nullptr;
+  // Packed short-request weight copies are looked up here before packing and
+  // kept here after, so the Programs of one Dispatcher (its polymorphic
+  // entry, buckets and static tiers) share one copy per weight
+  // (packed_weight_cache.h); not owned, may be null (each Program packs its
+  // own). ProgramStats::shared_packed_bytes says how much was shared.
+  PackedWeightCache* packed_weights = nullptr;
   // GEMMs with constant weights also get a short-request path over a packed
   // copy of the weights: shapeshift's skinny GEMM for 1..32 rows where the
   // CPU has AVX2 or AVX-512 (codegen/cpu/skinny_matmul.h), else oneDNN's

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "codegen/cpu/parallel_run.h"
@@ -15,6 +16,7 @@
 #include "graph/constant_spill.h"
 #include "graph/op_table.h"
 #include "passes/pipeline.h"
+#include "runtime/packed_weight_cache.h"
 #include "runtime/program_impl.h"
 #include "runtime/tuning/gemm_tuning.h"
 
@@ -62,6 +64,7 @@ class ProgramBuilder {
     } else {
       pack_small_row_gemms_ = options.pack_small_row_gemms;
       long_rows_on_panels_ = options.long_rows_on_panels;
+      packed_weights_ = options.packed_weights;
       if (absl::Status s = PlanShortRequests(options); !s.ok()) return s;
       if (!survey_) {
         cpu::CpuBackendOptions backend_options;
@@ -189,6 +192,7 @@ class ProgramBuilder {
         }
         src.kind = BufferSource::Kind::kConstant;
         src.constant = root->constant()->raw();
+        src.tensor = root->constant();
         src.constant_bytes = root->constant()->byte_size();
         break;
       case passes::BufferStorage::kGraphOutput:
@@ -438,7 +442,8 @@ class ProgramBuilder {
       if (survey_) return absl::OkStatus();
       std::function<void(const float*, size_t)> release;
       if (panel_rows != nullptr) release = [](const float* begin, size_t bytes) { ReleaseResidentPages(begin, bytes); };
-      SS_ASSIGN_OR_RETURN(packed, skinny->PackB(weights, release));
+      SS_ASSIGN_OR_RETURN(packed, Pack(b, absl::StrCat(record.engine, " ", key),
+                                       [&] { return skinny->PackB(weights, release); }));
       step.skinny = skinny;
       step.panel_rows = panel_rows;
       step.packed_b = std::move(packed);
@@ -460,7 +465,7 @@ class ProgramBuilder {
         impl_.small_rows.push_back(std::move(created));
       }
       if (survey_) return absl::OkStatus();
-      SS_ASSIGN_OR_RETURN(packed, small->PackB(weights));
+      SS_ASSIGN_OR_RETURN(packed, Pack(b, absl::StrCat(record.engine, " ", key), [&] { return small->PackB(weights); }));
       step.small_rows = small;
       step.packed_b = std::move(packed);
     }
@@ -483,6 +488,18 @@ class ProgramBuilder {
     it->second = created->get();
     impl_.panel_rows.push_back(*std::move(created));
     return it->second;
+  }
+
+  // `b`'s packed copy under `packing` (the packer and the GEMM class): the
+  // one an earlier Program of the session made, where there is a cache, or a
+  // new one from `pack`.
+  absl::StatusOr<cpu::PackedWeights> Pack(const BufferSource& b, const std::string& packing,
+                                          absl::FunctionRef<absl::StatusOr<cpu::PackedWeights>()> pack) {
+    if (packed_weights_ == nullptr || b.tensor == nullptr) return pack();
+    bool shared = false;
+    SS_ASSIGN_OR_RETURN(packed, packed_weights_->GetOrPack(*b.tensor, packing, pack, &shared));
+    if (shared) stats_.shared_packed_bytes += packed.bytes();
+    return packed;
   }
 
   ShortRequestGemm& ShortRequestGemmFor(const cpu::MatmulConfig& config) {
@@ -705,6 +722,7 @@ class ProgramBuilder {
   absl::flat_hash_map<std::string, const cpu::PanelRowsMatmul*> panel_rows_by_config_;
   bool pack_small_row_gemms_ = true;
   bool long_rows_on_panels_ = true;
+  PackedWeightCache* packed_weights_ = nullptr;
   const GemmTuning* tuning_ = nullptr;
   std::optional<cpu::SkinnyMatmul::Isa> skinny_isa_;
   int threads_ = 1;

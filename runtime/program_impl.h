@@ -34,6 +34,7 @@ struct BufferSource {
   Kind kind = Kind::kArena;
   int index = -1;                  // kInput / kOutput: position in the graph's list
   const void* constant = nullptr;  // kConstant
+  const Tensor* tensor = nullptr;  // kConstant: the graph's, while compiling
   size_t constant_bytes = 0;       // kConstant: its size (a device program uploads it)
   int offset_slot = -1;            // kArena: tape slot of the byte offset
 };

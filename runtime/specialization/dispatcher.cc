@@ -66,6 +66,7 @@ Dispatcher::Dispatcher(std::unique_ptr<persist::ArtifactCache> disk, std::unique
       env_(std::move(env)),
       options_([&] {
         if (object_store_ != nullptr) options.compile.object_store = object_store_.get();
+        options.compile.packed_weights = packed_weights_.get();
         return std::move(options);
       }()),
       binder_(std::move(binder)),
@@ -429,8 +430,14 @@ absl::StatusOr<std::shared_ptr<const CacheEntry>> Dispatcher::CompileEntry(const
 }
 
 DispatcherStats Dispatcher::stats() const {
-  absl::MutexLock lock(&mu_);
-  return stats_;
+  DispatcherStats s;
+  {
+    absl::MutexLock lock(&mu_);
+    s = stats_;
+  }
+  s.packed_weight_copies = packed_weights_->copies();
+  s.packed_weight_bytes = packed_weights_->bytes();
+  return s;
 }
 
 std::vector<RecompileEvent> Dispatcher::events() const {

@@ -62,6 +62,7 @@
 #include "runtime/input_binder.h"
 #include "runtime/kv_binding.h"
 #include "runtime/persist/artifact_cache.h"
+#include "runtime/packed_weight_cache.h"
 #include "runtime/persist/artifact_object_store.h"
 #include "runtime/persist/entry_store.h"
 #include "runtime/persist/remote_cache.h"
@@ -134,6 +135,11 @@ struct DispatcherStats {
   int64_t remote_loads = 0;          // of cache_loads: entries another replica compiled (remote records)
   int64_t remote_waits = 0;          // compiles this process waited for another replica to finish
   int64_t remote_wait_timeouts = 0;  // waits that ran out (compiled locally instead)
+  // Packed short-request weight copies held for all entries together, one
+  // per weight and packing however many entries read it
+  // (packed_weight_cache.h).
+  int64_t packed_weight_copies = 0;
+  int64_t packed_weight_bytes = 0;
 };
 
 class Dispatcher {
@@ -249,6 +255,9 @@ class Dispatcher {
   std::unique_ptr<persist::TieredEntryStore> objects_;
   std::unique_ptr<persist::TieredEntryStore> manifests_;
   std::unique_ptr<persist::ArtifactObjectStore> object_store_;
+  // Every packed weight copy this dispatcher's compiles made: a bucket or a
+  // tier packs nothing the polymorphic entry already packed.
+  std::unique_ptr<PackedWeightCache> packed_weights_ = std::make_unique<PackedWeightCache>();
   std::string manifest_key_;
   absl::Mutex manifest_mu_;  // one manifest write at a time, latest last
 
