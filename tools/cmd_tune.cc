@@ -37,6 +37,7 @@
 #include "runtime/tuning/gemm_tuning.h"
 #include "tools/args.h"
 #include "tools/command.h"
+#include "graph/constant_spill.h"
 #include "tools/model_loader.h"
 #include "tools/run_cache_dir.h"
 #include "tools/tune_into_file.h"
@@ -50,6 +51,7 @@ namespace cpu = codegen::cpu;
 constexpr char kUsage[] =
     "usage: shapeshift tune MODEL [--dim name=lo..hi]... [-o FILE | --cache-dir DIR] [--isa avx512|avx2]\n"
     "                       [--threads N] [--budget-s S] [--repeats N] [--rows 1,2,4,...] [--json]\n"
+    "                       [--weights-dir DIR | --weights-in-memory]\n"
     "  Measures which engine serves short requests of each of MODEL's constant-weight GEMMs on this\n"
     "  machine (shapeshift's skinny GEMM or oneDNN's, by rows) and writes FILE, for `run --tuning FILE`;\n"
     "  without -o, into the compile cache dir (default $XDG_CACHE_HOME/shapeshift), where `run` finds it.\n"
@@ -58,6 +60,9 @@ constexpr char kUsage[] =
     "  (GEMMs not reached keep the default, and are named). Each class is measured against both engines a\n"
     "  run may serve its other rows on: oneDNN's runtime-M GEMM over the plain weights, and (AVX-512) its\n"
     "  blocked GEMM over the skinny GEMM's panels, which runs with a weights dir (run's default).\n"
+    "  The model's weights go to an unlinked file in the weights dir, as for run (default: weights/ of the\n"
+    "  cache dir), and are never read: tuning measures copies of its own, so a model larger than this\n"
+    "  machine's memory tunes too. --weights-in-memory loads them into memory instead.\n"
     "  Exit: 0 written, 2 bad usage, a model that does not compile, or a FILE that cannot be used.\n";
 
 int Fail(const std::string& message) { return ReportError("tune", kExitUsage, message); }
@@ -126,8 +131,8 @@ int RunTune(const std::vector<std::string>& raw) {
     if (a == "-o") a = "--output";
   }
   FlagSpec spec;
-  spec.valued = {"dim", "output", "isa", "threads", "budget-s", "repeats", "rows", kCacheDirFlag};
-  spec.switches = {"json", kNoCacheFlag};
+  spec.valued = {"dim", "output", "isa", "threads", "budget-s", "repeats", "rows", kCacheDirFlag, kWeightsDirFlag};
+  spec.switches = {"json", kNoCacheFlag, kWeightsInMemoryFlag};
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (args->positional.size() != 1) return Usage("expected exactly one MODEL argument");
@@ -139,21 +144,27 @@ int RunTune(const std::vector<std::string>& raw) {
   const int threads = options->threads > 0 ? options->threads : omp_get_max_threads();
   std::string output = args->Get("output");
   const bool in_cache = output.empty();
+  std::string cache_dir;
   if (in_cache) {
-    absl::StatusOr<std::string> cache_dir = CacheDirFromFlags(*args);
-    if (!cache_dir.ok()) return Usage(std::string(cache_dir.status().message()));
-    if (cache_dir->empty()) return Usage("--no-cache: give -o FILE (there is no cache dir to write the tuning into)");
-    output = runtime::TuningPathInCache(*cache_dir, runtime::HostMachineKey(options->isa, threads));
+    absl::StatusOr<std::string> chosen = CacheDirFromFlags(*args);
+    if (!chosen.ok()) return Usage(std::string(chosen.status().message()));
+    if (chosen->empty()) return Usage("--no-cache: give -o FILE (there is no cache dir to write the tuning into)");
+    cache_dir = *std::move(chosen);
+    output = runtime::TuningPathInCache(cache_dir, runtime::HostMachineKey(options->isa, threads));
   } else if (args->Has(kCacheDirFlag) || args->Has(kNoCacheFlag)) {
     return Usage("give -o FILE or --cache-dir DIR / --no-cache, not both");
   }
+  absl::StatusOr<std::string> weights_dir = WeightsDirFromFlags(*args, cache_dir);
+  if (!weights_dir.ok()) return Usage(std::string(weights_dir.status().message()));
   options->threads = threads;
   if (!json) {
     std::printf("tuning the GEMM classes of %s on the %s core, %d thread(s)\n", Escaped(args->positional[0]).c_str(),
                 cpu::IsaName(options->isa), threads);
     options->on_choice = PrintChoice;
   }
-  absl::StatusOr<ImportedModel> model = LoadModel(args->positional[0], *dims);
+  // Straight from the file into the spill, as for run: never resident.
+  std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(*weights_dir);
+  absl::StatusOr<ImportedModel> model = LoadModel(args->positional[0], *dims, spill.get());
   if (!model.ok()) return Fail(std::string(model.status().message()));
   TuneIntoFileOptions how;
   how.memo = ModelMemo(args->positional[0]);

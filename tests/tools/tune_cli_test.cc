@@ -8,6 +8,8 @@
 // classes that file lacks (against the engine its other rows run on) within
 // --tune-budget-s, once (tools/lazy_tuning.h).
 #include <cstdio>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -170,6 +172,43 @@ TEST(TuneCliTest, BadUsageAndBadFilesAreErrors) {
   CliResult packing = RunShapeshift("run builtin:bert --no-small-row-packing --tuning " + junk, "2>&1");
   EXPECT_EQ(packing.exit_code, 2);
   EXPECT_THAT(packing.output, HasSubstr("--no-small-row-packing removes"));
+}
+
+// tune loads an ONNX file's weights into the weights dir's unlinked file, as
+// run does, and measures the same classes as with them in memory.
+TEST(TuneCliTest, TheWeightsGoToTheWeightsDirAndTheClassesAreTheSame) {
+  if (!HasSkinnyCore()) GTEST_SKIP() << "no skinny GEMM core on this CPU: nothing to tune";
+  const std::string model = Data("models/tiny_bert_opset17.onnx");
+  const std::string on_disk = ProcessTempPath("tune-weights-on-disk.json");
+  const std::string in_memory = ProcessTempPath("tune-weights-in-memory.json");
+  std::remove(on_disk.c_str());
+  std::remove(in_memory.c_str());
+  // Under the build tree: on a disk, where /tmp may be tmpfs.
+  const std::string weights = (std::filesystem::current_path() / ("tune_weights_" + std::to_string(getpid()))).string();
+  CliResult a = RunShapeshift("tune " + model + " -o " + on_disk + " --weights-dir " + weights + " --json " + kQuick,
+                              "2>&1");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  CliResult b = RunShapeshift("tune " + model + " -o " + in_memory + " --weights-in-memory --json " + kQuick, "2>&1");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto classes = [](const std::string& text) {
+    std::vector<std::string> out;
+    const nlohmann::json report = nlohmann::json::parse(text);
+    for (const auto& g : report["tuned"]) out.push_back(g["config"]);
+    return out;
+  };
+  EXPECT_FALSE(classes(a.output).empty()) << a.output;
+  EXPECT_EQ(classes(a.output), classes(b.output));
+  EXPECT_TRUE(std::filesystem::is_directory(weights));
+  EXPECT_TRUE(std::filesystem::is_empty(weights)) << "the file is unlinked";
+  std::filesystem::remove_all(weights);
+
+  CliResult both = RunShapeshift("tune " + model + " -o " + on_disk + " --weights-dir " + weights +
+                                     " --weights-in-memory",
+                                 "2>&1");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_THAT(both.output, HasSubstr("--weights-in-memory"));
+  std::remove(on_disk.c_str());
+  std::remove(in_memory.c_str());
 }
 
 TEST(TuneCliTest, WithoutAFileTuneWritesIntoTheCacheDirAndRunFindsIt) {
