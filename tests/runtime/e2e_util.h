@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "examples/models/bert.h"
 #include "graph/interpreter.h"
 #include "graph/tensor.h"
 #include "graph/tensor_compare.h"
@@ -36,6 +37,19 @@ inline ::testing::AssertionResult TensorsClose(const Tensor& actual, const Tenso
 }
 
 inline double MaxAbsDifference(const Tensor& a, const Tensor& b) { return CompareTensors(a, b).max_abs_error; }
+
+// A 2-layer BERT 128 wide with a 512-wide FFN: every constant-weight GEMM
+// class a real BERT has (Q/K/V, output + residual, FFN up + GELU, FFN down +
+// residual), small enough to compile and tune in a second.
+inline examples::BertConfig SmallBertConfig() {
+  examples::BertConfig config;
+  config.layers = 2;
+  config.hidden = 128;
+  config.heads = 2;
+  config.intermediate = 512;
+  config.vocab = 1024;
+  return config;
+}
 
 // A Session over a model built from `config` (examples/models: BuildBert,
 // BuildGpt2, ...); null, with a test failure naming the error, if the build

@@ -18,21 +18,14 @@
 #include "gtest/gtest.h"
 #include "runtime/program.h"
 #include "runtime/tuning/gemm_tuning.h"
+#include "tests/runtime/e2e_util.h"
 
 namespace shapeshift::runtime {
 namespace {
 
 namespace cpu = codegen::cpu;
 
-absl::StatusOr<ImportedModel> SmallBert() {
-  examples::BertConfig config;
-  config.layers = 2;
-  config.hidden = 128;
-  config.heads = 2;
-  config.intermediate = 512;
-  config.vocab = 1024;
-  return examples::BuildBert(config);
-}
+absl::StatusOr<ImportedModel> SmallBert() { return examples::BuildBert(testing::SmallBertConfig()); }
 
 absl::StatusOr<ImportedModel> SmallGpt2WithCache() {
   examples::Gpt2Config config;

@@ -49,15 +49,7 @@ void WriteText(const std::string& path, const std::string& text) {
 
 std::optional<cpu::SkinnyMatmul::Isa> HostIsa() { return cpu::SkinnyMatmul::HostIsa(); }
 
-BertConfig SmallBert() {
-  BertConfig config;
-  config.layers = 2;
-  config.hidden = 128;
-  config.heads = 2;
-  config.intermediate = 512;
-  config.vocab = 1024;
-  return config;
-}
+BertConfig SmallBert() { return shapeshift::testing::SmallBertConfig(); }
 
 // Every constant-weight GEMM class of `config`'s BERT, as its Program has them.
 std::vector<cpu::MatmulConfig> BertGemms(const BertConfig& config) {

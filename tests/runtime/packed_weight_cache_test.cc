@@ -137,21 +137,11 @@ TEST(PackedWeightCacheTest, ConcurrentCompilesPackOnce) {
   EXPECT_NE(data[0], nullptr);
 }
 
-examples::BertConfig SmallBert() {
-  examples::BertConfig config;
-  config.layers = 2;
-  config.hidden = 128;
-  config.heads = 2;
-  config.intermediate = 512;
-  config.vocab = 1024;
-  return config;
-}
-
 // A bucketed session's entries (one per bucket with traffic) hold one set of
 // packed copies, as one Program would, and every entry's answer is the
 // interpreter's.
 TEST(PackedWeightCacheTest, EveryEntryOfASessionSharesOneSetOfCopies) {
-  const examples::BertConfig config = SmallBert();
+  const examples::BertConfig config = testing::SmallBertConfig();
   absl::StatusOr<ImportedModel> reference = examples::BuildBert(config);
   ASSERT_TRUE(reference.ok()) << reference.status();
   // What one Program of the model packs.
