@@ -442,7 +442,7 @@ class ProgramBuilder {
       if (survey_) return absl::OkStatus();
       std::function<void(const float*, size_t)> release;
       if (panel_rows != nullptr) release = [](const float* begin, size_t bytes) { ReleaseResidentPages(begin, bytes); };
-      SS_ASSIGN_OR_RETURN(packed, Pack(b, absl::StrCat(record.engine, " ", key),
+      SS_ASSIGN_OR_RETURN(packed, Pack(b, PackingKey(record.engine, key),
                                        [&] { return skinny->PackB(weights, release); }));
       step.skinny = skinny;
       step.panel_rows = panel_rows;
@@ -465,7 +465,7 @@ class ProgramBuilder {
         impl_.small_rows.push_back(std::move(created));
       }
       if (survey_) return absl::OkStatus();
-      SS_ASSIGN_OR_RETURN(packed, Pack(b, absl::StrCat(record.engine, " ", key), [&] { return small->PackB(weights); }));
+      SS_ASSIGN_OR_RETURN(packed, Pack(b, PackingKey(record.engine, key), [&] { return small->PackB(weights); }));
       step.small_rows = small;
       step.packed_b = std::move(packed);
     }
@@ -488,6 +488,14 @@ class ProgramBuilder {
     it->second = created->get();
     impl_.panel_rows.push_back(*std::move(created));
     return it->second;
+  }
+
+  // What identifies a packed copy's layout: the packer (kernel and
+  // instruction set), the GEMM class, and the team its primitives were made
+  // for (oneDNN may block for the thread count; the skinny GEMM does not,
+  // but one key rule serves both).
+  std::string PackingKey(const std::string& engine, const std::string& config) const {
+    return absl::StrCat(engine, " ", config, " threads=", threads_);
   }
 
   // `b`'s packed copy under `packing` (the packer and the GEMM class): the
