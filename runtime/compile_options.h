@@ -76,7 +76,7 @@ struct CompileOptions {
   // kept here after, so the Programs of one Dispatcher (its polymorphic
   // entry, buckets and static tiers) share one copy per weight
   // (packed_weight_cache.h); not owned, may be null (each Program packs its
-  // own). ProgramStats::shared_packed_bytes says how much was shared.
+  // own). DispatcherStats::packed_weight_bytes says what is held.
   PackedWeightCache* packed_weights = nullptr;
   // GEMMs with constant weights also get a short-request path over a packed
   // copy of the weights: shapeshift's skinny GEMM for 1..32 rows where the

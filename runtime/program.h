@@ -53,9 +53,6 @@ struct ProgramStats {
   int64_t skinny_gemms = 0;          // of those, on shapeshift's skinny GEMM (the rest: oneDNN's)
   int64_t tuned_gemms = 0;           // constant-weight GEMM steps whose short-request engine CompileOptions::tuning chose
   int64_t packed_weight_bytes = 0;   // the packed weight copies those hold
-  // Of packed_weight_bytes, copies an earlier Program of the same Dispatcher
-  // had made (CompileOptions::packed_weights): packed once, shared.
-  int64_t shared_packed_bytes = 0;
   // Plain weight bytes given back to the OS once their packed copy served
   // every request (a spilled constant's pages: graph/constant_spill.h).
   int64_t released_weight_bytes = 0;

@@ -505,9 +505,7 @@ class ProgramBuilder {
                                           absl::FunctionRef<absl::StatusOr<cpu::PackedWeights>()> pack) {
     if (packed_weights_ == nullptr || b.tensor == nullptr) return pack();
     bool shared = false;
-    SS_ASSIGN_OR_RETURN(packed, packed_weights_->GetOrPack(*b.tensor, packing, pack, &shared));
-    if (shared) stats_.shared_packed_bytes += packed.bytes();
-    return packed;
+    return packed_weights_->GetOrPack(*b.tensor, packing, pack, &shared);
   }
 
   ShortRequestGemm& ShortRequestGemmFor(const cpu::MatmulConfig& config) {
