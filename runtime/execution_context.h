@@ -11,9 +11,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace shapeshift::runtime {
+
+class StepProfile;
 
 // The per-context state of a device Program (its stream, device arena,
 // parameter block and CUDA graphs; runtime/device/device_state.h). Owned by
@@ -44,6 +47,10 @@ class ExecutionContext {
   // the new positions when bound — how a test sees that a bound decode step
   // does not copy its cache.
   int64_t output_bytes_written() const { return output_bytes_written_; }
+  // Times every step of this context's CPU requests into `profile`
+  // (step_profile.h; may be shared by contexts); null: off.
+  void set_step_profile(std::shared_ptr<StepProfile> profile) { step_profile_ = std::move(profile); }
+  StepProfile* step_profile() const { return step_profile_.get(); }
 
   // For device programs (runtime-internal): the state they keep here.
   DeviceContextState* device_state() const { return device_state_.get(); }
@@ -59,6 +66,7 @@ class ExecutionContext {
   int64_t arena_allocations_ = 0;
   int64_t skinny_gemm_calls_ = 0;
   int64_t output_bytes_written_ = 0;
+  std::shared_ptr<StepProfile> step_profile_;
   std::vector<int64_t> slots_;       // evaluated sizes (SymTape slots)
   std::vector<void*> buffers_;       // resolved buffer pointers
   std::vector<void*> call_buffers_;  // one kernel call's buffer array

@@ -1,22 +1,24 @@
 // Program::Run: bind dims, evaluate sizes, run the steps (see program.h).
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/cpu/fused_attention.h"
 #include "codegen/cpu/parallel_run.h"
 #include "runtime/program_impl.h"
+#include "runtime/step_profile.h"
 
 namespace shapeshift::runtime {
 namespace {
 
 namespace cpu = codegen::cpu;
 
-// Gather rows [begin, end) as a kernel for RunParallel. buffers: table,
-// indices, output, first bad position (std::atomic<int64_t>); dims: row
-// bytes, table rows, indices are i32.
+// Gather rows [begin, end) as a kernel for RunParallel.
 // buffers: table, indices, output, the first bad position (atomic), the
 // table's SpilledRange or null; dims: row bytes, rows, i32 indices.
 void GatherRows(int64_t begin, int64_t end, void* const* buffers, const int64_t* dims) {
@@ -59,6 +61,31 @@ absl::Status RunStep(const KernelStep& step, void* const* buffers, const int64_t
   return absl::OkStatus();
 }
 
+// Which engine a GEMM step's request runs on: it depends on the row count.
+enum class MatmulRoute { kSkinny, kPanels, kSmallRows, kOnednn };
+
+MatmulRoute RouteOf(const MatmulStep& step, int64_t m) {
+  if (step.skinny != nullptr && m >= step.skinny->options().min_rows && m <= step.skinny->options().max_rows) {
+    return MatmulRoute::kSkinny;
+  }
+  // With panels every other row count reads them too (fewer rows than a
+  // chunk run on the skinny GEMM), so the plain B is never read.
+  if (step.panel_rows != nullptr) return MatmulRoute::kPanels;
+  if (step.small_rows != nullptr && step.small_rows->Covers(m)) return MatmulRoute::kSmallRows;
+  return MatmulRoute::kOnednn;
+}
+
+// The names ProgramStats::short_request_gemms uses.
+std::string RouteName(const MatmulStep& step, MatmulRoute route) {
+  switch (route) {
+    case MatmulRoute::kSkinny: return absl::StrCat("skinny-", cpu::IsaName(step.skinny->isa()));
+    case MatmulRoute::kPanels: return "onednn-panels";
+    case MatmulRoute::kSmallRows: return "onednn-small-rows";
+    case MatmulRoute::kOnednn: break;
+  }
+  return "onednn";
+}
+
 absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t* slots,
                      const std::vector<KvPair>& pairs, const PairCapacities& capacity, int64_t& skinny_calls) {
   cpu::MatmulShape shape{slots[step.batch], slots[step.m], slots[step.k], slots[step.n]};
@@ -74,21 +101,18 @@ absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t
   ops.bias = step.bias >= 0 ? static_cast<const float*>(buffers[step.bias]) : nullptr;
   ops.residual = step.residual >= 0 ? static_cast<const float*>(buffers[step.residual]) : nullptr;
   ops.c = static_cast<float*>(buffers[step.c]);
-  if (step.skinny != nullptr && shape.m >= step.skinny->options().min_rows &&
-      shape.m <= step.skinny->options().max_rows) {
-    ops.b = step.packed_b.data();
-    ++skinny_calls;
-    return step.skinny->Execute(shape, ops);
-  }
-  // With panels every other row count reads them too (fewer rows than a
-  // chunk run on the skinny GEMM), so the plain B is never read.
-  if (step.panel_rows != nullptr) {
-    ops.b = step.packed_b.data();
-    return step.panel_rows->Execute(shape, ops);
-  }
-  if (step.small_rows != nullptr && step.small_rows->Covers(shape.m)) {
-    ops.b = step.packed_b.data();
-    return step.small_rows->Execute(shape, ops);
+  switch (RouteOf(step, shape.m)) {
+    case MatmulRoute::kSkinny:
+      ops.b = step.packed_b.data();
+      ++skinny_calls;
+      return step.skinny->Execute(shape, ops);
+    case MatmulRoute::kPanels:
+      ops.b = step.packed_b.data();
+      return step.panel_rows->Execute(shape, ops);
+    case MatmulRoute::kSmallRows:
+      ops.b = step.packed_b.data();
+      return step.small_rows->Execute(shape, ops);
+    case MatmulRoute::kOnednn: break;
   }
   return step.matmul->Execute(shape, ops);
 }
@@ -159,6 +183,27 @@ absl::Status RunStep(const AttentionStep& step, void* const* buffers, const int6
     return absl::Status(s.code(), absl::StrCat("attention at node '", step.node_name, "': ", s.message()));
   }
   return absl::OkStatus();
+}
+
+int64_t NanosecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The row of the step profile (step_profile.h) a step's time goes to:
+// steps that do the same thing share one, whichever layer they belong to.
+std::pair<const char*, std::string> ProfileLabel(const Step& step, const int64_t* slots) {
+  if (const auto* k = std::get_if<KernelStep>(&step)) return {"kernel", k->kernel->name};
+  if (const auto* m = std::get_if<MatmulStep>(&step)) {
+    return {"matmul", absl::StrCat(cpu::DescribeConfig(m->matmul->config()), " on ",
+                                   RouteName(*m, RouteOf(*m, slots[m->m])))};
+  }
+  if (const auto* a = std::get_if<AttentionStep>(&step)) {
+    return {"attention", absl::StrCat("head dim ", a->head_dim, a->causal ? ", causal" : "",
+                                      a->mask >= 0 ? ", masked" : "", a->kv_heads != a->heads ? ", grouped" : "")};
+  }
+  if (const auto* c = std::get_if<IndexCheckStep>(&step)) return {"index check", c->op_type};
+  const auto& g = std::get<GatherStep>(step);
+  return {"gather", absl::StrCat(g.row_bytes, "-byte rows", g.table_file ? ", read from the weights file" : "")};
 }
 
 // One pass over the indices (small next to the data they address), before
@@ -375,7 +420,10 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
   ctx.call_buffers_.resize(p.max_call_buffers);
   ctx.call_dims_.resize(p.max_call_dims);
   void* const* buffers = ctx.buffers_.data();
+  StepProfile* const profile = ctx.step_profile_.get();
+  const auto request_start = profile != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   for (const Step& step : p.steps) {
+    const auto step_start = profile != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     absl::Status s;
     if (const auto* k = std::get_if<KernelStep>(&step)) {
       s = RunStep(*k, buffers, slots, capacity, ctx.call_buffers_, ctx.call_dims_);
@@ -389,6 +437,10 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
       s = RunStep(std::get<GatherStep>(step), buffers, slots);
     }
     if (!s.ok()) return s;
+    if (profile != nullptr) {
+      const auto [kind, label] = ProfileLabel(step, slots);
+      profile->Add(kind, label, NanosecondsSince(step_start));
+    }
   }
   // 6. Outputs that live elsewhere (an input, a constant, another output).
   for (size_t i = 0; i < p.outputs.size(); ++i) {
@@ -397,6 +449,7 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
       std::memcpy(outputs[i].mutable_raw(), buffers[p.outputs[i].buffer], outputs[i].byte_size());
     }
   }
+  if (profile != nullptr) profile->AddRequest(NanosecondsSince(request_start));
   return outputs;
 }
 

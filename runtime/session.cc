@@ -139,15 +139,21 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, cons
 }
 
 std::unique_ptr<ExecutionContext> Session::AcquireContext() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (!idle_contexts_.empty()) {
-      std::unique_ptr<ExecutionContext> ctx = std::move(idle_contexts_.back());
-      idle_contexts_.pop_back();
-      return ctx;
-    }
+  absl::MutexLock lock(&mu_);
+  std::unique_ptr<ExecutionContext> ctx;
+  if (idle_contexts_.empty()) {
+    ctx = std::make_unique<ExecutionContext>();
+  } else {
+    ctx = std::move(idle_contexts_.back());
+    idle_contexts_.pop_back();
   }
-  return std::make_unique<ExecutionContext>();
+  ctx->set_step_profile(step_profile_);
+  return ctx;
+}
+
+void Session::ProfileSteps(std::shared_ptr<StepProfile> profile) {
+  absl::MutexLock lock(&mu_);
+  step_profile_ = std::move(profile);
 }
 
 void Session::ReleaseContext(std::unique_ptr<ExecutionContext> context) {

@@ -39,6 +39,7 @@
 #include "graph/tensor.h"
 #include "runtime/compile_options.h"
 #include "runtime/execution_context.h"
+#include "runtime/step_profile.h"
 #include "runtime/program.h"
 #include "runtime/specialization/bucket.h"
 #include "runtime/specialization/dispatcher.h"
@@ -154,6 +155,10 @@ class Session {
   // the policy compiled none.
   const Program* program() const;
   const WeightsPlacement& weights() const { return weights_; }
+  // Times every step of the requests that start after this call into
+  // `profile` (step_profile.h; `run --profile`); null: off again. CPU
+  // programs only.
+  void ProfileSteps(std::shared_ptr<StepProfile> profile);
 
  private:
   Session() = default;
@@ -167,6 +172,7 @@ class Session {
   std::atomic<int64_t> requests_{0};
   absl::Mutex mu_;
   std::vector<std::unique_ptr<ExecutionContext>> idle_contexts_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<StepProfile> step_profile_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shapeshift::runtime

@@ -116,6 +116,7 @@
 #include "tools/run_io.h"
 #include "tools/run_replay.h"
 #include "tools/run_replay_report.h"
+#include "tools/step_profile_report.h"
 #include "tools/terminal_text.h"
 #include "tools/trace.h"
 #include "tools/lazy_tuning.h"
@@ -131,6 +132,8 @@ constexpr char kUsage[] =
     "                      [--recompile-log PATH] [--recompile-limit N] [--seed S] [--json] [--print-after=PASS]...\n"
     "         one shape:   [--input NAME=SHAPE]... [--bind SYMBOL=N]... [--repeats N] [--check]\n"
     "                      [--inputs-from DIR] [--save-outputs DIR]   (DIR/input_K.pb, DIR/output_K.pb)\n"
+    "                      [--profile]   (where the repeats' time goes: per kernel, GEMM class and the engine\n"
+    "                      that ran it, attention; CPU programs)\n"
     "         a trace:     --trace lognormal:N[:SEED]|decode:N|file:PATH [--check-every K]\n"
     "         metrics:     [--metrics] [--metrics-format text|prometheus]\n"
     "         cache:       [--cache-dir DIR | --no-cache]   (default $XDG_CACHE_HOME/shapeshift)\n"
@@ -173,6 +176,7 @@ struct RunFlags {
   bool pack_small_row_gemms = true;  // --no-small-row-packing: one copy of the weights, slower short requests
   bool long_rows_on_panels = false;  // --panel-long-rows: long requests on the packed copy
   bool fuse_attention = true;        // --no-fused-attention: two GEMMs, softmax and transposes per attention
+  bool profile = false;              // --profile: where the repeats' time goes, step by step
   std::string weights_dir;           // --weights-dir (default under the cache dir); empty: --weights-in-memory
   std::shared_ptr<const runtime::GemmTuning> tuning;  // --tuning FILE, or the cache dir's, read and parsed
   std::string tuning_file;                            // where `tuning` came from; empty: none
@@ -193,7 +197,7 @@ int Fail(int code, const std::string& message) { return ReportError("run", code,
 // Flags of one mode given in the other are errors, not silently ignored.
 absl::Status CheckModeFlags(const ParsedArgs& args) {
   const bool trace = args.Has("trace");
-  for (const char* flag : {"input", "bind", "repeats", "check", "inputs-from", "save-outputs"}) {
+  for (const char* flag : {"input", "bind", "repeats", "check", "inputs-from", "save-outputs", "profile"}) {
     if (trace && args.Has(flag)) {
       return absl::InvalidArgumentError(absl::StrCat("--", flag, " is for one request shape; a --trace sets the shapes",
                                                      std::string(flag) == "check" ? " (and checks with --check-every)" : ""));
@@ -212,7 +216,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
                  "policy", "trace", "check-every", "recompile-log", "recompile-limit", "metrics-format", kCacheDirFlag,
                  "inputs-from", "save-outputs", "tuning", "tune-budget-s", kWeightsDirFlag};
   spec.switches = {"check", "json", "metrics", kNoCacheFlag, "no-small-row-packing", "panel-long-rows",
-                   kWeightsInMemoryFlag, "no-fused-attention"};
+                   kWeightsInMemoryFlag, "no-fused-attention", "profile"};
   for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
   spec.valued.insert(kSignKeyFileFlag);
   AddDeviceFlags(&spec);
@@ -271,6 +275,7 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   flags.pack_small_row_gemms = !args->Has("no-small-row-packing");
   flags.long_rows_on_panels = args->Has("panel-long-rows");
   flags.fuse_attention = !args->Has("no-fused-attention");
+  flags.profile = args->Has("profile");
   absl::StatusOr<std::string> weights_dir = WeightsDirFromFlags(*args, flags.cache_dir);
   if (!weights_dir.ok()) return weights_dir.status();
   flags.weights_dir = *std::move(weights_dir);
@@ -284,6 +289,9 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
   }
   if (absl::Status s = ApplyDeviceFlags(*args, &flags.device); !s.ok()) return s;
   if (flags.tuning != nullptr) flags.tuning_file = args->Get("tuning");
+  if (flags.profile && flags.device.device != runtime::Device::kCpu) {
+    return absl::InvalidArgumentError("--profile times the steps of CPU programs; a device's run asynchronously");
+  }
   absl::StatusOr<double> budget = TuneBudgetFromFlags(*args);
   if (!budget.ok()) return budget.status();
   flags.tune_budget_s = *budget;
@@ -588,6 +596,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   nlohmann::ordered_json output_summaries = nlohmann::ordered_json::array();
   std::optional<TensorComparison> comparison;
   double first_result_ms = 0;
+  std::shared_ptr<runtime::StepProfile> profile = flags.profile ? std::make_shared<runtime::StepProfile>() : nullptr;
   for (int64_t i = 0; i <= flags.repeats; ++i) {
     Clock::time_point start = Clock::now();
     absl::StatusOr<std::vector<Tensor>> result = session.Run(*inputs);
@@ -595,6 +604,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
     if (!result.ok()) return Fail(kExitUsage, std::string(result.status().message()));
     latencies_ms.push_back(ms);
     if (i > 0) continue;
+    if (profile != nullptr) session.ProfileSteps(profile);  // the repeats, not the first run
     first_result_ms = std::chrono::duration<double, std::milli>(Clock::now() - flags.started).count();
     for (size_t k = 0; k < result->size(); ++k) {
       output_summaries.push_back(OutputSummary(prepared->output_names.at(k), (*result)[k]));
@@ -655,12 +665,14 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
   r["time_to_first_result_ms"] = first_result_ms;
   AddFleetReport(session, !flags.remote_cache.url.empty(), r);
   AddDeviceReport(flags, session, r);
+  if (profile != nullptr) r["step_profile"] = StepProfileJson(*profile);
   if (flags.json) {
     EmitMetrics(flags, session, r);
     std::printf("%s\n", JsonText(r).c_str());
   } else {
     PrintNotes(r);
     PrintShapeText(r);
+    if (profile != nullptr) PrintStepProfile(r["step_profile"]);
     PrintDeviceReport(r);
     EmitMetrics(flags, session, r);
   }

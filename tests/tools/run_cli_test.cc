@@ -128,6 +128,39 @@ TEST(RunCliTest, MetricsAsJsonTextAndPrometheus) {
   EXPECT_THAT(r.out, HasSubstr("shapeshift_compiles_total{tier=\"polymorphic\"} 1\n"));
 }
 
+// `--profile`: the repeats' time per step label; the rows' calls per
+// request are the program's steps, their time within the request's.
+TEST(RunCliTest, ProfileSaysWhereTheRepeatsTimeGoes) {
+  RunResult r = RunCli("builtin:bert --input input_ids=1x9 --repeats 3 --profile --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& p = j["step_profile"];
+  EXPECT_EQ(p["requests"], 3);  // the repeats, not the first run
+  double kernel_calls = 0, attention_calls = 0, matmul_calls = 0, rows_ms = 0;
+  for (const nlohmann::json& row : p["rows"]) {
+    rows_ms += row["ms"].get<double>();
+    EXPECT_GE(row["share"].get<double>(), 0.0);
+    EXPECT_LE(row["share"].get<double>(), 1.0);
+    if (row["kind"] == "kernel") kernel_calls += row["calls"].get<double>();
+    if (row["kind"] == "attention") attention_calls += row["calls"].get<double>();
+    if (row["kind"] == "matmul") {
+      matmul_calls += row["calls"].get<double>();
+      EXPECT_THAT(row["label"].get<std::string>(), ::testing::StartsWith("matmul["));
+      EXPECT_THAT(row["label"].get<std::string>(), HasSubstr(" on "));
+    }
+  }
+  EXPECT_EQ(attention_calls, j["fused_attentions"].get<double>());
+  EXPECT_GT(kernel_calls, 0);
+  EXPECT_GT(matmul_calls, 0);
+  EXPECT_NEAR(rows_ms, p["steps_ms"].get<double>(), 1e-6);
+  EXPECT_LE(p["steps_ms"].get<double>(), p["request_ms"].get<double>());
+
+  RunResult text = RunCli("builtin:bert --input input_ids=1x9 --repeats 2 --profile");
+  ASSERT_EQ(text.exit_code, 0) << text.out << text.err;
+  EXPECT_THAT(text.out, HasSubstr("step profile: 2 request(s)"));
+  EXPECT_THAT(text.out, HasSubstr(" attention "));
+}
+
 TEST(RunCliTest, BadArgumentsExitTwoNamingTheCulprit) {
   struct Case {
     const char* args;
@@ -151,6 +184,8 @@ TEST(RunCliTest, BadArgumentsExitTwoNamingTheCulprit) {
                         Case{"builtin:bert --bogus", "bogus"},
                         Case{"builtin:bert --weights-dir /tmp/w --weights-in-memory", "are exclusive"},
                         Case{"builtin:bert --weights-dir=", "--weights-dir: empty path"},
+                        Case{"builtin:bert --trace decode:4 --profile", "--profile is for one request shape"},
+                        Case{"builtin:bert --profile --device cuda", "--profile times the steps of CPU programs"},
                         Case{"/nonexistent/model.onnx", "/nonexistent/model.onnx"}}) {
     RunResult r = RunCli(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.out << r.err;
