@@ -65,6 +65,7 @@ std::vector<Shape> Shapes(const std::vector<std::string>& families) {
   std::vector<Shape> all = {
       {"bert", "qkv 768x768+bias", gemm(768, 768, true)},
       {"bert", "ffn-up 768x3072+bias+gelu", gemm(768, 3072, true, MatmulActivation::kGeluErf)},
+      {"bert", "ffn-up 768x3072+bias, no gelu", gemm(768, 3072, true)},  // the GELU epilogue's cost
       {"bert", "ffn-down 3072x768+bias", gemm(3072, 768, true)},
       {"gpt2", "lm-head 768x50257 (wte^T)", gemm(768, 50257, false, MatmulActivation::kNone, true)},
       {"llama", "q/o 2048x2048", gemm(2048, 2048, false)},

@@ -189,24 +189,28 @@ absl::Status CheckOptions(const TunerOptions& o) {
   return absl::OkStatus();
 }
 
+// The sweep goes on past a lost point and stops after two in a row.
+constexpr int kLossesInARowToStop = 2;
+
 // Against the blocked GEMM over the panels: a request of fewer rows than its
 // smallest chunk runs wholly on the skinny GEMM there too, so only the grid's
 // points from that chunk up are measured; the skinny GEMM keeps every row
-// count below it (skinny_max_rows at least the chunk - 1) and the points from
-// it up to its last win before the panels win.
+// count below it (skinny_max_rows at least the chunk - 1) and the points up
+// to SkinnyRangeEnd's.
 absl::StatusOr<GemmChoice> SweepAgainstPanels(SkinnyEngine& skinny, Operands* operands, const TunerOptions& o,
                                               GemmChoice choice) {
   SS_ASSIGN_OR_RETURN(panels, CreatePanelEngine(skinny, operands));
   const int64_t chunk = cpu::PanelRowsMatmul::kChunkRows.back();
   choice.skinny_min_rows = 1;
-  choice.skinny_max_rows = chunk - 1;
+  int losses = 0;
   for (int64_t m : o.rows) {
     if (m < chunk) continue;
     SS_ASSIGN_OR_RETURN(t, Interleaved({&skinny, panels.get()}, m, o.repeats));
     choice.measured.push_back({m, t[0] * 1e6, t[1] * 1e6});
-    if (t[0] >= t[1]) break;
-    choice.skinny_max_rows = m;
+    losses = t[0] < t[1] ? 0 : losses + 1;
+    if (losses == kLossesInARowToStop) break;
   }
+  choice.skinny_max_rows = std::max(chunk - 1, SkinnyRangeEnd(choice.measured));
   return choice;
 }
 
@@ -251,25 +255,43 @@ absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerO
   // The rows sweep, skinny against oneDNN.
   SS_ASSIGN_OR_RETURN(onednn, CreateOnednnEngine(plain, &operands));
   // The skinny GEMM's range starts at the first of the grid's first two
-  // points it wins (oneDNN's gemv can win m = 1 alone) and ends at the last
-  // point before it loses again.
+  // points it wins (oneDNN's gemv can win m = 1 alone) and ends at
+  // SkinnyRangeEnd's point of those from the start on.
+  size_t start = o.rows.size();
+  int losses = 0;
   for (size_t i = 0; i < o.rows.size(); ++i) {
     const int64_t m = o.rows[i];
     SS_ASSIGN_OR_RETURN(t, Interleaved({skinny.get(), onednn.get()}, m, o.repeats));
     choice.measured.push_back({m, t[0] * 1e6, t[1] * 1e6});
     const bool won = t[0] < t[1];
-    if (won) {
-      if (choice.skinny_max_rows == 0) choice.skinny_min_rows = i == 0 ? 1 : m;
-      choice.skinny_max_rows = m;
+    if (start == o.rows.size()) {
+      if (won) start = i;
+      if (!won && i >= 1) break;  // lost at both of the first two points
       continue;
     }
-    if (choice.skinny_max_rows > 0 || i >= 1) break;
+    losses = won ? 0 : losses + 1;
+    if (losses == kLossesInARowToStop) break;
   }
-  if (choice.skinny_max_rows == 0) choice.skinny_min_rows = 1;
+  choice.skinny_min_rows = 1;
+  choice.skinny_max_rows = 0;
+  if (start < o.rows.size()) {
+    choice.skinny_max_rows = SkinnyRangeEnd(absl::MakeConstSpan(choice.measured).subspan(start));
+    if (choice.skinny_max_rows > 0) choice.skinny_min_rows = start == 0 ? 1 : o.rows[start];
+  }
   return choice;
 }
 
 }  // namespace
+
+int64_t SkinnyRangeEnd(absl::Span<const GemmTiming> points) {
+  int64_t end = 0;
+  double gain = 0, best = 0;
+  for (const GemmTiming& p : points) {
+    gain += p.onednn_us / p.skinny_us - 1;
+    if (gain > best) best = gain, end = p.m;
+  }
+  return end;
+}
 
 int64_t DefaultColdBytes() {
   // The kernel's cache description (glibc's sysconf has reported an AMD

@@ -53,7 +53,7 @@ struct TunerOptions {
   // The OpenMP team the engines run with (and the tuning is keyed on);
   // 0 = the calling thread's omp_get_max_threads().
   int threads = 0;
-  std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256};  // ascending
+  std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512};  // ascending
   std::vector<int64_t> prefetch = {0, 16, 32, 64};
   int64_t prefetch_at_rows = 8;
   int repeats = 7;
@@ -88,6 +88,16 @@ struct TuneReport {
   // class, however large.
   int64_t peak_copy_bytes = 0;
 };
+
+// Where the skinny GEMM's range ends, given its timings against the other
+// engine (GemmTiming::onednn_us: the runtime-M GEMM or the panels) at
+// ascending grid points, the range's start first: at the point whose prefix
+// saves the most, summing each point's relative gain (other / skinny - 1,
+// negative where it lost). One point lost by a hair between wins — a tie
+// that a shared machine's noise decides — does not cut the range short; a
+// loss that outweighs the wins before it does. 0: no prefix saves anything.
+// The sweep measures past a lost point and stops after two in a row.
+int64_t SkinnyRangeEnd(absl::Span<const GemmTiming> points);
 
 // Errors: INVALID_ARGUMENT for options out of range (naming the option),
 // FAILED_PRECONDITION when this CPU cannot run `isa`, and whatever an engine

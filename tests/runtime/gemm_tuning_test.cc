@@ -11,6 +11,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -336,24 +337,50 @@ TEST(GemmTunerTest, MeasuresEveryClassAndDecidesFromItsOwnTimings) {
   for (const auto& [config, choice] : report->tuning.gemms) {
     ASSERT_FALSE(choice.measured.empty()) << config;
     EXPECT_TRUE(choice.prefetch_rows == 0 || choice.prefetch_rows == 16) << config;
-    // The decision is the first run of wins starting at one of the grid's
-    // first two points, from the file's own timings.
-    int64_t lo = 0, hi = 0;
-    for (size_t i = 0; i < choice.measured.size(); ++i) {
+    // The decision from the file's own timings: the range starts at the
+    // first of the grid's first two points won and ends where the points
+    // from there on save the most, summed as relative gains.
+    size_t start = choice.measured.size();
+    for (size_t i = 0; i < std::min<size_t>(2, choice.measured.size()); ++i) {
       const GemmTiming& t = choice.measured[i];
       EXPECT_GT(t.skinny_us, 0);
       EXPECT_GT(t.onednn_us, 0);
-      const bool won = t.skinny_us < t.onednn_us;
-      if (won && hi == 0) lo = t.m;
-      if (won) hi = t.m;
-      if (!won && (hi > 0 || i >= 1)) break;
+      if (t.skinny_us < t.onednn_us) {
+        start = i;
+        break;
+      }
+    }
+    int64_t hi = 0;
+    double gain = 0, best = 0;
+    for (size_t i = start; i < choice.measured.size(); ++i) {
+      gain += choice.measured[i].onednn_us / choice.measured[i].skinny_us - 1;
+      if (gain > best) best = gain, hi = choice.measured[i].m;
     }
     EXPECT_EQ(choice.skinny_max_rows, hi) << config;
-    EXPECT_EQ(choice.skinny_min_rows, hi == 0 ? 1 : lo) << config;
-    // The sweep stops at the loss that ends the range, or runs the whole grid.
-    const GemmTiming& last = choice.measured.back();
-    EXPECT_TRUE(last.skinny_us >= last.onednn_us || last.m == options.rows.back()) << config;
+    EXPECT_EQ(choice.skinny_min_rows, hi == 0 || start == 0 ? 1 : choice.measured[start].m) << config;
+    // The sweep stops after two losses in a row (or at both of the first
+    // two points), or runs the whole grid.
+    const size_t n = choice.measured.size();
+    auto lost = [&](size_t i) { return choice.measured[i].skinny_us >= choice.measured[i].onednn_us; };
+    EXPECT_TRUE(choice.measured.back().m == options.rows.back() || (n >= 2 && lost(n - 1) && lost(n - 2))) << config;
   }
+}
+
+// The range's end, on timings made up to show the rule: a point lost by a
+// hair between wins does not cut it; a loss larger than the wins before it
+// does; no win, no range.
+TEST(GemmTunerTest, TheRangeEndsWhereItsPointsSaveTheMost) {
+  auto at = [](int64_t m, double skinny, double other) { return GemmTiming{m, skinny, other}; };
+  // 128 lost by 1% between wins of 10%: the range goes on to 256.
+  EXPECT_EQ(SkinnyRangeEnd({at(32, 90, 100), at(64, 90, 100), at(128, 101, 100), at(192, 90, 100),
+                            at(256, 90, 100), at(384, 110, 100), at(512, 120, 100)}),
+            256);
+  // A loss that outweighs the wins before it ends the range before it.
+  EXPECT_EQ(SkinnyRangeEnd({at(32, 95, 100), at(64, 200, 100), at(128, 90, 100)}), 32);
+  // Gains far enough past it do bring the range beyond it.
+  EXPECT_EQ(SkinnyRangeEnd({at(32, 95, 100), at(64, 105, 100), at(128, 50, 100)}), 128);
+  EXPECT_EQ(SkinnyRangeEnd({at(32, 100, 100), at(64, 120, 100)}), 0);
+  EXPECT_EQ(SkinnyRangeEnd({}), 0);
 }
 
 // Against the panels: below the smallest chunk both engines run the skinny
@@ -377,14 +404,9 @@ TEST(GemmTunerTest, AgainstThePanelsOnlyRowsFromTheSmallestChunkUpAreMeasured) {
   const GemmChoice& choice = report->tuning.panel_gemms.begin()->second;
   const int64_t chunk = cpu::PanelRowsMatmul::kChunkRows.back();
   ASSERT_FALSE(choice.measured.empty());
-  int64_t hi = chunk - 1;
-  for (const GemmTiming& t : choice.measured) {
-    EXPECT_GE(t.m, chunk);
-    if (t.skinny_us >= t.onednn_us) break;
-    hi = t.m;
-  }
+  for (const GemmTiming& t : choice.measured) EXPECT_GE(t.m, chunk);
   EXPECT_EQ(choice.skinny_min_rows, 1);
-  EXPECT_EQ(choice.skinny_max_rows, hi);
+  EXPECT_EQ(choice.skinny_max_rows, std::max(chunk - 1, SkinnyRangeEnd(choice.measured)));
 }
 
 // What the measurement adds to the peak RSS is reported from the copies it
