@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -90,6 +91,58 @@ absl::StatusOr<Tensor> ConstantSpill::Spill(const Tensor& tensor) {
 
 absl::StatusOr<Tensor> ConstantSpill::SpillBytes(DType dtype, const std::vector<int64_t>& shape, const void* data,
                                                  size_t bytes) {
+  const char* src = static_cast<const char*>(data);
+  return Place(dtype, shape, bytes, [&](int64_t offset) -> absl::Status {
+    for (size_t done = 0; done < bytes;) {
+      const ssize_t n = pwrite(*fd_, src + done, bytes - done, offset + static_cast<int64_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Errno(absl::StrCat("writing ", bytes, " bytes to weights directory '", dir_, "'"));
+      done += static_cast<size_t>(n);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<Tensor> ConstantSpill::SpillFromFile(DType dtype, const std::vector<int64_t>& shape, int src_fd,
+                                                    int64_t src_offset, size_t bytes) {
+  return Place(dtype, shape, bytes, [&](int64_t offset) -> absl::Status {
+    size_t done = 0;
+    // The kernel copies between the two files: no byte passes through this
+    // process's memory. Across filesystems (or where the kernel cannot),
+    // through a buffer of 8 MiB.
+    while (done < bytes) {
+      loff_t in = src_offset + static_cast<loff_t>(done);
+      loff_t out = offset + static_cast<loff_t>(done);
+      const ssize_t n = copy_file_range(src_fd, &in, *fd_, &out, bytes - done, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) break;
+      if (n < 0) return Errno(absl::StrCat("copying ", bytes, " bytes to weights directory '", dir_, "'"));
+      if (n == 0) return absl::DataLossError("the source file ended before the tensor's bytes");
+      done += static_cast<size_t>(n);
+    }
+    if (done == bytes) return absl::OkStatus();
+    std::vector<char> buffer(std::min<size_t>(bytes - done, size_t{8} << 20));
+    while (done < bytes) {
+      const size_t want = std::min(buffer.size(), bytes - done);
+      const ssize_t got = pread(src_fd, buffer.data(), want, src_offset + static_cast<int64_t>(done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Errno("reading the source file");
+      if (got == 0) return absl::DataLossError("the source file ended before the tensor's bytes");
+      for (ssize_t put = 0; put < got;) {
+        const ssize_t n = pwrite(*fd_, buffer.data() + put, static_cast<size_t>(got - put),
+                                 offset + static_cast<int64_t>(done) + put);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return Errno(absl::StrCat("writing ", bytes, " bytes to weights directory '", dir_, "'"));
+        put += n;
+      }
+      done += static_cast<size_t>(got);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<Tensor> ConstantSpill::Place(DType dtype, const std::vector<int64_t>& shape, size_t bytes,
+                                            absl::FunctionRef<absl::Status(int64_t offset)> write) {
   // The bytes must be exactly the shape's before anything is written.
   absl::StatusOr<size_t> expected = Tensor::ByteSizeOf(dtype, shape);
   if (!expected.ok()) return expected.status();
@@ -102,18 +155,12 @@ absl::StatusOr<Tensor> ConstantSpill::SpillBytes(DType dtype, const std::vector<
                                                      " more bytes would pass the spill's capacity of ", capacity_));
   }
   const int64_t offset = offset_;
-  const char* src = static_cast<const char*>(data);
   // The blocks reserved before the write (ext4 then skips delayed
   // allocation page by page; measured, GPT-2's 652 MB loaded in 1.0-1.9 s
   // more than in memory without this, 0.5-0.9 s with it, on a noisy VM).
-  // Where the filesystem cannot, pwrite allocates.
+  // Where the filesystem cannot, the write allocates.
   (void)fallocate(*fd_, 0, offset, static_cast<off_t>(bytes));
-  for (size_t done = 0; done < bytes;) {
-    const ssize_t n = pwrite(*fd_, src + done, bytes - done, offset + static_cast<int64_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Errno(absl::StrCat("writing ", bytes, " bytes to weights directory '", dir_, "'"));
-    done += static_cast<size_t>(n);
-  }
+  if (absl::Status s = write(offset); !s.ok()) return s;
   void* map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, *fd_, offset);
   if (map == MAP_FAILED) return Errno(absl::StrCat("mapping ", bytes, " bytes of weights directory '", dir_, "'"));
   {

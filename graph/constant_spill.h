@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
@@ -62,9 +63,19 @@ class ConstantSpill {
   // weight read from a model is never also copied into the heap.
   absl::StatusOr<Tensor> SpillBytes(DType dtype, const std::vector<int64_t>& shape, const void* bytes, size_t size);
 
+  // The same for `bytes` bytes at `src_offset` of the open file `src_fd`
+  // (a model's external data), copied file to file by the kernel where it
+  // can (copy_file_range): they never pass through this process's memory.
+  absl::StatusOr<Tensor> SpillFromFile(DType dtype, const std::vector<int64_t>& shape, int src_fd,
+                                       int64_t src_offset, size_t bytes);
+
   int64_t bytes_written() const { return bytes_written_; }
 
  private:
+  // Checks the size and the capacity, reserves the blocks, calls
+  // write(offset in this file), then maps what it wrote.
+  absl::StatusOr<Tensor> Place(DType dtype, const std::vector<int64_t>& shape, size_t bytes,
+                               absl::FunctionRef<absl::Status(int64_t offset)> write);
   ConstantSpill(std::string dir, std::shared_ptr<const int> fd, int64_t capacity)
       : dir_(std::move(dir)), fd_(std::move(fd)), capacity_(capacity) {}
   std::string dir_;

@@ -4,7 +4,12 @@
 // no other code needs to know about the variants.
 #include "graph/tensor_proto.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -35,21 +40,26 @@ absl::Status CopyTypedField(const Field& field, Tensor* tensor, const std::strin
   return absl::OkStatus();
 }
 
-absl::Status CopyRawBytes(const std::string& bytes, Tensor* tensor, const std::string& what) {
-  if (bytes.size() != tensor->byte_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", bytes.size(),
-                                                   " bytes but its shape and type need ",
-                                                   tensor->byte_size()));
+// An open file descriptor, closed on scope exit.
+class FileCloser {
+ public:
+  explicit FileCloser(int fd) : fd_(fd) {}
+  ~FileCloser() {
+    if (fd_ >= 0) close(fd_);
   }
-  if (!bytes.empty()) std::memcpy(tensor->mutable_raw(), bytes.data(), bytes.size());
-  return absl::OkStatus();
-}
+  FileCloser(const FileCloser&) = delete;
+  FileCloser& operator=(const FileCloser&) = delete;
 
-// Reads `length` bytes at `offset` of the external file named by the proto,
-// refusing paths that leave `base_dir` (a model must not read arbitrary files).
-absl::StatusOr<std::string> ReadExternalData(const onnx::TensorProto& proto,
-                                             const std::string& base_dir,
-                                             const std::string& what) {
+ private:
+  int fd_;
+};
+
+// Opens the external file named by the proto and checks the range it names,
+// refusing paths that leave `base_dir` (a model must not read arbitrary
+// files). Reads nothing: `bytes` says where the tensor's bytes are, and
+// `bytes->fd` is the caller's to close.
+absl::Status OpenExternalData(const onnx::TensorProto& proto, const std::string& base_dir, const std::string& what,
+                              RawBytes* bytes) {
   std::string location;
   int64_t offset = 0;
   int64_t length = -1;
@@ -76,24 +86,26 @@ absl::StatusOr<std::string> ReadExternalData(const onnx::TensorProto& proto,
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": external data location '", location, "' is outside ", base.string()));
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat(what, ": cannot open external data file ", file.string()));
+  // O_NONBLOCK: a FIFO named as the data is refused below, not waited on.
+  const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0) close(fd);
+    return absl::NotFoundError(absl::StrCat(what, ": cannot open external data file ", file.string()));
   }
-  in.seekg(0, std::ios::end);
-  const int64_t file_size = static_cast<int64_t>(in.tellg());
-  if (length < 0) length = file_size - offset;
+  const int64_t file_size = static_cast<int64_t>(st.st_size);
+  if (length < 0) length = std::max<int64_t>(file_size - offset, 0);
   if (offset > file_size || length > file_size - offset) {
+    close(fd);
     return absl::InvalidArgumentError(absl::StrCat(what, ": external data range [", offset, ", +",
                                                    length, ") exceeds file ", file.string(), " (",
                                                    file_size, " bytes)"));
   }
-  std::string bytes(static_cast<size_t>(length), '\0');
-  in.seekg(offset);
-  in.read(bytes.data(), length);
-  if (!in) return absl::DataLossError(absl::StrCat(what, ": short read from ", file.string()));
-  return bytes;
+  bytes->fd = fd;
+  bytes->offset = offset;
+  bytes->size = static_cast<size_t>(length);
+  bytes->file = file.string();
+  return absl::OkStatus();
 }
 
 // The element count a shape declares, refusing negative dims and counts that
@@ -167,18 +179,19 @@ absl::StatusOr<Tensor> DecodeTensorProto(const onnx::TensorProto& proto, const s
   absl::StatusOr<int64_t> declared = DeclaredElementCount(shape, what);
   if (!declared.ok()) return declared.status();
   const int64_t declared_bytes = *declared * static_cast<int64_t>(DTypeSize(*dtype));
-  std::string external_bytes;
-  const std::string* raw = nullptr;
+  RawBytes raw_bytes;
+  const RawBytes* raw = nullptr;
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    absl::StatusOr<std::string> bytes = ReadExternalData(proto, base_dir, what);
-    if (!bytes.ok()) return bytes.status();
-    external_bytes = *std::move(bytes);
-    raw = &external_bytes;
+    if (absl::Status s = OpenExternalData(proto, base_dir, what, &raw_bytes); !s.ok()) return s;
+    raw = &raw_bytes;
   } else if (proto.has_raw_data()) {
-    raw = &proto.raw_data();
+    raw_bytes.memory = &proto.raw_data();
+    raw_bytes.size = proto.raw_data().size();
+    raw = &raw_bytes;
   }
-  if (raw != nullptr && static_cast<int64_t>(raw->size()) != declared_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", raw->size(),
+  FileCloser closer(raw_bytes.fd);
+  if (raw != nullptr && static_cast<int64_t>(raw->size) != declared_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", raw->size,
                                                    " bytes but its shape and type need ",
                                                    declared_bytes));
   }
@@ -191,17 +204,43 @@ absl::StatusOr<Tensor> DecodeTensorProto(const onnx::TensorProto& proto, const s
     if (!made.ok()) return absl::Status(made.status().code(), absl::StrCat(what, ": ", made.status().message()));
     if (made->has_value()) return **std::move(made);
   }
-  absl::StatusOr<Tensor> tensor = Tensor::Zeros(*dtype, shape);
+  // Raw bytes go straight into the tensor's storage: it is not zeroed first,
+  // and an external file's bytes never pass through a buffer of their own.
+  absl::StatusOr<Tensor> tensor =
+      raw != nullptr ? Tensor::Uninitialized(*dtype, shape,
+                                             [](size_t bytes) {
+                                               return std::shared_ptr<std::byte[]>(new std::byte[bytes]);
+                                             })
+                     : Tensor::Zeros(*dtype, shape);
   if (!tensor.ok()) {
     return absl::Status(tensor.status().code(), absl::StrCat(what, ": ", tensor.status().message()));
   }
-  absl::Status copied =
-      raw != nullptr ? CopyRawBytes(*raw, &*tensor, what) : CopyTypedData(proto, &*tensor, what);
-  if (!copied.ok()) return copied;
+  if (raw == nullptr) {
+    if (absl::Status s = CopyTypedData(proto, &*tensor, what); !s.ok()) return s;
+    return tensor;
+  }
+  if (absl::Status s = raw->ReadInto(tensor->mutable_raw()); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+  }
   return tensor;
 }
 
 }  // namespace
+
+absl::Status RawBytes::ReadInto(void* dst) const {
+  if (memory != nullptr) {
+    if (size > 0) std::memcpy(dst, memory->data(), size);
+    return absl::OkStatus();
+  }
+  char* out = static_cast<char*>(dst);
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = pread(fd, out + done, size - done, offset + static_cast<int64_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return absl::DataLossError(absl::StrCat("short read from ", file));
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
                                        const std::string& what) {

@@ -22,13 +22,26 @@ namespace shapeshift {
 // `what` names the tensor in error messages (e.g. "initializer 'bert.w0'").
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
                                        const std::string& what);
+// A tensor's raw bytes, where they are: the message's raw_data, or a range
+// of an external data file (open while a RawTensorMaker runs, its range
+// checked against the file's size). Nothing is read until asked.
+struct RawBytes {
+  const std::string* memory = nullptr;  // the message's bytes; null: external
+  int fd = -1;                          // external: the file, read with pread
+  int64_t offset = 0;
+  size_t size = 0;
+  std::string file;  // external: its path, for messages
+  // All `size` bytes into `dst`; DATA_LOSS naming the file on a short read.
+  absl::Status ReadInto(void* dst) const;
+};
 // The same, but a tensor stored as raw bytes (in the message or an external
 // file) is first offered to `raw(dtype, shape, bytes)` once its header and
 // size are checked: a tensor it makes is the result (how the importer writes
 // large weights straight to a spill file, graph/constant_spill.h, never
-// copying them into the heap); nullopt decodes it into memory as usual.
+// copying them into the heap); nullopt decodes it into memory as usual —
+// an external one read straight into the tensor's storage.
 using RawTensorMaker = absl::FunctionRef<absl::StatusOr<std::optional<Tensor>>(
-    DType, const std::vector<int64_t>&, const std::string& bytes)>;
+    DType, const std::vector<int64_t>&, const RawBytes& bytes)>;
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
                                        const std::string& what, RawTensorMaker raw);
 void TensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto);

@@ -106,7 +106,7 @@ class Importer {
           options_.spill == nullptr
               ? TensorFromProto(init, options_.base_dir, what)
               : TensorFromProto(init, options_.base_dir, what,
-                                [&](DType dtype, const std::vector<int64_t>& shape, const std::string& bytes) {
+                                [&](DType dtype, const std::vector<int64_t>& shape, const RawBytes& bytes) {
                                   return SpilledOrInMemory(dtype, shape, bytes, what);
                                 });
       if (!t.ok()) return t.status();
@@ -129,10 +129,14 @@ class Importer {
   // it in memory (a bias, a norm's scale). A write that fails (a full disk)
   // keeps this and every later initializer in memory, with a note: an
   // import never fails for want of a disk.
+  // An external initializer goes file to file (ConstantSpill::SpillFromFile).
   absl::StatusOr<std::optional<Tensor>> SpilledOrInMemory(DType dtype, const std::vector<int64_t>& shape,
-                                                          const std::string& bytes, const std::string& what) {
-    if (bytes.size() < kSpillMinBytes || spill_failed_) return std::nullopt;
-    absl::StatusOr<Tensor> spilled = options_.spill->SpillBytes(dtype, shape, bytes.data(), bytes.size());
+                                                          const RawBytes& bytes, const std::string& what) {
+    if (bytes.size < kSpillMinBytes || spill_failed_) return std::nullopt;
+    absl::StatusOr<Tensor> spilled =
+        bytes.memory != nullptr
+            ? options_.spill->SpillBytes(dtype, shape, bytes.memory->data(), bytes.size)
+            : options_.spill->SpillFromFile(dtype, shape, bytes.fd, bytes.offset, bytes.size);
     if (!spilled.ok()) {
       spill_failed_ = true;
       result_.notes.push_back(

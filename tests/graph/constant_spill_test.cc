@@ -1,5 +1,6 @@
 #include "graph/constant_spill.h"
 
+#include <fcntl.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -285,6 +286,34 @@ TEST(ConstantSpillTest, AFailedWriteKeepsTheRestOfTheImportInMemoryWithANote) {
   EXPECT_NE(model->notes.back().find("initializer 'w' on kept in memory"), std::string::npos) << model->notes.back();
   EXPECT_NE(model->notes.back().find("capacity"), std::string::npos) << model->notes.back();
   EXPECT_EQ((*spill)->bytes_written(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// From a file (a model's external data): the bytes at the offset, copied by
+// the kernel; a file that ends early is DATA_LOSS and writes nothing more.
+TEST(ConstantSpillTest, SpillFromFileCopiesTheRangeAndRefusesAShortFile) {
+  const std::string dir = DiskDir("from_file");
+  std::filesystem::create_directories(dir);
+  const std::string source = (std::filesystem::path(dir) / "data.bin").string();
+  std::vector<float> data(3 << 18);  // 3 MiB
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i) * 0.5f;
+  std::ofstream(source, std::ios::binary).write(reinterpret_cast<const char*>(data.data()),
+                                                 static_cast<std::streamsize>(data.size() * sizeof(float)));
+  absl::StatusOr<std::unique_ptr<ConstantSpill>> spill = ConstantSpill::Open((std::filesystem::path(dir) / "spill").string());
+  ASSERT_TRUE(spill.ok()) << spill.status();
+  const int fd = open(source.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  const int64_t first = 1 << 18;  // elements skipped: the range starts 1 MiB in
+  absl::StatusOr<Tensor> t = (*spill)->SpillFromFile(DType::kF32, {1 << 18, 2}, fd, first * 4, size_t{2} << 20);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(IsSpilled(t->raw(), t->byte_size()));
+  EXPECT_EQ(std::memcmp(t->raw(), data.data() + first, t->byte_size()), 0);
+  // 4 MiB from 1 MiB in, of a 3 MiB file: refused, and counted as nothing.
+  absl::StatusOr<Tensor> past = (*spill)->SpillFromFile(DType::kF32, {1 << 18, 4}, fd, first * 4, size_t{4} << 20);
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.status().code(), absl::StatusCode::kDataLoss) << past.status();
+  EXPECT_EQ((*spill)->bytes_written(), int64_t{2} << 20);
+  close(fd);
   std::filesystem::remove_all(dir);
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
 #include <vector>
@@ -106,6 +107,21 @@ TEST_F(ExternalDataHostileTest, MalformedOffsetOrLength) {
     std::vector<std::string> errors =
         Errors(WriteModel({{"location", "weights.bin"}, {"offset", bad}}));
     EXPECT_THAT(errors[1], HasSubstr("bad external data offset")) << "'" << bad << "'";
+  }
+}
+
+// A FIFO or a directory named as the data file is refused naming it; a
+// FIFO is not waited on (nobody will ever write to it).
+TEST_F(ExternalDataHostileTest, AFifoOrADirectoryIsNotAFile) {
+  ASSERT_EQ(mkfifo((dir_ / "model" / "fifo.bin").c_str(), 0600), 0);
+  fs::create_directories(dir_ / "model" / "dir.bin");
+  for (const char* location : {"fifo.bin", "dir.bin"}) {
+    ImportOptions options;
+    options.run_checker = false;
+    absl::StatusOr<ImportedModel> model = ImportOnnxFile(WriteModel({{"location", location}}), options);
+    ASSERT_FALSE(model.ok()) << location;
+    EXPECT_THAT(model.status().message(), HasSubstr("cannot open external data file")) << location;
+    EXPECT_THAT(model.status().message(), HasSubstr(location));
   }
 }
 
