@@ -13,9 +13,11 @@
 // polymorphic tier) can compile the model, 1 when it cannot (or the model
 // uses ops shapeshift does not know), 2 for bad usage or an unreadable file.
 #include <cstdio>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "graph/constant_spill.h"
 #include "graph/onnx/importer.h"
 #include "nlohmann/json.hpp"
 #include "onnx/onnx_pb.h"
@@ -25,6 +27,7 @@
 #include "tools/command.h"
 #include "tools/model_loader.h"
 #include "tools/prove_report.h"
+#include "tools/run_cache_dir.h"
 #include "tools/terminal_text.h"
 
 namespace shapeshift::tools {
@@ -32,6 +35,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: shapeshift check MODEL [--dim name=lo..hi | name=a+b]... [--device cpu|cuda] [--json]\n"
+    "                        [--weights-dir DIR | --weights-in-memory]   (as for `run`: external weights\n"
+    "                        go file to file into DIR, default $XDG_CACHE_HOME/shapeshift/weights)\n"
     "  Says, without compiling or running anything, whether `run` can compile MODEL (an .onnx file or\n"
     "  builtin:NAME) under each tier: polymorphic (--policy polymorphic, and auto's first compile),\n"
     "  bucketed and static (checked at a representative request), naming every node it cannot compile\n"
@@ -44,7 +49,7 @@ int Fail(int code, absl::string_view message) { return ReportError("check", code
 
 // The model as `run` would load it; nullopt after reporting, with `*exit`.
 std::optional<ImportedModel> Load(const std::string& path, const std::vector<std::string>& dim_flags, bool json,
-                                  int* exit) {
+                                  ConstantSpill* spill, int* exit) {
   if (absl::StartsWith(path, "builtin:")) {
     absl::StatusOr<std::map<std::string, DimRange>> dims = ParseDimFlags(dim_flags);
     if (!dims.ok()) {
@@ -59,6 +64,7 @@ std::optional<ImportedModel> Load(const std::string& path, const std::vector<std
     return *std::move(model);
   }
   ImportOptions options;
+  options.spill = spill;
   for (const std::string& dim : dim_flags) {
     if (absl::Status s = ParseDimFlag(dim, &options); !s.ok()) {
       *exit = UsageError("check", kUsage, std::string(s.message()));
@@ -89,7 +95,8 @@ std::optional<ImportedModel> Load(const std::string& path, const std::vector<std
 int RunCheck(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
   spec.valued = {"dim", "device"};
-  spec.switches = {"json"};
+  spec.valued.insert(kWeightsDirFlag);
+  spec.switches = {"json", kWeightsInMemoryFlag};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return UsageError("check", kUsage, std::string(args.status().message()));
   if (args->positional.size() != 1) return UsageError("check", kUsage, "expects exactly one MODEL");
@@ -98,7 +105,10 @@ int RunCheck(const std::vector<std::string>& raw_args) {
   const std::string& path = args->positional[0];
   const bool json = args->Has("json");
   int exit = kExitOk;
-  std::optional<ImportedModel> model = Load(path, args->All("dim"), json, &exit);
+  absl::StatusOr<std::string> weights_dir = WeightsDirFromFlags(*args, "");
+  if (!weights_dir.ok()) return UsageError("check", kUsage, std::string(weights_dir.status().message()));
+  std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(*weights_dir);
+  std::optional<ImportedModel> model = Load(path, args->All("dim"), json, spill.get(), &exit);
   if (!model) return exit;
 
   const std::vector<std::string> slots = RequestSlots(*model->graph);

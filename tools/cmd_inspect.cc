@@ -14,10 +14,12 @@
 // a range for one its metadata derives), an unreadable file or directory,
 // or a model the ONNX checker rejects.
 #include <cstdio>
+#include <memory>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "graph/constant_spill.h"
 #include "graph/onnx/exporter.h"
 #include "graph/onnx/importer.h"
 #include "graph/onnx/model_checker.h"
@@ -28,6 +30,7 @@
 #include "tools/args.h"
 #include "tools/check_report.h"
 #include "tools/command.h"
+#include "tools/run_cache_dir.h"
 #include "tools/terminal_text.h"
 
 namespace shapeshift::tools {
@@ -35,12 +38,15 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: shapeshift inspect MODEL.onnx [--dim name=lo..hi | name=a+b]... [--print-ir]\n"
+    "                          [--weights-dir DIR | --weights-in-memory]\n"
     "  Prints the model's symbols with their ranges, inputs and outputs with symbolic shapes, the\n"
     "  importer's notes, the op histogram and every unsupported op; --print-ir adds the imported graph.\n"
     "  Then whether the default policy's first compile can lower every node (`check` for every tier).\n"
     "  Exit: 0 imports and compiles, 1 a valid ONNX model shapeshift cannot import (unsupported ops,\n"
     "  shapes it cannot prove valid) or compile (each node named), 2 bad usage, an unreadable file, or\n"
-    "  a model the ONNX checker rejects.\n";
+    "  a model the ONNX checker rejects.\n"
+    "  Weights in external data files are copied file to file into an unlinked file under DIR (default\n"
+    "  $XDG_CACHE_HOME/shapeshift/weights), never into memory, as for `run`.\n";
 
 int Fail(int code, absl::string_view message) { return ReportError("inspect", code, message); }
 
@@ -105,7 +111,8 @@ bool DimFlagNamesAreAtFault(const onnx::ModelProto& model, const ImportOptions& 
 int RunInspect(const std::vector<std::string>& raw_args) {
   FlagSpec spec;
   spec.valued = {"dim"};
-  spec.switches = {"print-ir"};
+  spec.valued.insert(kWeightsDirFlag);
+  spec.switches = {"print-ir", kWeightsInMemoryFlag};
   absl::StatusOr<ParsedArgs> args = ParseArgs(raw_args, spec);
   if (!args.ok()) return UsageError("inspect", kUsage, std::string(args.status().message()));
   if (args->positional.size() != 1) return UsageError("inspect", kUsage, "expected exactly one MODEL.onnx");
@@ -114,6 +121,10 @@ int RunInspect(const std::vector<std::string>& raw_args) {
   for (const std::string& dim : args->All("dim")) {
     if (absl::Status s = ParseDimFlag(dim, &options); !s.ok()) return UsageError("inspect", kUsage, std::string(s.message()));
   }
+  absl::StatusOr<std::string> weights_dir = WeightsDirFromFlags(*args, "");
+  if (!weights_dir.ok()) return UsageError("inspect", kUsage, std::string(weights_dir.status().message()));
+  std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(*weights_dir);
+  options.spill = spill.get();
   absl::StatusOr<onnx::ModelProto> proto = ParseOnnxFile(path);
   if (!proto.ok()) return Fail(kExitUsage, proto.status().message());
   // Summarized before the import releases the message's weights.

@@ -1,9 +1,12 @@
 // `shapeshift check`: the verdict per tier, every node without a lowering
 // named, the domain with its notes, --json, and exit codes; `inspect` says
 // the same for the default policy.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -38,6 +41,57 @@ std::string TrainingDropoutModel() {
   m.Node("Dropout", {"x", "", "train"}, {"d"}, "the_dropout");
   m.Node("Relu", {"d"}, {"y"}, "the_relu");
   return WriteModel("training_dropout.onnx", m.Bytes());
+}
+
+// A model whose 64 MiB weight is in an external data file: `check` and
+// `inspect` copy it file to file into the weights dir, so their peak RSS
+// stays at least 48 MiB under the same command's with --weights-in-memory
+// (which reads it into the heap), and the verdicts are the same.
+TEST(CheckCliTest, ExternalWeightsGoFileToFileNotThroughMemory) {
+  const std::filesystem::path dir = std::filesystem::current_path() / (std::to_string(getpid()) + "_check_external");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  constexpr int64_t kRows = int64_t{1} << 22;  // w: f32[kRows, 4], 64 MiB
+  OnnxTestModel m(17);
+  m.Input("x", onnx::TensorProto::FLOAT, {"n", std::to_string(kRows)});
+  onnx::TensorProto* w = m.model().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(kRows);
+  w->add_dims(4);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  onnx::StringStringEntryProto* location = w->add_external_data();
+  location->set_key("location");
+  location->set_value("w.bin");
+  {
+    std::ofstream data(dir / "w.bin", std::ios::binary);
+    const std::vector<float> row(1 << 16, 0.5f);
+    for (int64_t i = 0; i < kRows * 4; i += static_cast<int64_t>(row.size())) {
+      data.write(reinterpret_cast<const char*>(row.data()), static_cast<std::streamsize>(row.size() * sizeof(float)));
+    }
+  }
+  m.Node("MatMul", {"x", "w"}, {"y"}, "the_matmul");
+  m.Output("y", onnx::TensorProto::FLOAT, {"n", "4"});
+  const std::string model = (dir / "model.onnx").string();
+  std::ofstream(model, std::ios::binary) << m.Bytes();
+  const std::string weights = (dir / "weights").string();
+  for (const char* command : {"check", "inspect"}) {
+    SCOPED_TRACE(command);
+    const long in_memory = shapeshift::testing::PeakRssKibOf({command, model, "--weights-in-memory"});
+    const long in_file = shapeshift::testing::PeakRssKibOf({command, model, "--weights-dir", weights});
+    ASSERT_GT(in_memory, 0);
+    ASSERT_GT(in_file, 0);
+    EXPECT_GT(in_memory - in_file, 48 * 1024) << in_memory << " KiB in memory, " << in_file << " KiB in the file";
+    CliResult a = shapeshift::testing::RunShapeshift(std::string(command) + " " + model + " --weights-in-memory");
+    CliResult b = shapeshift::testing::RunShapeshift(std::string(command) + " " + model + " --weights-dir " + weights);
+    EXPECT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_EQ(a.output, b.output);
+  }
+  CliResult both = shapeshift::testing::RunShapeshift("check " + model + " --weights-in-memory --weights-dir " + weights,
+                                                      "2>&1");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.output, HasSubstr("are exclusive"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CheckCliTest, ACompilableModelPassesEveryTier) {

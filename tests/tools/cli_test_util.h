@@ -3,6 +3,8 @@
 #ifndef SHAPESHIFT_TESTS_TOOLS_CLI_TEST_UTIL_H_
 #define SHAPESHIFT_TESTS_TOOLS_CLI_TEST_UTIL_H_
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -45,6 +48,33 @@ inline CliResult RunCommand(const std::string& command) {
 // stderr goes: "2>/dev/null" (default), "2>&1", or "2>FILE".
 inline CliResult RunShapeshift(const std::string& args, const std::string& redirect = "2>/dev/null") {
   return RunCommand(std::string(SHAPESHIFT_CLI) + " " + args + " " + redirect);
+}
+
+// Runs `shapeshift ARGS...` (no shell; stdout and stderr to /dev/null) and
+// returns its peak resident set in KiB (wait4's ru_maxrss), or -1 when it
+// could not be started or did not exit 0.
+inline long PeakRssKibOf(const std::vector<std::string>& args) {
+  std::vector<std::string> argv_storage = {SHAPESHIFT_CLI};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, 1);
+      dup2(null, 2);
+    }
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  if (wait4(pid, &status, 0, &usage) != pid) return -1;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+  return usage.ru_maxrss;
 }
 
 }  // namespace shapeshift::testing
