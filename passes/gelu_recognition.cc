@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "graph/shape_inference.h"
 #include "passes/graph_rewrite.h"
 
 namespace shapeshift::passes {
@@ -210,6 +211,26 @@ std::vector<GeluMatch> FindGelus(const Graph& graph) {
   return matches;
 }
 
+// Gelu(Reshape(m)) with m a MatMul's or Gemm's output and the reshape read
+// by the Gelu alone → Reshape(Gelu(m)). GELU is elementwise, so the result
+// is the same; next to the matmul it becomes the GEMM's epilogue
+// (fusion_anchors.cc) instead of a kernel of its own.
+absl::StatusOr<bool> SinkGeluBelowReshape(Graph& graph, ShapeEnv& env, Node* gelu) {
+  Node* reshape = ProducerIs(gelu->input(0), "Reshape");
+  if (reshape == nullptr || SingleUser(reshape->output(0)) != gelu || IsGraphOutput(graph, reshape->output(0))) {
+    return false;
+  }
+  Value* m = reshape->input(0);
+  if (ProducerIs(m, "MatMul") == nullptr && ProducerIs(m, "Gemm") == nullptr) return false;
+  if (m->type().dtype != DType::kF32 || gelu->output(0)->type().dtype != DType::kF32) return false;
+  Node* early = graph.AddNode("Gelu", {m}, 1, gelu->attrs());
+  if (absl::Status s = InferNode(*early, env, graph.opset()); !s.ok()) return s;
+  absl::StatusOr<Node*> moved = ReplaceWithNewNode(graph, env, gelu->output(0), {reshape, gelu}, "Reshape",
+                                                   {early->output(0), reshape->input(1)}, reshape->attrs(), kPass);
+  if (!moved.ok()) return moved.status();
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> RecognizeGelu(Graph& graph, ShapeEnv& env) {
@@ -228,7 +249,14 @@ absl::StatusOr<bool> RecognizeGelu(Graph& graph, ShapeEnv& env) {
     if (!gelu.ok()) return gelu.status();
     replaced[m.output] = (*gelu)->output(0);
   }
-  return !matches.empty();
+  bool sunk = false;
+  for (Node* node : graph.nodes()) {
+    if (node->op_type() != "Gelu") continue;
+    absl::StatusOr<bool> s = SinkGeluBelowReshape(graph, env, node);
+    if (!s.ok()) return s.status();
+    sunk = *s || sunk;
+  }
+  return !matches.empty() || sunk;
 }
 
 }  // namespace shapeshift::passes

@@ -14,6 +14,12 @@
 // optimized graph stays the single source of truth the interpreter checks.
 // Only exact matches are rewritten: every intermediate must be used only
 // inside the pattern, and x must be f32.
+//
+// Then every Gelu (recognized or in the model) that reads a Reshape of a
+// MatMul's or Gemm's output, the reshape read by it alone, moves above the
+// reshape: Gelu(Reshape(m)) → Reshape(Gelu(m)). GPT-2's Conv1D flattens the
+// rows for its Gemm and splits them back before the activation; moved, the
+// GELU is the GEMM's epilogue instead of a pass over the activations.
 #ifndef SHAPESHIFT_PASSES_GELU_RECOGNITION_H_
 #define SHAPESHIFT_PASSES_GELU_RECOGNITION_H_
 

@@ -13,12 +13,13 @@
 // m = TunerOptions::prefetch_at_rows, the fastest kept. Then the rows grid,
 // ascending: the skinny GEMM's range starts at the first of the grid's first
 // two points where it is faster than oneDNN (oneDNN's gemv path can win
-// m = 1 alone: the LM head) and extends over every following point it wins;
-// the first point where oneDNN wins after that ends the sweep (its timing is
-// kept in `measured`, so the file shows why). skinny_min_rows is that first
-// point (1 when it won m = 1), skinny_max_rows the last point it won (0: it
-// won neither of the first two; rows between two grid points go with the
-// lower one's engine only up to the last win).
+// m = 1 alone: the LM head) and ends where the points from there on save
+// the most in total (SkinnyRangeEnd: one point lost by a hair between wins
+// does not end it); the sweep stops after two points lost in a row (their
+// timings are kept in `measured`, so the file shows why). skinny_min_rows is
+// that first point (1 when it won m = 1), skinny_max_rows SkinnyRangeEnd's
+// point (0: it won neither of the first two; rows between two grid points go
+// with the lower one's engine only up to that point).
 //
 // What it does not choose (stated, not hidden): oneDNN's static-M small-rows
 // primitives (the fallback on CPUs without AVX2; measured slower than the

@@ -241,5 +241,45 @@ TEST_F(GeluRecognitionTest, LeavesWrongConstantsAndSharedIntermediatesAlone) {
   EXPECT_EQ(Count("Gelu"), 0);
 }
 
+// A Gelu reading a Reshape of a MatMul's output moves above the reshape (it
+// is then the matmul's epilogue); one whose reshape is read elsewhere too, or
+// that reads a reshape of something else, stays. The results do not change.
+TEST_F(GeluRecognitionTest, MovesAGeluAboveTheReshapeOfAMatmulsOutput) {
+  std::vector<float> w(8 * 12);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+  Attributes tanh;
+  tanh.Set("approximate", std::string("tanh"));
+  Value* m = Op("MatMul", {x_, Floats({8, 12}, w)});
+  g.AddOutput(Op("Gelu", {Op("Reshape", {m, Ints({0, 3, 4})})}, tanh));  // moves
+  Value* shared = Op("Reshape", {Op("MatMul", {x_, Floats({8, 12}, w)}), Ints({0, 4, 3})});
+  g.AddOutput(Op("Gelu", {shared}));  // stays: the reshape is read by Neg too
+  g.AddOutput(Op("Neg", {shared}));
+  g.AddOutput(Op("Gelu", {Op("Reshape", {x_, Ints({0, 2, 4})})}));  // stays: no matmul
+  std::vector<Tensor> in = {Random({3, 8}, 9)};
+  absl::StatusOr<std::vector<Tensor>> before = Interpret(g, in);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const std::string name = g.outputs()[0]->name();
+  absl::StatusOr<bool> changed = RecognizeGelu(g, env);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(EliminateDeadCode(g).ok());
+  const Node* reshape = g.outputs()[0]->producer();
+  ASSERT_NE(reshape, nullptr);
+  EXPECT_EQ(reshape->op_type(), "Reshape");
+  EXPECT_EQ(g.outputs()[0]->name(), name);
+  const Node* gelu = reshape->input(0)->producer();
+  ASSERT_NE(gelu, nullptr);
+  EXPECT_EQ(gelu->op_type(), "Gelu");
+  EXPECT_EQ(*gelu->attrs().GetString("approximate", ""), "tanh");
+  EXPECT_EQ(gelu->input(0), m);
+  for (int i : {1, 3}) {
+    const Node* stays = g.outputs()[i]->producer();
+    ASSERT_NE(stays, nullptr);
+    EXPECT_EQ(stays->op_type(), "Gelu") << i;
+  }
+  EXPECT_EQ(Count("Gelu"), 3);
+  ExpectOutputs(g, in, *before);
+}
+
 }  // namespace
 }  // namespace shapeshift::passes
