@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/file_descriptor.h"
 #include "onnx/onnx_pb.h"
 
 namespace shapeshift {
@@ -39,20 +40,6 @@ absl::Status CopyTypedField(const Field& field, Tensor* tensor, const std::strin
   for (int i = 0; i < field.size(); ++i) out[i] = static_cast<T>(field.Get(i));
   return absl::OkStatus();
 }
-
-// An open file descriptor, closed on scope exit.
-class FileCloser {
- public:
-  explicit FileCloser(int fd) : fd_(fd) {}
-  ~FileCloser() {
-    if (fd_ >= 0) close(fd_);
-  }
-  FileCloser(const FileCloser&) = delete;
-  FileCloser& operator=(const FileCloser&) = delete;
-
- private:
-  int fd_;
-};
 
 // Opens the external file named by the proto and checks the range it names,
 // refusing paths that leave `base_dir` (a model must not read arbitrary
@@ -189,7 +176,7 @@ absl::StatusOr<Tensor> DecodeTensorProto(const onnx::TensorProto& proto, const s
     raw_bytes.size = proto.raw_data().size();
     raw = &raw_bytes;
   }
-  FileCloser closer(raw_bytes.fd);
+  FileDescriptor closer(raw_bytes.fd);
   if (raw != nullptr && static_cast<int64_t>(raw->size) != declared_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", raw->size,
                                                    " bytes but its shape and type need ",

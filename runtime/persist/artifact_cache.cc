@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_descriptor.h"
 #include "runtime/persist/artifact_file.h"
 
 namespace shapeshift::runtime::persist {
@@ -29,27 +30,6 @@ absl::Status ValidateName(absl::string_view what, absl::string_view name) {
 }
 
 std::string ErrnoText(int error) { return std::strerror(error); }
-
-// Closes the descriptor on every path out of a function.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-  // Closes now, reporting the error a deferred write may surface only here.
-  int Close() {
-    int result = close(fd_);
-    fd_ = -1;
-    return result;
-  }
-
- private:
-  int fd_;
-};
 
 // Reads until `size` bytes or end of file; the count read, or -1 (errno set).
 int64_t ReadUpTo(int fd, char* data, uint64_t size) {
