@@ -1,4 +1,5 @@
-// `shapeshift check MODEL [--dim name=lo..hi | name=a+b]... [--device cpu|cuda] [--json]`
+// `shapeshift check MODEL [--dim name=lo..hi | name=a+b]... [--device cpu|cuda] [--json]
+//                  [--weights-dir DIR | --weights-in-memory]`
 //
 // Answers, before any compile and without running anything, whether `run`
 // can compile MODEL under each policy, and names every node it cannot

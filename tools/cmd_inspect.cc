@@ -1,4 +1,5 @@
-// `shapeshift inspect MODEL.onnx [--dim name=lo..hi | name=a+b]... [--print-ir]`
+// `shapeshift inspect MODEL.onnx [--dim name=lo..hi | name=a+b]... [--print-ir]
+//                    [--weights-dir DIR | --weights-in-memory]`
 //
 // Shows what the importer sees: symbols and their ranges, inputs/outputs
 // with symbolic shapes, the importer's notes (e.g. a dim narrowed to the
@@ -45,8 +46,9 @@ constexpr char kUsage[] =
     "  Exit: 0 imports and compiles, 1 a valid ONNX model shapeshift cannot import (unsupported ops,\n"
     "  shapes it cannot prove valid) or compile (each node named), 2 bad usage, an unreadable file, or\n"
     "  a model the ONNX checker rejects.\n"
-    "  Weights in external data files are copied file to file into an unlinked file under DIR (default\n"
-    "  $XDG_CACHE_HOME/shapeshift/weights), never into memory, as for `run`.\n";
+    "  As for `run`, large weights go to an unlinked file under DIR (default\n"
+    "  $XDG_CACHE_HOME/shapeshift/weights); an external data file's are copied file to file, never read\n"
+    "  into memory.\n";
 
 int Fail(int code, absl::string_view message) { return ReportError("inspect", code, message); }
 
