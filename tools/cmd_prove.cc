@@ -27,6 +27,7 @@
 // bucket 65..128 of seq") — and whether Z3 proves they cover the bucketed
 // symbol's declared range (runtime/device/cuda_graphs.h).
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/constant_spill.h"
 #include "nlohmann/json.hpp"
 #include "shapes/predicate.h"
 #include "shapes/symbol_facts.h"
@@ -64,6 +66,7 @@ constexpr unsigned kProveTimeoutMs = 10000;
 constexpr char kUsage[] =
     "usage: shapeshift prove MODEL [--dim NAME=LO..HI]... [--policy polymorphic|bucketed|static|auto]\n"
     "                        [--warm TRACE] [--cache-dir DIR | --no-cache] [--json]\n"
+    "                        [--weights-dir DIR | --weights-in-memory]   (as for run)\n"
     "                        [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
     "                        [--device cpu|cuda] [--no-cuda-graphs] [--cuda-graph-symbol SYM] [--cuda-tf32]\n"
     "       shapeshift prove --dim NAME=LO..HI [--dim ...] --guards 'PRED' [--guards ...] [--json]\n"
@@ -196,19 +199,25 @@ int ProveModel(const ParsedArgs& args) {
     if (!parsed.ok()) return UsageError(absl::StrCat("--policy: ", parsed.status().message()));
     policy = *parsed;
   }
-  absl::StatusOr<ImportedModel> model = LoadModel(model_arg, *dims);
+  absl::StatusOr<std::string> cache_dir = CacheDirFromFlags(args);
+  if (!cache_dir.ok()) return UsageError(cache_dir.status().message());
+  // The weights as for run: straight from the file to the spill, given back
+  // once packed.
+  absl::StatusOr<std::string> weights_dir = WeightsDirFromFlags(args, *cache_dir);
+  if (!weights_dir.ok()) return UsageError(weights_dir.status().message());
+  std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(*weights_dir);
+  absl::StatusOr<ImportedModel> model = LoadModel(model_arg, *dims, spill.get());
   if (!model.ok()) return UsageError(model.status().message());
   std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
   // The importer's notes say where the domain is narrower than declared
   // (a dim the model itself limits): the certificate is over that domain.
   const std::vector<std::string> notes = model->notes;
-  absl::StatusOr<std::string> cache_dir = CacheDirFromFlags(args);
-  if (!cache_dir.ok()) return UsageError(cache_dir.status().message());
   absl::StatusOr<runtime::persist::RemoteCacheOptions> remote = RemoteCacheFromFlags(args);
   if (!remote.ok()) return UsageError(remote.status().message());
   runtime::SessionOptions options;
   options.policy = policy;
   options.cache_dir = *cache_dir;
+  options.weights_dir = *weights_dir;
   options.remote_cache = *std::move(remote);
   if (absl::Status s = ApplyDeviceFlags(args, &options.compile); !s.ok()) return UsageError(s.message());
   absl::StatusOr<std::unique_ptr<runtime::Session>> session =
@@ -363,14 +372,15 @@ int ProveBundle(const ParsedArgs& args) {
 
 int RunProve(const std::vector<std::string>& argv) {
   FlagSpec spec;
-  spec.valued = {"dim", "guards", "policy", "warm", kCacheDirFlag, "bundle", kSignKeyFileFlag};
+  spec.valued = {"dim", "guards", "policy", "warm", kCacheDirFlag, "bundle", kSignKeyFileFlag, kWeightsDirFlag};
   for (const std::string& flag : RemoteCacheFlagNames()) spec.valued.insert(flag);
-  spec.switches = {"json", kNoCacheFlag};
+  spec.switches = {"json", kNoCacheFlag, kWeightsInMemoryFlag};
   AddDeviceFlags(&spec);
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
   if (!args.ok()) return tools::UsageError("prove", kUsage, std::string(args.status().message()));
   if (args->Has("bundle")) {
-    std::vector<std::string> not_for_bundles = {"dim", "guards", "policy", "warm", kCacheDirFlag, kNoCacheFlag};
+    std::vector<std::string> not_for_bundles = {"dim",         "guards",     "policy",           "warm",
+                                                kCacheDirFlag, kNoCacheFlag, kWeightsDirFlag, kWeightsInMemoryFlag};
     for (const std::string& flag : RemoteCacheFlagNames()) not_for_bundles.push_back(flag);
     for (const std::string& flag : DeviceFlagNames()) not_for_bundles.push_back(flag);  // a bundle holds CPU code
     for (const std::string& flag : not_for_bundles) {
@@ -385,8 +395,9 @@ int RunProve(const std::vector<std::string>& argv) {
       return UsageError(absl::StrCat("unexpected argument '", args->positional[0],
                                      "' (the --guards form takes no model)"));
     }
-    if (args->Has("policy") || args->Has("warm") || args->Has(kCacheDirFlag) || args->Has(kNoCacheFlag)) {
-      return UsageError("--policy, --warm, --cache-dir and --no-cache need a MODEL, not --guards");
+    if (args->Has("policy") || args->Has("warm") || args->Has(kCacheDirFlag) || args->Has(kNoCacheFlag) ||
+        args->Has(kWeightsDirFlag) || args->Has(kWeightsInMemoryFlag)) {
+      return UsageError("--policy, --warm, --cache-dir, --no-cache and the weights flags need a MODEL, not --guards");
     }
     for (const std::string& flag : RemoteCacheFlagNames()) {
       if (args->Has(flag)) return UsageError(absl::StrCat("--", flag, " needs a MODEL, not --guards"));

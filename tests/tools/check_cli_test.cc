@@ -43,8 +43,8 @@ std::string TrainingDropoutModel() {
   return WriteModel("training_dropout.onnx", m.Bytes());
 }
 
-// A model whose 64 MiB weight is in an external data file: `check` and
-// `inspect` copy it file to file into the weights dir, so their peak RSS
+// A model whose 64 MiB weight is in an external data file: `check`,
+// `inspect` and `prove` copy it file to file into the weights dir, so their peak RSS
 // stays at least 48 MiB under the same command's with --weights-in-memory
 // (which reads it into the heap), and the verdicts are the same.
 TEST(CheckCliTest, ExternalWeightsGoFileToFileNotThroughMemory) {
@@ -75,15 +75,22 @@ TEST(CheckCliTest, ExternalWeightsGoFileToFileNotThroughMemory) {
   const std::string model = (dir / "model.onnx").string();
   std::ofstream(model, std::ios::binary) << m.Bytes();
   const std::string weights = (dir / "weights").string();
-  for (const char* command : {"check", "inspect"}) {
+  for (const char* command : {"check", "inspect", "prove"}) {
     SCOPED_TRACE(command);
-    const long in_memory = shapeshift::testing::PeakRssKibOf({command, model, "--weights-in-memory"});
-    const long in_file = shapeshift::testing::PeakRssKibOf({command, model, "--weights-dir", weights});
+    // prove compiles too (no cache: the same work both times).
+    const std::string no_cache = std::string(command) == "prove" ? " --no-cache" : "";
+    std::vector<std::string> memory_args = {command, model, "--weights-in-memory"};
+    std::vector<std::string> file_args = {command, model, "--weights-dir", weights};
+    if (!no_cache.empty()) memory_args.push_back("--no-cache"), file_args.push_back("--no-cache");
+    const long in_memory = shapeshift::testing::PeakRssKibOf(memory_args);
+    const long in_file = shapeshift::testing::PeakRssKibOf(file_args);
     ASSERT_GT(in_memory, 0);
     ASSERT_GT(in_file, 0);
     EXPECT_GT(in_memory - in_file, 48 * 1024) << in_memory << " KiB in memory, " << in_file << " KiB in the file";
-    CliResult a = shapeshift::testing::RunShapeshift(std::string(command) + " " + model + " --weights-in-memory");
-    CliResult b = shapeshift::testing::RunShapeshift(std::string(command) + " " + model + " --weights-dir " + weights);
+    CliResult a =
+        shapeshift::testing::RunShapeshift(std::string(command) + " " + model + " --weights-in-memory" + no_cache);
+    CliResult b = shapeshift::testing::RunShapeshift(std::string(command) + " " + model + " --weights-dir " + weights +
+                                                     no_cache);
     EXPECT_EQ(a.exit_code, 0) << a.output;
     EXPECT_EQ(a.output, b.output);
   }

@@ -211,6 +211,8 @@ TEST(ProveModelCliTest, ErrorsExitTwoWithAClearMessage) {
                              "--warm file:/nonexistent.trace: cannot open"},
                         Case{"builtin:bert extra", "exactly one MODEL"},
                         Case{"--dim seq=1..4 --guards 'seq <= 4' --policy static", "need a MODEL"},
+                        Case{"--dim seq=1..4 --guards 'seq <= 4' --weights-in-memory", "need a MODEL"},
+                        Case{"builtin:bert --weights-in-memory --weights-dir /tmp/w", "are exclusive"},
                         Case{"builtin:bert --no-cache --cache-dir /tmp/x", "exclusive"},
                         Case{"--dim seq=1..4", "usage: shapeshift prove MODEL"}}) {
     CliResult r = Prove(c.args, /*with_stderr=*/true);
