@@ -12,6 +12,7 @@
 #include "codegen/cpu/parallel_run.h"
 #include "runtime/program_impl.h"
 #include "runtime/step_profile.h"
+#include "runtime/tuning/gemm_tuning.h"
 
 namespace shapeshift::runtime {
 namespace {
@@ -75,15 +76,15 @@ MatmulRoute RouteOf(const MatmulStep& step, int64_t m) {
   return MatmulRoute::kOnednn;
 }
 
-// The names ProgramStats::short_request_gemms uses.
+// The names ProgramStats::short_request_gemms uses (program_compile.cc).
 std::string RouteName(const MatmulStep& step, MatmulRoute route) {
   switch (route) {
     case MatmulRoute::kSkinny: return absl::StrCat("skinny-", cpu::IsaName(step.skinny->isa()));
-    case MatmulRoute::kPanels: return "onednn-panels";
+    case MatmulRoute::kPanels: return LongRowsName(LongRows::kPanels);
     case MatmulRoute::kSmallRows: return "onednn-small-rows";
     case MatmulRoute::kOnednn: break;
   }
-  return "onednn";
+  return LongRowsName(LongRows::kPlain);
 }
 
 absl::Status RunStep(const MatmulStep& step, void* const* buffers, const int64_t* slots,
@@ -199,7 +200,7 @@ std::pair<const char*, std::string> ProfileLabel(const Step& step, const int64_t
   }
   if (const auto* a = std::get_if<AttentionStep>(&step)) {
     return {"attention", absl::StrCat("head dim ", a->head_dim, a->causal ? ", causal" : "",
-                                      a->mask >= 0 ? ", masked" : "", a->kv_heads != a->heads ? ", grouped" : "")};
+                                      a->mask >= 0 ? ", masked" : "", slots[a->kv_heads] != slots[a->heads] ? ", grouped" : "")};
   }
   if (const auto* c = std::get_if<IndexCheckStep>(&step)) return {"index check", c->op_type};
   const auto& g = std::get<GatherStep>(step);
