@@ -7,8 +7,10 @@
 
 #include <omp.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -117,6 +119,39 @@ TEST(StepProfileTest, EveryStepOfAProfiledRequestIsTimedOnceUnderTheEngineThatRa
     for (const StepProfileRow& row : profile->Rows()) has_layer_norm |= row.label == "layer_norm";
     EXPECT_TRUE(has_layer_norm);
   }
+}
+
+// Concurrent requests share one profile, and the profile may be switched
+// off while requests run (each context holds it until its request ends):
+// every request that counted added all of its steps.
+TEST(StepProfileTest, ConcurrentRequestsShareOneProfile) {
+  const examples::BertConfig config = testing::SmallBertConfig();
+  std::unique_ptr<Session> session = testing::BuiltSession(examples::BuildBert, config, CompileOptions{});
+  ASSERT_NE(session, nullptr);
+  const ProgramStats stats = session->stats().program;
+  auto profile = std::make_shared<StepProfile>();
+  session->ProfileSteps(profile);
+  const std::vector<Tensor> inputs = examples::MakeBertInputs(config, 1, 6, 5);
+  constexpr int kThreads = 3, kRequests = 8;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRequests; ++r) {
+        if (!session->Run(inputs).ok()) ++failures;
+        if (t == 0 && r == kRequests / 2) session->ProfileSteps(nullptr);  // off, under the others' requests
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  const int64_t requests = profile->requests();
+  EXPECT_GE(requests, kRequests / 2 + 1);
+  EXPECT_LE(requests, kThreads * kRequests);
+  const KindCalls calls = Count(*profile);
+  EXPECT_EQ(calls.kernel, requests * stats.kernel_calls);
+  EXPECT_EQ(calls.matmul, requests * stats.gemm_calls);
+  EXPECT_EQ(calls.attention, requests * stats.attention_calls);
 }
 
 }  // namespace
