@@ -361,7 +361,8 @@ TEST(GemmTunerTest, MeasuresEveryClassAndDecidesFromItsOwnTimings) {
     // The sweep stops after two losses in a row (or at both of the first
     // two points), or runs the whole grid.
     const size_t n = choice.measured.size();
-    auto lost = [&](size_t i) { return choice.measured[i].skinny_us >= choice.measured[i].onednn_us; };
+    const std::vector<GemmTiming>& measured = choice.measured;  // (clang 14 lambdas cannot capture a binding)
+    auto lost = [&measured](size_t i) { return measured[i].skinny_us >= measured[i].onednn_us; };
     EXPECT_TRUE(choice.measured.back().m == options.rows.back() || (n >= 2 && lost(n - 1) && lost(n - 2))) << config;
   }
 }
