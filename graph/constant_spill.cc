@@ -91,16 +91,18 @@ absl::StatusOr<Tensor> ConstantSpill::Spill(const Tensor& tensor) {
 
 absl::StatusOr<Tensor> ConstantSpill::SpillBytes(DType dtype, const std::vector<int64_t>& shape, const void* data,
                                                  size_t bytes) {
-  const char* src = static_cast<const char*>(data);
-  return Place(dtype, shape, bytes, [&](int64_t offset) -> absl::Status {
-    for (size_t done = 0; done < bytes;) {
-      const ssize_t n = pwrite(*fd_, src + done, bytes - done, offset + static_cast<int64_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Errno(absl::StrCat("writing ", bytes, " bytes to weights directory '", dir_, "'"));
-      done += static_cast<size_t>(n);
-    }
-    return absl::OkStatus();
-  });
+  return Place(dtype, shape, bytes,
+               [&](int64_t offset) { return WriteAll(static_cast<const char*>(data), bytes, offset); });
+}
+
+absl::Status ConstantSpill::WriteAll(const char* data, size_t bytes, int64_t offset) {
+  for (size_t done = 0; done < bytes;) {
+    const ssize_t n = pwrite(*fd_, data + done, bytes - done, offset + static_cast<int64_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Errno(absl::StrCat("writing ", bytes, " bytes to weights directory '", dir_, "'"));
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> ConstantSpill::SpillFromFile(DType dtype, const std::vector<int64_t>& shape, int src_fd,
@@ -128,12 +130,9 @@ absl::StatusOr<Tensor> ConstantSpill::SpillFromFile(DType dtype, const std::vect
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) return Errno("reading the source file");
       if (got == 0) return absl::DataLossError("the source file ended before the tensor's bytes");
-      for (ssize_t put = 0; put < got;) {
-        const ssize_t n = pwrite(*fd_, buffer.data() + put, static_cast<size_t>(got - put),
-                                 offset + static_cast<int64_t>(done) + put);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return Errno(absl::StrCat("writing ", bytes, " bytes to weights directory '", dir_, "'"));
-        put += n;
+      if (absl::Status s = WriteAll(buffer.data(), static_cast<size_t>(got), offset + static_cast<int64_t>(done));
+          !s.ok()) {
+        return s;
       }
       done += static_cast<size_t>(got);
     }

@@ -76,6 +76,8 @@ class ConstantSpill {
   // write(offset in this file), then maps what it wrote.
   absl::StatusOr<Tensor> Place(DType dtype, const std::vector<int64_t>& shape, size_t bytes,
                                absl::FunctionRef<absl::Status(int64_t offset)> write);
+  // pwrite of all `bytes` at `offset` of this file.
+  absl::Status WriteAll(const char* data, size_t bytes, int64_t offset);
   ConstantSpill(std::string dir, std::shared_ptr<const int> fd, int64_t capacity)
       : dir_(std::move(dir)), fd_(std::move(fd)), capacity_(capacity) {}
   std::string dir_;

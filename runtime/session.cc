@@ -139,15 +139,18 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, cons
 }
 
 std::unique_ptr<ExecutionContext> Session::AcquireContext() {
-  absl::MutexLock lock(&mu_);
   std::unique_ptr<ExecutionContext> ctx;
-  if (idle_contexts_.empty()) {
-    ctx = std::make_unique<ExecutionContext>();
-  } else {
-    ctx = std::move(idle_contexts_.back());
-    idle_contexts_.pop_back();
+  std::shared_ptr<StepProfile> profile;
+  {
+    absl::MutexLock lock(&mu_);
+    profile = step_profile_;
+    if (!idle_contexts_.empty()) {
+      ctx = std::move(idle_contexts_.back());
+      idle_contexts_.pop_back();
+    }
   }
-  ctx->set_step_profile(step_profile_);
+  if (ctx == nullptr) ctx = std::make_unique<ExecutionContext>();  // outside the lock
+  ctx->set_step_profile(std::move(profile));
   return ctx;
 }
 

@@ -203,19 +203,16 @@ std::string MatMulModel(const std::string& dir, int64_t k, bool external, std::v
   for (size_t i = 0; i < weights->size(); ++i) (*weights)[i] = static_cast<float>(i % 251) - 125.0f;
   testing::OnnxTestModel m(17);
   m.Input("x", onnx::TensorProto::FLOAT, {"n", std::to_string(k)});
-  onnx::TensorProto* w = m.model().mutable_graph()->add_initializer();
-  w->set_name("w");
-  w->set_data_type(onnx::TensorProto::FLOAT);
-  w->add_dims(k);
-  w->add_dims(4);
   const std::string bytes(reinterpret_cast<const char*>(weights->data()), weights->size() * sizeof(float));
   if (external) {
     std::ofstream(std::filesystem::path(dir) / "w.bin", std::ios::binary) << bytes;
-    w->set_data_location(onnx::TensorProto::EXTERNAL);
-    auto* loc = w->add_external_data();
-    loc->set_key("location");
-    loc->set_value("w.bin");
+    m.ExternalFloatInitializer("w", {k, 4}, "w.bin");
   } else {
+    onnx::TensorProto* w = m.model().mutable_graph()->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(k);
+    w->add_dims(4);
     w->set_raw_data(bytes);
   }
   m.FloatInitializer("b", {4}, {1, 2, 3, 4});

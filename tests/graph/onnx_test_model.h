@@ -53,6 +53,20 @@ class OnnxTestModel {
     for (float v : values) t->add_float_data(v);
     return *this;
   }
+  // An f32 initializer whose bytes live in the external data file
+  // `location` (relative to the model's directory; the caller writes it).
+  OnnxTestModel& ExternalFloatInitializer(const std::string& name, const std::vector<int64_t>& dims,
+                                          const std::string& location) {
+    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    onnx::StringStringEntryProto* entry = t->add_external_data();
+    entry->set_key("location");
+    entry->set_value(location);
+    return *this;
+  }
   OnnxTestModel& IntInitializer(const std::string& name, const std::vector<int64_t>& dims,
                                 const std::vector<int64_t>& values) {
     onnx::TensorProto* t = model_.mutable_graph()->add_initializer();

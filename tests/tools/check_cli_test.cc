@@ -54,15 +54,7 @@ TEST(CheckCliTest, ExternalWeightsGoFileToFileNotThroughMemory) {
   constexpr int64_t kRows = int64_t{1} << 22;  // w: f32[kRows, 4], 64 MiB
   OnnxTestModel m(17);
   m.Input("x", onnx::TensorProto::FLOAT, {"n", std::to_string(kRows)});
-  onnx::TensorProto* w = m.model().mutable_graph()->add_initializer();
-  w->set_name("w");
-  w->set_data_type(onnx::TensorProto::FLOAT);
-  w->add_dims(kRows);
-  w->add_dims(4);
-  w->set_data_location(onnx::TensorProto::EXTERNAL);
-  onnx::StringStringEntryProto* location = w->add_external_data();
-  location->set_key("location");
-  location->set_value("w.bin");
+  m.ExternalFloatInitializer("w", {kRows, 4}, "w.bin");
   {
     std::ofstream data(dir / "w.bin", std::ios::binary);
     const std::vector<float> row(1 << 16, 0.5f);
