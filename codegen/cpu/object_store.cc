@@ -90,4 +90,10 @@ const std::string& CompilerIdentity() {
   return *identity;
 }
 
+const std::string& GemmEngineIdentity() {
+  static const std::string* identity =
+      new std::string(absl::StrCat("shapeshift ", SHAPESHIFT_VERSION, " gemm engines ", SHAPESHIFT_GEMM_ENGINE_IDENTITY));
+  return *identity;
+}
+
 }  // namespace shapeshift::codegen::cpu

@@ -73,6 +73,12 @@ std::string ObjectKeyDigest(absl::string_view key_material);
 // "shapeshift <version> source <hex digest of the code generator's sources>".
 const std::string& CompilerIdentity();
 
+// "shapeshift <version> gemm engines <hex digest>": the same digest over the
+// GEMM engines' and the tuner's sources only (cmake/SourceIdentity.cmake
+// lists them). What a GEMM tuning is valid for: an edit elsewhere in the
+// compiler leaves this machine's tuning in force.
+const std::string& GemmEngineIdentity();
+
 }  // namespace shapeshift::codegen::cpu
 
 #endif  // SHAPESHIFT_CODEGEN_CPU_OBJECT_STORE_H_

@@ -61,7 +61,7 @@ MachineKey HostMachineKey(codegen::cpu::SkinnyMatmul::Isa isa, int threads) {
   key.isa = codegen::cpu::IsaName(isa);
   key.threads = threads;
   key.onednn = codegen::cpu::OnednnVersion();
-  key.compiler = codegen::cpu::CompilerIdentity();
+  key.compiler = codegen::cpu::GemmEngineIdentity();
   return key;
 }
 
@@ -77,7 +77,7 @@ absl::Status CheckMachineKey(const MachineKey& file, const MachineKey& host) {
     return differs("thread count", absl::StrCat(file.threads), absl::StrCat(host.threads));
   }
   if (file.onednn != host.onednn) return differs("oneDNN version", file.onednn, host.onednn);
-  if (file.compiler != host.compiler) return differs("shapeshift build", file.compiler, host.compiler);
+  if (file.compiler != host.compiler) return differs("build of the GEMM engines", file.compiler, host.compiler);
   return absl::OkStatus();
 }
 

@@ -54,7 +54,7 @@ struct MachineKey {
   std::string isa;       // the skinny GEMM core tuned: "avx512" | "avx2"
   int threads = 0;       // the OpenMP team the measurements ran with
   std::string onednn;    // oneDNN's version, "major.minor.patch"
-  std::string compiler;  // shapeshift's compiler identity (object_store.h)
+  std::string compiler;  // the GEMM engines' identity (object_store.h's GemmEngineIdentity)
 };
 
 // This process's key for `isa` and `threads`.

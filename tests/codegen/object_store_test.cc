@@ -56,6 +56,17 @@ TEST(ObjectKeyTest, CompilerIdentityNamesVersionAndSourceDigest) {
   EXPECT_THAT(CompilerIdentity(), ::testing::MatchesRegex("shapeshift [0-9.]+ source [0-9a-f]{24}"));
 }
 
+// A GEMM tuning is keyed by a digest over the engines' and the tuner's
+// sources alone: a subset of the compiler's, so a different digest.
+TEST(ObjectKeyTest, GemmEngineIdentityIsADigestOfFewerSources) {
+  EXPECT_THAT(GemmEngineIdentity(), ::testing::MatchesRegex("shapeshift [0-9.]+ gemm engines [0-9a-f]{24}"));
+  const std::string whole = CompilerIdentity().substr(CompilerIdentity().rfind(' ') + 1);
+  const std::string gemm = GemmEngineIdentity().substr(GemmEngineIdentity().rfind(' ') + 1);
+  EXPECT_NE(whole, gemm);
+  // The digest of no files at all: the list of GEMM engine files matched none.
+  EXPECT_NE(gemm, "e3b0c44298fc1c149afbf4c8");
+}
+
 TEST(ObjectKeyTest, MaterialIgnoresNamesButNotConstantsOrWidth) {
   auto backend = CpuBackend::Create();
   auto narrow = CpuBackend::Create(CpuBackendOptions{.vector_width = 4});

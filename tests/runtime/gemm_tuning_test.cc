@@ -208,7 +208,7 @@ TEST(GemmTuningTest, AFileFromAnotherMachineIsACompileErrorNamingTheField) {
       {"CPU feature set", [](MachineKey& k) { k.features += ",+madeup"; }},
       {"thread count", [](MachineKey& k) { k.threads += 1; }},
       {"oneDNN version", [](MachineKey& k) { k.onednn = "0.0.1"; }},
-      {"shapeshift build", [](MachineKey& k) { k.compiler = "another build"; }},
+      {"build of the GEMM engines", [](MachineKey& k) { k.compiler = "another build"; }},
   };
   for (const Case& c : cases) {
     GemmTuning tuning = PinnedTuning(gemms, 16, *HostIsa());
