@@ -15,7 +15,9 @@
 // (documentation to importers). The declared ranges of the symbols are
 // recorded as metadata_props `shapeshift.dim.<name>` = `lo..hi` (ONNX has no
 // field for them; other tools ignore the entries). The result passes the ONNX
-// checker, which the exporter runs before returning.
+// checker, which the exporter runs before returning (the importer's:
+// model_checker.h, so a graph of an opset newer than the linked libonnx
+// exports as it imported).
 #ifndef SHAPESHIFT_GRAPH_ONNX_EXPORTER_H_
 #define SHAPESHIFT_GRAPH_ONNX_EXPORTER_H_
 

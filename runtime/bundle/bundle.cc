@@ -110,7 +110,17 @@ absl::StatusOr<BundleSummary> CompileBundle(ImportedModel model, const BundleCom
                                             const std::string& path) {
   // The bundle carries the model as ONNX; compiling from the re-imported
   // bytes makes the graph (and so the manifest key) exactly what a loader
-  // will import.
+  // will import. One ONNX message cannot pass 2 GiB (protobuf's limit): a
+  // model whose weights alone do is refused here, before the export copies
+  // them, rather than by the serializer after.
+  uint64_t weight_bytes = 0;
+  for (const Value* c : model.graph->constants()) weight_bytes += c->constant()->byte_size();
+  if (weight_bytes > kMaxBundledWeightBytes) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the model's weights are ", weight_bytes >> 20, " MiB: a bundle embeds the model as one ONNX message, which "
+        "protobuf caps at 2 GiB, so a model this large cannot be bundled; serve it with `run` or a Session, whose "
+        "compile cache (--cache-dir) also serves it with 0 compiles after the first run"));
+  }
   absl::StatusOr<std::string> onnx = ExportOnnxBytes(*model.graph, *model.env);
   if (!onnx.ok()) return absl::Status(onnx.status().code(), absl::StrCat("exporting the model: ", onnx.status().message()));
   BundleHeader header;

@@ -77,9 +77,15 @@ struct BundleSummary {
   uint64_t bytes = 0;
 };
 
+// The most weight bytes a bundle holds: its model is one ONNX message, and
+// protobuf refuses to write one of 2 GiB or more.
+inline constexpr uint64_t kMaxBundledWeightBytes = (uint64_t{1} << 31) - 1;
+
 // Compiles `model` (its env's ranges are the domain) under the policy, runs
 // `warm`, proves coverage and writes the bundle to `path` (atomically).
-// Errors name the step (export, compile, warm request, write).
+// Errors name the step (export, compile, warm request, write); a model whose
+// weights pass kMaxBundledWeightBytes is FailedPrecondition before any of
+// them, saying so.
 absl::StatusOr<BundleSummary> CompileBundle(ImportedModel model, const BundleCompileOptions& options,
                                             const std::string& path);
 

@@ -127,6 +127,49 @@ TEST(ExporterTest, RoundTripsThroughTheImporterWithIdenticalOutputs) {
   }
 }
 
+// torch's dynamo exporter writes opset 18, where ReduceMean and Split take
+// their axes and sizes as inputs: newer than Debian's libonnx, whose own
+// check_model held such a node to opset 13's one-input ReduceMean and refused
+// the export (`shapeshift compile` of a dynamo-exported Llama failed so). The
+// export passes the importer's checker and imports back to the same outputs.
+TEST(ExporterTest, AnOpset18GraphExportsAndImportsBack) {
+  ShapeEnv env;
+  SymExpr seq = env.DeclareSymbol(SymbolInfo{"seq", 1, 64}).value();
+  Graph g(18);
+  Value* x = g.AddInput("x", TensorType(DType::kF32, {seq, 8}));
+  Value* axes = g.AddConstant("axes", Tensor::FromVector<int64_t>(DType::kI64, {1}, {-1}));
+  Attributes keep;
+  keep.Set("keepdims", int64_t{1});
+  Value* mean = g.AddNode("ReduceMean", {x, axes}, 1, keep, "node_mean")->output(0);
+  Value* centered = g.AddNode("Sub", {x, mean}, 1)->output(0);
+  Value* sizes = g.AddConstant("sizes", Tensor::FromVector<int64_t>(DType::kI64, {2}, {3, 5}));
+  Attributes split_axis;
+  split_axis.Set("axis", int64_t{1});
+  Node* split = g.AddNode("Split", {centered, sizes}, 2, split_axis, "split", {"left", "right"});
+  g.AddOutput(split->output(0));
+  g.AddOutput(split->output(1));
+  ASSERT_TRUE(InferShapes(g, env).ok());
+  absl::StatusOr<std::string> bytes = ExportOnnxBytes(g, env);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<ImportedModel> imported = ImportOnnxBytes(*bytes, {}, "exported");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->graph->opset(), 18);
+  for (int64_t s : {1, 7}) {
+    std::vector<Tensor> inputs = {Iota({s, 8})};
+    absl::StatusOr<std::vector<Tensor>> want = Interpret(g, inputs);
+    absl::StatusOr<std::vector<Tensor>> got = Interpret(*imported->graph, inputs);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), 2u);
+    for (size_t i = 0; i < got->size(); ++i) {
+      ASSERT_EQ((*got)[i].shape(), (*want)[i].shape());
+      for (int64_t e = 0; e < (*got)[i].num_elements(); ++e) {
+        ASSERT_EQ((*got)[i].GetAsDouble(e), (*want)[i].GetAsDouble(e)) << "output " << i << " element " << e;
+      }
+    }
+  }
+}
+
 // GPT-2 with past's mask is [batch, past + seq]: a derived input dim gets a
 // name of its own, recorded as the sum, and imports back as that sum.
 TEST(ExporterTest, ADerivedInputDimIsWrittenAsANamedSumAndImportsBack) {
