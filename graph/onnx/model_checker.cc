@@ -7,8 +7,12 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/unknown_field_set.h"
@@ -48,6 +52,22 @@ bool ChangedInOpset18(const std::string& op) {
 }
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+// The checker's message on one line. libonnx 1.12 writes its context after
+// a literal backslash-n pair ("...max=1].\\n\\n==> Context: Bad node spec
+// for node. Name: n OpType: Relu"), which a terminal shows as typed:
+// "what (context)" instead.
+std::string CheckerMessage(absl::string_view what) {
+  std::string text = absl::StrReplaceAll(what, {{"\\n", "\n"}});
+  std::string context;
+  if (size_t at = text.find("==> Context:"); at != std::string::npos) {
+    context = std::string(absl::StripAsciiWhitespace(text.substr(at + 12)));
+    text.resize(at);
+  }
+  std::string line = absl::StrJoin(absl::StrSplit(text, absl::ByAnyChar("\r\n"), absl::SkipWhitespace()), " ");
+  line = std::string(absl::StripSuffix(absl::StripAsciiWhitespace(line), "."));
+  return context.empty() ? line : absl::StrCat(line, " (", context, ")");
+}
 
 // An element type number beyond libonnx 1.12's (BFLOAT16 = 16), as a phrase
 // saying which IR version defines it, or that none does (a corrupted file).
@@ -167,7 +187,7 @@ absl::Status CheckOnnxModel(onnx::ModelProto& model, const std::string& path, co
       return absl::OkStatus();
     }
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("ONNX checker rejected the model: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat("ONNX checker rejected the model: ", CheckerMessage(e.what())));
   }
   if (declared_ir > checker_ir) {
     std::string feature = FirstNewerFeature(model);
@@ -196,7 +216,8 @@ absl::Status CheckOnnxModel(onnx::ModelProto& model, const std::string& path, co
     onnx::checker::check_model_local_functions(model, context, scope);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("ONNX checker rejected the model (checked as IR ",
-                                                   std::min(declared_ir, checker_ir), "): ", e.what()));
+                                                   std::min(declared_ir, checker_ir), "): ",
+                                                   CheckerMessage(e.what())));
   }
   if (declared_ir > checker_ir) {
     notes->push_back(absl::StrCat("IR version ", declared_ir, " checked as IR ", checker_ir,

@@ -86,6 +86,24 @@ TEST(ModelCheckerTest, StillRejectsWhatTheCheckerRejects) {
   EXPECT_THAT(model.status().message(), HasSubstr("ONNX checker rejected the model (checked as IR 8)"));
 }
 
+// The checker's own text puts its context after a literal "\n\n" (two
+// backslash-n pairs, shown as typed by a terminal): the error is one line,
+// the context in parentheses.
+TEST(ModelCheckerTest, TheCheckersMessageIsOneLineWithItsContext) {
+  for (int ir : {8, 10}) {
+    OnnxTestModel m = ReluModel(ir);
+    m.model().mutable_graph()->mutable_node(0)->add_input("x");  // Relu takes one input
+    absl::StatusOr<ImportedModel> model = ImportOnnxBytes(m.Bytes());
+    ASSERT_FALSE(model.ok()) << ir;
+    const std::string message(model.status().message());
+    EXPECT_THAT(message, HasSubstr("Node (relu) has input size 2 not in range [min=1, max=1] (Bad node spec"));
+    EXPECT_THAT(message, HasSubstr("OpType: Relu)"));
+    EXPECT_EQ(message.find("\\n"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_EQ(message.find("==>"), std::string::npos) << message;
+  }
+}
+
 TEST(ModelCheckerTest, Opset18SplitIsCheckedByShapeRulesAndNoted) {
   OnnxTestModel m(18);
   m.Input("x", onnx::TensorProto::FLOAT, {"batch", "6"})
