@@ -12,6 +12,10 @@
 //    hardware also reads `a` for ownership: 4 streams move, 3 are counted.
 //    A generated kernel with streaming stores moves exactly what it counts,
 //    so a memory-bound one can exceed 1.0 of this figure.
+//  - Read bandwidth: a sum over all three arrays (no stores), the ceiling of
+//    a kernel that only reads, like a GEMV over weights. On the 2-core AMD
+//    EPYC it is about the triad's figure, not 4/3 of it: two cores' reads
+//    are bound by the misses each keeps in flight, not by the memory.
 #ifndef SHAPESHIFT_BENCH_MACHINE_PROBE_H_
 #define SHAPESHIFT_BENCH_MACHINE_PROBE_H_
 
@@ -33,6 +37,7 @@ struct MachineProbe {
   // threads are not time-sliced with other processes (a shared machine).
   double fma_gflops_cpu = 0;
   double triad_gbytes_s_cpu = 0;
+  double read_gbytes_s = 0;  // all threads, by wall-clock time
   int threads = 0;
   int fma_lanes = 0;  // 16 with AVX-512, 8 with AVX2
 };
@@ -81,6 +86,23 @@ __attribute__((target("avx2,fma"))) inline float FmaLoop256(int64_t iterations) 
     _mm256_store_ps(lanes, acc[i]);
     for (float v : lanes) sum += v;
   }
+  return sum;
+}
+
+// Sums x[begin, end) (end - begin a multiple of 32) with four independent
+// 8-lane accumulators: loads only, two per cycle, far above what memory gives.
+__attribute__((target("avx2"))) inline float ReadLoop256(const float* x, int64_t begin, int64_t end) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  for (int64_t i = begin; i < end; i += 32) {
+    s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x + i));
+    s1 = _mm256_add_ps(s1, _mm256_loadu_ps(x + i + 8));
+    s2 = _mm256_add_ps(s2, _mm256_loadu_ps(x + i + 16));
+    s3 = _mm256_add_ps(s3, _mm256_loadu_ps(x + i + 24));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+  float sum = 0;
+  for (float v : lanes) sum += v;
   return sum;
 }
 
@@ -136,6 +158,19 @@ inline MachineProbe ProbeMachine() {
     double bytes = 3.0 * n * sizeof(float);
     probe.triad_gbytes_s = std::max(probe.triad_gbytes_s, bytes / seconds * 1e-9);
     probe.triad_gbytes_s_cpu = std::max(probe.triad_gbytes_s_cpu, bytes / slowest_cpu * 1e-9);
+  }
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    auto start = std::chrono::steady_clock::now();
+    float total = 0;
+    const float* arrays[3] = {a.data(), b.data(), c.data()};
+#pragma omp parallel reduction(+ : total)
+    {
+      // Each thread a contiguous share of every array, in whole 32-float steps.
+      const int64_t t = omp_get_thread_num(), count = omp_get_num_threads(), chunk = n / 32;
+      for (const float* x : arrays) total += ReadLoop256(x, chunk * t / count * 32, chunk * (t + 1) / count * 32);
+    }
+    sink = total;
+    probe.read_gbytes_s = std::max(probe.read_gbytes_s, 3.0 * n * sizeof(float) / Seconds(start) * 1e-9);
   }
   sink = a[n / 2];
   return probe;

@@ -155,15 +155,15 @@ int Main(int argc, char** argv) {
   }
   if (threads > 0) omp_set_num_threads(threads);
   MachineProbe probe = ProbeMachine();
-  std::printf("threads %d, stream triad %.1f GB/s, FMA peak %.1f GFLOP/s\n", omp_get_max_threads(),
-              probe.triad_gbytes_s, probe.fma_gflops);
+  std::printf("threads %d, stream triad %.1f GB/s, read %.1f GB/s, FMA peak %.1f GFLOP/s\n", omp_get_max_threads(),
+              probe.triad_gbytes_s, probe.read_gbytes_s, probe.fma_gflops);
   std::optional<SkinnyMatmul::Isa> isa = SkinnyMatmul::HostIsa();
   if (!isa) {
     std::fprintf(stderr, "skinny_gemm_bench: this CPU has neither AVX-512F nor AVX2+FMA\n");
     return 1;
   }
   const int64_t max_m = *std::max_element(rows.begin(), rows.end());
-  std::printf("%-28s %4s  %-24s %9s %8s %7s\n", "shape", "m", "engine", "ms", "GB/s", "triad");
+  std::printf("%-28s %4s  %-24s %9s %8s %7s %6s\n", "shape", "m", "engine", "ms", "GB/s", "triad", "read");
   for (const Shape& shape : Shapes(families)) {
     const MatmulConfig& cfg = shape.config;
     const int64_t plain_bytes = cfg.k * cfg.n * static_cast<int64_t>(sizeof(float));
@@ -239,8 +239,9 @@ int Main(int argc, char** argv) {
         if (times[e].empty()) continue;
         double s = Median(times[e]);
         double gbs = engines[e].weight_bytes / s * 1e-9;
-        std::printf("%-28s %4lld  %-24s %9.3f %8.1f %6.0f%%\n", shape.name.c_str(), static_cast<long long>(m),
-                    engines[e].name.c_str(), s * 1e3, gbs, 100 * gbs / probe.triad_gbytes_s);
+        std::printf("%-28s %4lld  %-24s %9.3f %8.1f %6.0f%% %5.0f%%\n", shape.name.c_str(), static_cast<long long>(m),
+                    engines[e].name.c_str(), s * 1e3, gbs, 100 * gbs / probe.triad_gbytes_s,
+                    100 * gbs / probe.read_gbytes_s);
       }
     }
     std::fflush(stdout);
