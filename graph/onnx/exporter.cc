@@ -145,7 +145,7 @@ absl::Status ExportOnnxModel(const Graph& graph, const ShapeEnv& env, const Expo
   // import of the result will say again.
   std::vector<std::string> notes;
   if (absl::Status s = CheckOnnxModel(*model, "", "", &notes); !s.ok()) {
-    return absl::InternalError(absl::StrCat("the exported model fails the ONNX checker: ", s.message()));
+    return absl::InternalError(absl::StrCat("the exported model: ", s.message()));  // "ONNX checker rejected..."
   }
   return absl::OkStatus();
 }
