@@ -12,8 +12,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "graph/onnx/importer.h"
 #include "graph/tensor_proto.h"
 #include "runtime/bundle/bundle.h"
@@ -21,6 +19,7 @@
 #include "tests/graph/imported_model_util.h"
 #include "tests/real_exports.h"
 #include "tests/runtime/runtime_test_util.h"
+#include "tests/support/temp_path.h"
 
 namespace shapeshift::runtime {
 namespace {
@@ -146,7 +145,7 @@ TEST_P(RealModelBundleTest, ABundleServesEveryDataSetWithZeroCompiles) {
   import.dim_ranges = DeclaredDims(dir);
   absl::StatusOr<ImportedModel> model = ImportOnnxFile(dir + "model.onnx", import);
   ASSERT_TRUE(model.ok()) << model.status();
-  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + GetParam() + ".ssb";
+  const std::string path = shapeshift::testing::ProcessTempPath(std::string(GetParam()) + ".ssb");
   bundle::BundleCompileOptions options;
   options.source = dir + "model.onnx";
   options.policy = SpecializationPolicy::kPolymorphic;

@@ -15,15 +15,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/temp_path.h"
 
 namespace shapeshift::testing {
-
-// `name` in the test temp dir, prefixed with this process's id: ctest runs
-// tests as parallel processes, and two of them writing one fixed path (a
-// shared stderr capture, a log) read each other's output.
-inline std::string ProcessTempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / (std::to_string(getpid()) + "_" + name)).string();
-}
 
 struct CliResult {
   int exit_code = -1;  // -1: not started, or killed by a signal

@@ -13,15 +13,12 @@
 #include "gtest/gtest.h"
 #include "runtime/specialization/manifest.h"
 #include "tests/runtime/runtime_test_util.h"
+#include "tests/support/temp_path.h"
 
 namespace shapeshift::runtime::bundle {
 namespace {
 
 constexpr char kKey[] = "bundle-test-signing-key";
-
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / (std::to_string(getpid()) + "_" + name)).string();
-}
 
 ImportedModel Mini() {
   runtime::testing::BuiltModel built = runtime::testing::MiniEncoder(/*max_seq=*/64);
@@ -70,7 +67,7 @@ void RewriteHeader(const std::string& path, const std::string& key,
 }
 
 TEST(BundleTest, APolymorphicBundleServesWithZeroCompilesAndTheSameOutputs) {
-  const std::string path = TempPath("poly.ssb");
+  const std::string path = shapeshift::testing::ProcessTempPath("poly.ssb");
   absl::StatusOr<BundleSummary> summary = Compile(SpecializationPolicy::kPolymorphic, path);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->compiles, 1);
@@ -117,7 +114,7 @@ TEST(BundleTest, AModelOverTwoGibOfWeightsIsRefusedBeforeTheExport) {
   });
   ASSERT_TRUE(huge.ok()) << huge.status();
   model.graph->AddConstant("huge", *std::move(huge));
-  const std::string path = TempPath("huge.ssb");
+  const std::string path = shapeshift::testing::ProcessTempPath("huge.ssb");
   BundleCompileOptions options;
   options.source = "mini-encoder with a 2 GiB weight";
   absl::StatusOr<BundleSummary> summary = CompileBundle(std::move(model), options, path);
@@ -129,7 +126,7 @@ TEST(BundleTest, AModelOverTwoGibOfWeightsIsRefusedBeforeTheExport) {
 }
 
 TEST(BundleTest, AWarmedStaticBundleCertifiesItsGapAndLoadsEveryEntry) {
-  const std::string path = TempPath("static.ssb");
+  const std::string path = shapeshift::testing::ProcessTempPath("static.ssb");
   absl::StatusOr<BundleSummary> summary = Compile(SpecializationPolicy::kStatic, path, "", {5, 9});
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->header.entries, 2);
@@ -151,7 +148,7 @@ TEST(BundleTest, AWarmedStaticBundleCertifiesItsGapAndLoadsEveryEntry) {
 }
 
 TEST(BundleTest, ARecheckFailsWhenTheGuardsOrTheAnswerDiffer) {
-  const std::string path = TempPath("recheck.ssb");
+  const std::string path = shapeshift::testing::ProcessTempPath("recheck.ssb");
   absl::StatusOr<BundleSummary> summary = Compile(SpecializationPolicy::kStatic, path, "", {5});
   ASSERT_TRUE(summary.ok()) << summary.status();
   const CoverageCertificate& c = summary->header.certificate;
@@ -181,7 +178,7 @@ TEST(BundleTest, ARecheckFailsWhenTheGuardsOrTheAnswerDiffer) {
 // objects with — checked below), so a header with other features is exactly
 // what a bundle from another CPU presents.
 TEST(BundleTest, ABundleForOtherCpuFeaturesIsRefusedNamingThem) {
-  const std::string path = TempPath("features.ssb");
+  const std::string path = shapeshift::testing::ProcessTempPath("features.ssb");
   ASSERT_TRUE(Compile(SpecializationPolicy::kPolymorphic, path, kKey).ok());
   std::string flipped;
   RewriteHeader(path, kKey, [&](nlohmann::json& h) {
@@ -200,7 +197,7 @@ TEST(BundleTest, ABundleForOtherCpuFeaturesIsRefusedNamingThem) {
 }
 
 TEST(BundleTest, ABundleFromAnotherShapeshiftBuildOrLlvmIsRefused) {
-  const std::string path = TempPath("build.ssb");
+  const std::string path = shapeshift::testing::ProcessTempPath("build.ssb");
   ASSERT_TRUE(Compile(SpecializationPolicy::kPolymorphic, path).ok());
   RewriteHeader(path, "", [](nlohmann::json& h) {
     h["target"]["compiler"] = "shapeshift 0.0.1 build 00ff";
@@ -214,7 +211,7 @@ TEST(BundleTest, ABundleFromAnotherShapeshiftBuildOrLlvmIsRefused) {
 }
 
 TEST(BundleTest, TheHeaderTargetIsWhatTheObjectsWereCompiledFor) {
-  const std::string path = TempPath("target.ssb");
+  const std::string path = shapeshift::testing::ProcessTempPath("target.ssb");
   ASSERT_TRUE(Compile(SpecializationPolicy::kPolymorphic, path).ok());
   absl::StatusOr<BundleContents> contents = DecodeBundle(ReadFileBytes(path).value(), "", path);
   ASSERT_TRUE(contents.ok()) << contents.status();
@@ -234,7 +231,7 @@ TEST(BundleTest, TheHeaderTargetIsWhatTheObjectsWereCompiledFor) {
 }
 
 TEST(BundleTest, ASignedBundleNeedsItsKey) {
-  const std::string path = TempPath("signed.ssb");
+  const std::string path = shapeshift::testing::ProcessTempPath("signed.ssb");
   ASSERT_TRUE(Compile(SpecializationPolicy::kPolymorphic, path, kKey).ok());
   EXPECT_TRUE(absl::IsPermissionDenied(ReadBundle(path, "").status()));
   EXPECT_TRUE(absl::IsPermissionDenied(ReadBundle(path, "some-other-key-16b").status()));
