@@ -247,6 +247,22 @@ void TensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorPr
   proto->set_raw_data(static_cast<const char*>(tensor.raw()), tensor.byte_size());
 }
 
+void TensorToExternalProto(const Tensor& tensor, const std::string& name, const std::string& location,
+                           int64_t offset, onnx::TensorProto* proto) {
+  proto->Clear();
+  proto->set_name(name);
+  proto->set_data_type(DTypeToOnnx(tensor.dtype()));
+  for (int64_t d : tensor.shape()) proto->add_dims(d);
+  proto->set_data_location(onnx::TensorProto::EXTERNAL);
+  const std::pair<const char*, std::string> entries[] = {
+      {"location", location}, {"offset", absl::StrCat(offset)}, {"length", absl::StrCat(tensor.byte_size())}};
+  for (const auto& [key, value] : entries) {
+    onnx::StringStringEntryProto* entry = proto->add_external_data();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
+}
+
 absl::StatusOr<Tensor> ReadTensorProtoFile(const std::string& path, std::string* name) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open tensor file ", path));

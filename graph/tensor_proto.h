@@ -45,6 +45,10 @@ using RawTensorMaker = absl::FunctionRef<absl::StatusOr<std::optional<Tensor>>(
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
                                        const std::string& what, RawTensorMaker raw);
 void TensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto);
+// The same tensor as external data: its type and dims, and `location` /
+// `offset` / `length` (its byte_size) where the caller put its bytes.
+void TensorToExternalProto(const Tensor& tensor, const std::string& name, const std::string& location,
+                           int64_t offset, onnx::TensorProto* proto);
 // Reads a serialized TensorProto file (e.g. test_data_set_0/input_0.pb).
 absl::StatusOr<Tensor> ReadTensorProtoFile(const std::string& path, std::string* name = nullptr);
 

@@ -16,11 +16,14 @@
 // demand), entries, objects and size; `--json` as one object. Exit 2 for bad
 // usage or a model that cannot be compiled or written.
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/constant_spill.h"
 #include "nlohmann/json.hpp"
 #include "runtime/bundle/bundle.h"
 #include "tools/args.h"
@@ -80,7 +83,13 @@ int RunCompile(const std::vector<std::string>& raw) {
   options.signing_key = *key;
   options.compile.pack_small_row_gemms = !args->Has("no-small-row-packing");
   options.compile.long_rows_on_panels = args->Has("panel-long-rows");
-  absl::StatusOr<ImportedModel> model = LoadModel(model_arg, *dims);
+  // The weights go from the model file to a spill beside the output (file
+  // to file where its file system takes one), not into the heap.
+  const std::filesystem::path output_path(output);
+  std::unique_ptr<ConstantSpill> spill =
+      OpenSpillIfAny(output_path.has_parent_path() ? output_path.parent_path().string() : ".");
+  absl::StatusOr<ImportedModel> model = LoadModel(model_arg, *dims, spill.get());
+  spill.reset();
   if (!model.ok()) return Fail(std::string(model.status().message()));
   const std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
   if (args->Has("warm")) {

@@ -730,8 +730,10 @@ int Run(const std::vector<std::string>& raw_args) {
     if (!bundle.ok()) return Fail(kExitUsage, std::string(bundle.status().message()));
     flags->bundle = std::make_shared<runtime::bundle::Bundle>(*std::move(bundle));
     flags->policy = flags->bundle->header.policy;
-    model = runtime::bundle::ImportBundleModel(*flags->bundle);
-    std::string().swap(flags->bundle->model_onnx);  // the weights are held once, by the imported graph
+    // Its weights go from the bundle file to the spill as for a model file.
+    std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(flags->weights_dir);
+    model = runtime::bundle::ImportBundleModel(*flags->bundle, spill.get());
+    std::string().swap(flags->bundle->model_onnx);
   } else {
     // The weights go straight from the file to the spill (never also into
     // the heap); a directory that cannot take them leaves that to the

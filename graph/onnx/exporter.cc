@@ -128,7 +128,21 @@ absl::Status ExportOnnxModel(const Graph& graph, const ShapeEnv& env, const Expo
   onnx::GraphProto* g = model->mutable_graph();
   g->set_name(options.graph_name);
   for (const Value* v : graph.inputs()) SetValueInfo(*v, *derived, g->add_input());
-  for (const Value* v : graph.constants()) TensorToProto(*v->constant(), v->name(), g->add_initializer());
+  for (const Value* v : graph.constants()) {
+    const Tensor& t = *v->constant();
+    const std::optional<ExternalDataSink>& sink = options.external_data;
+    if (!sink.has_value() || t.byte_size() < sink->min_bytes) {
+      TensorToProto(t, v->name(), g->add_initializer());
+      continue;
+    }
+    absl::StatusOr<int64_t> offset = sink->write(t);
+    if (!offset.ok()) {
+      return absl::Status(offset.status().code(),
+                          absl::StrCat("writing initializer '", v->name(), "' to ", sink->location, ": ",
+                                       offset.status().message()));
+    }
+    TensorToExternalProto(t, v->name(), sink->location, *offset, g->add_initializer());
+  }
   for (const Node* node : graph.nodes()) {
     onnx::NodeProto* n = g->add_node();
     n->set_name(node->name());
@@ -144,7 +158,8 @@ absl::Status ExportOnnxModel(const Graph& graph, const ShapeEnv& env, const Expo
   // Reduce* and Split nodes to opset 13's definitions. Its notes say what the
   // import of the result will say again.
   std::vector<std::string> notes;
-  if (absl::Status s = CheckOnnxModel(*model, "", "", &notes); !s.ok()) {
+  const std::string data_dir = options.external_data.has_value() ? options.external_data->dir : "";
+  if (absl::Status s = CheckOnnxModel(*model, "", data_dir, &notes); !s.ok()) {
     return absl::InternalError(absl::StrCat("the exported model: ", s.message()));  // "ONNX checker rejected..."
   }
   return absl::OkStatus();

@@ -21,7 +21,9 @@
 #ifndef SHAPESHIFT_GRAPH_ONNX_EXPORTER_H_
 #define SHAPESHIFT_GRAPH_ONNX_EXPORTER_H_
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -36,9 +38,23 @@ class ModelProto;
 
 namespace shapeshift {
 
+// Where initializers' bytes go instead of the message (ONNX external data):
+// the message stays small whatever the weights weigh (protobuf caps one at
+// 2 GiB). `write` is called once per initializer of `min_bytes` or more, in
+// graph order, puts its bytes somewhere in the file `location` (a name in
+// `dir`, where the checker looks for it) and returns their offset there.
+struct ExternalDataSink {
+  std::string dir;
+  std::string location;
+  size_t min_bytes = 0;
+  std::function<absl::StatusOr<int64_t>(const Tensor&)> write;
+};
+
 struct ExportOptions {
   std::string producer_name = "shapeshift";
   std::string graph_name = "shapeshift_graph";
+  // Unset: every initializer's bytes are in the message.
+  std::optional<ExternalDataSink> external_data;
 };
 
 // Prefix of the metadata_props keys holding declared dim ranges.

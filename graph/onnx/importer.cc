@@ -417,6 +417,11 @@ absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes, const Im
   return ImportParsed(model, options, what, "");
 }
 
+absl::StatusOr<ImportedModel> ImportParsedOnnx(onnx::ModelProto& model, const ImportOptions& options,
+                                               const std::string& what) {
+  return ImportParsed(model, options, what, "");
+}
+
 absl::StatusOr<onnx::ModelProto> ParseOnnxFile(const std::string& path) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {

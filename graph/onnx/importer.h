@@ -98,6 +98,11 @@ absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path,
 absl::StatusOr<onnx::ModelProto> ParseOnnxFile(const std::string& path);
 absl::StatusOr<ImportedModel> ImportParsedOnnxFile(onnx::ModelProto& model, const std::string& path,
                                                    const ImportOptions& options = {});
+// A message that is not a file of its own (an AOT bundle's model record):
+// external data is resolved in options.base_dir, by the checker as well.
+// `what` names the source in error messages.
+absl::StatusOr<ImportedModel> ImportParsedOnnx(onnx::ModelProto& model, const ImportOptions& options,
+                                               const std::string& what);
 // `what` names the source in error messages (e.g. a file name). The ONNX
 // checker only sees bytes here, so it looks for external data relative to
 // the working directory: for models with external data prefer

@@ -172,7 +172,11 @@ absl::Status CheckOnnxModel(onnx::ModelProto& model, const std::string& path, co
   const int checker_opset = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
   const int64_t declared_ir = model.ir_version();
   try {
-    if (declared_ir <= checker_ir && DefaultOpset(model) <= checker_opset) {
+    // A message without a file whose weights are external (a bundle's, the
+    // exporter's with a sink) takes the route below, which resolves them in
+    // `model_dir`: the library's check_model(message) knows no directory.
+    const bool external_without_file = path.empty() && UsesExternalData(model);
+    if (declared_ir <= checker_ir && DefaultOpset(model) <= checker_opset && !external_without_file) {
       // The library's own entry points for models it fully knows (the file
       // form resolves external data next to the file).
       // The file form re-reads the file, so it is used only where the

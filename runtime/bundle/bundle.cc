@@ -1,12 +1,23 @@
 #include "runtime/bundle/bundle.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/numbers.h"
+#include "base/file_descriptor.h"
+#include "graph/constant_spill.h"
 #include "graph/onnx/exporter.h"
+#include "onnx/onnx_pb.h"
 #include "runtime/specialization/manifest.h"
 
 namespace shapeshift::runtime::bundle {
@@ -33,6 +44,110 @@ ImportOptions ImportFor(const BundleHeader& h) {
   ImportOptions options;
   options.dim_ranges = h.domain;
   return options;
+}
+
+// The location the model record's initializers name: a placeholder for
+// "the weights record", which whoever imports the record replaces with the
+// file the record is in (AimAtWeights).
+constexpr char kWeightsLocation[] = "bundle-weights-record";
+// Each initializer's bytes start at a multiple of this in the record.
+constexpr uint64_t kWeightsAlignment = 64;
+
+// Points every initializer of `model` at `location` (a file name) with
+// `base` added to its offset, after checking that each one is external
+// data of the weights record within its `size` bytes: a model record naming
+// any other file, or bytes past the record, is damage (DataLoss, naming it).
+absl::Status AimAtWeights(onnx::ModelProto& model, const std::string& location, uint64_t base, uint64_t size,
+                          absl::string_view what) {
+  for (onnx::TensorProto& init : *model.mutable_graph()->mutable_initializer()) {
+    auto damaged = [&](absl::string_view why) {
+      return absl::DataLossError(absl::StrCat(what, ": initializer '", init.name(), "' ", why));
+    };
+    if (init.data_location() != onnx::TensorProto::EXTERNAL) return damaged("is not in the weights record");
+    uint64_t offset = 0, length = 0;
+    bool located = false;
+    for (onnx::StringStringEntryProto& entry : *init.mutable_external_data()) {
+      if (entry.key() == "location") {
+        if (entry.value() != kWeightsLocation) return damaged(absl::StrCat("names the file '", entry.value(), "'"));
+        entry.set_value(location);
+        located = true;
+      } else if ((entry.key() == "offset" && absl::SimpleAtoi(entry.value(), &offset)) ||
+                 (entry.key() == "length" && absl::SimpleAtoi(entry.value(), &length))) {
+        continue;
+      } else {
+        return damaged(absl::StrCat("has external data ", entry.key(), " '", entry.value(), "'"));
+      }
+    }
+    if (!located || offset > size || length > size - offset) {
+      return damaged(absl::StrCat("lies at [", offset, ", +", length, ") outside the ", size, "-byte weights record"));
+    }
+    for (onnx::StringStringEntryProto& entry : *init.mutable_external_data()) {
+      if (entry.key() == "offset") entry.set_value(absl::StrCat(offset + base));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The file a bundle's weights are exported to before the bundle exists:
+// beside it (same file system), removed with this object.
+class WeightsFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<WeightsFile>> Create(const std::string& bundle_path) {
+    static std::atomic<uint64_t> next{0};
+    const std::filesystem::path p(bundle_path);
+    const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
+    const std::string name = absl::StrCat(p.filename().string(), ".weights.", getpid(), ".", next++);
+    const std::string path = absl::StrCat(dir, "/", name);
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return absl::UnavailableError(
+          absl::StrCat("'", path, "' (the weights on their way into the bundle): cannot be created: ",
+                       std::strerror(errno)));
+    }
+    return std::unique_ptr<WeightsFile>(new WeightsFile(dir, name, path, fd));
+  }
+  ~WeightsFile() { unlink(path_.c_str()); }
+
+  // Appends the tensor's bytes at the next aligned offset, returning it.
+  absl::StatusOr<int64_t> Write(const Tensor& t) {
+    const uint64_t at = (size_ + kWeightsAlignment - 1) / kWeightsAlignment * kWeightsAlignment;
+    const char* bytes = static_cast<const char*>(t.raw());
+    for (uint64_t done = 0; done < t.byte_size();) {
+      const ssize_t put = pwrite(fd_.get(), bytes + done, t.byte_size() - done, static_cast<off_t>(at + done));
+      if (put < 0 && errno == EINTR) continue;
+      if (put <= 0) return absl::UnavailableError(absl::StrCat("'", path_, "': write failed: ", std::strerror(errno)));
+      done += static_cast<uint64_t>(put);
+    }
+    size_ = at + t.byte_size();
+    return static_cast<int64_t>(at);
+  }
+
+  const std::string& dir() const { return dir_; }
+  const std::string& name() const { return name_; }
+  int fd() const { return fd_.get(); }
+  uint64_t size() const { return size_; }
+
+ private:
+  WeightsFile(std::string dir, std::string name, std::string path, int fd)
+      : dir_(std::move(dir)), name_(std::move(name)), path_(std::move(path)), fd_(fd) {}
+  std::string dir_, name_, path_;
+  FileDescriptor fd_;
+  uint64_t size_ = 0;
+};
+
+// The model record imported with its initializers read from `location` in
+// `dir`, the weights record starting at `base` there.
+absl::StatusOr<ImportedModel> ImportModelRecord(const std::string& model_onnx, const BundleHeader& header,
+                                                const std::string& dir, const std::string& location,
+                                                const PayloadInFile& weights, ConstantSpill* spill,
+                                                const std::string& what) {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(model_onnx)) return absl::DataLossError(absl::StrCat(what, ": the model record is not an ONNX model"));
+  if (absl::Status s = AimAtWeights(proto, location, weights.offset, weights.size, what); !s.ok()) return s;
+  ImportOptions options = ImportFor(header);
+  options.base_dir = dir;
+  options.spill = spill;
+  return ImportParsedOnnx(proto, options, what);
 }
 
 }  // namespace
@@ -108,21 +223,18 @@ std::vector<std::vector<Predicate>> EntryGuardSets(const SpecializationCache& ca
 
 absl::StatusOr<BundleSummary> CompileBundle(ImportedModel model, const BundleCompileOptions& options,
                                             const std::string& path) {
-  // The bundle carries the model as ONNX; compiling from the re-imported
-  // bytes makes the graph (and so the manifest key) exactly what a loader
-  // will import. One ONNX message cannot pass 2 GiB (protobuf's limit): a
-  // model whose weights alone do is refused here, before the export copies
-  // them, rather than by the serializer after.
-  uint64_t weight_bytes = 0;
-  for (const Value* c : model.graph->constants()) weight_bytes += c->constant()->byte_size();
-  if (weight_bytes > kMaxBundledWeightBytes) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the model's weights are ", weight_bytes >> 20, " MiB: a bundle embeds the model as one ONNX message, which "
-        "protobuf caps at 2 GiB, so a model this large cannot be bundled; serve it with `run` or a Session, whose "
-        "compile cache (--cache-dir) also serves it with 0 compiles after the first run"));
+  // The bundle carries the model as ONNX, its weights in a record of their
+  // own; compiling from the re-imported record makes the graph (and so the
+  // manifest key) exactly what a loader will import.
+  absl::StatusOr<std::unique_ptr<WeightsFile>> weights = WeightsFile::Create(path);
+  if (!weights.ok()) return weights.status();
+  ExportOptions export_options;
+  export_options.external_data = ExternalDataSink{(*weights)->dir(), (*weights)->name(), 0,
+                                                  [&](const Tensor& t) { return (*weights)->Write(t); }};
+  onnx::ModelProto exported;
+  if (absl::Status s = ExportOnnxModel(*model.graph, *model.env, export_options, &exported); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("exporting the model: ", s.message()));
   }
-  absl::StatusOr<std::string> onnx = ExportOnnxBytes(*model.graph, *model.env);
-  if (!onnx.ok()) return absl::Status(onnx.status().code(), absl::StrCat("exporting the model: ", onnx.status().message()));
   BundleHeader header;
   header.source = options.source;
   header.target = codegen::cpu::DetectHostTarget();
@@ -132,8 +244,25 @@ absl::StatusOr<BundleSummary> CompileBundle(ImportedModel model, const BundleCom
   header.pack_small_row_gemms = options.compile.pack_small_row_gemms;
   header.long_rows_on_panels = options.compile.long_rows_on_panels;
   for (const SymbolInfo& s : model.env->symbols()) header.domain[s.name] = DimRange{s.min, s.max};
-  model = ImportedModel{};  // the weights are held by the export now, once
-  absl::StatusOr<ImportedModel> reimported = ImportOnnxBytes(*onnx, ImportFor(header), options.source);
+  model = ImportedModel{};  // the weights are in the file now
+  for (onnx::TensorProto& init : *exported.mutable_graph()->mutable_initializer()) {
+    for (onnx::StringStringEntryProto& entry : *init.mutable_external_data()) {
+      if (entry.key() == "location") entry.set_value(kWeightsLocation);
+    }
+  }
+  std::string model_onnx;
+  if (!exported.SerializeToString(&model_onnx)) {
+    return absl::InternalError("the exported model (without its weights) cannot be serialized");
+  }
+  exported.Clear();
+  const PayloadInFile weights_record{(*weights)->fd(), 0, (*weights)->size()};
+  // Re-imported file to file into a spill beside the bundle where the file
+  // system takes one (not tmpfs): the compile then packs from file pages
+  // and gives them back, as `run --weights-dir` does.
+  std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny((*weights)->dir());
+  absl::StatusOr<ImportedModel> reimported = ImportModelRecord(
+      model_onnx, header, (*weights)->dir(), (*weights)->name(), weights_record, spill.get(), "the exported model");
+  spill.reset();
   if (!reimported.ok()) {
     return absl::Status(reimported.status().code(),
                         absl::StrCat("re-importing the exported model: ", reimported.status().message()));
@@ -162,41 +291,47 @@ absl::StatusOr<BundleSummary> CompileBundle(ImportedModel model, const BundleCom
   header.certificate = CertifyCoverage((*session)->dispatcher().env().DomainPredicate(), EntryGuardSets(cache));
   header.entries = static_cast<int64_t>(cache.size());
   BundleContents contents;
-  contents.records.push_back({std::string(kModelNamespace), std::string(kModelKey), *std::move(onnx)});
-  contents.records.push_back(
-      {std::string(kManifestNamespace), header.manifest_key, EncodeManifest(header.manifest_key, cache.entries())});
+  contents.records.push_back({std::string(kModelNamespace), std::string(kModelKey), std::move(model_onnx), {}});
+  contents.records.push_back({std::string(kWeightsNamespace), std::string(kWeightsKey), "", weights_record});
+  contents.records.push_back({std::string(kManifestNamespace), header.manifest_key,
+                              EncodeManifest(header.manifest_key, cache.entries()), {}});
   for (auto& [ns_key, payload] : collected->Entries()) {
     if (ns_key.first != persist::kObjectNamespace) continue;
-    contents.records.push_back({ns_key.first, ns_key.second, payload});
+    contents.records.push_back({ns_key.first, ns_key.second, payload, {}});
     ++header.objects;
   }
   contents.header = HeaderToJson(header);
-  const std::string bytes = EncodeBundle(contents, options.signing_key);
-  if (absl::Status s = WriteFileAtomically(path, bytes); !s.ok()) return s;
+  if (absl::Status s = WriteBundleFile(path, contents, options.signing_key); !s.ok()) return s;
+  absl::StatusOr<FileIdentity> written = IdentityOf(path);
+  if (!written.ok()) return written.status();
   BundleSummary summary;
   summary.header = std::move(header);
   summary.compiles = (*session)->stats().dispatcher.compiles;
-  summary.bytes = bytes.size();
+  summary.bytes = written->size;
   return summary;
 }
 
-absl::StatusOr<Bundle> DecodeBundleBytes(absl::string_view bytes, const std::string& signing_key,
-                                         const std::string& what) {
-  absl::StatusOr<BundleContents> contents = DecodeBundle(bytes, signing_key, what);
+absl::StatusOr<Bundle> ReadBundle(const std::string& path, const std::string& signing_key) {
+  absl::StatusOr<BundleContents> contents = ReadBundleFile(path, signing_key, kWeightsNamespace);
   if (!contents.ok()) return contents.status();
+  const std::string& what = path;
   absl::StatusOr<BundleHeader> header = HeaderFromJson(contents->header);
   if (!header.ok()) {
     return absl::DataLossError(absl::StrCat("bundle ", what, ": ", header.status().message()));
   }
   Bundle bundle;
-  bundle.path = what;
+  bundle.path = path;
   bundle.header = *std::move(header);
+  bundle.file = *contents->file;
   bundle.entries = std::make_shared<persist::MemoryEntryStore>(absl::StrCat("bundle ", what), /*read_only=*/true);
-  bool has_model = false, has_manifest = false;
+  bool has_model = false, has_weights = false, has_manifest = false;
   for (BundleRecord& r : contents->records) {
-    if (r.ns == kModelNamespace && r.key == kModelKey) {
+    if (r.ns == kModelNamespace && r.key == kModelKey && !has_model) {
       bundle.model_onnx = std::move(r.payload);
       has_model = true;
+    } else if (r.ns == kWeightsNamespace && r.key == kWeightsKey && !has_weights) {
+      bundle.weights = *r.in_file;
+      has_weights = true;
     } else if (r.ns == kManifestNamespace && r.key == bundle.header.manifest_key) {
       bundle.manifest = r.payload;
       has_manifest = true;
@@ -207,16 +342,11 @@ absl::StatusOr<Bundle> DecodeBundleBytes(absl::string_view bytes, const std::str
       return absl::DataLossError(absl::StrCat("bundle ", what, ": unexpected record ", r.ns, "/", r.key));
     }
   }
-  if (!has_model || !has_manifest) {
-    return absl::DataLossError(absl::StrCat("bundle ", what, ": no ", has_model ? "manifest" : "model", " record"));
+  if (!has_model || !has_weights || !has_manifest) {
+    return absl::DataLossError(absl::StrCat("bundle ", what, ": no ",
+                                            !has_model ? "model" : !has_weights ? "weights" : "manifest", " record"));
   }
   return bundle;
-}
-
-absl::StatusOr<Bundle> ReadBundle(const std::string& path, const std::string& signing_key) {
-  absl::StatusOr<std::string> bytes = ReadFileBytes(path);
-  if (!bytes.ok()) return absl::Status(bytes.status().code(), absl::StrCat("bundle ", bytes.status().message()));
-  return DecodeBundleBytes(*bytes, signing_key, path);
 }
 
 absl::Status CheckBundleTarget(const BundleHeader& header, const codegen::cpu::HostTarget& host) {
@@ -244,8 +374,25 @@ absl::Status CheckBundleTarget(const BundleHeader& header, const codegen::cpu::H
                                                     ". Compile it again on this machine (shapeshift compile)"));
 }
 
-absl::StatusOr<ImportedModel> ImportBundleModel(const Bundle& bundle) {
-  return ImportOnnxBytes(bundle.model_onnx, ImportFor(bundle.header), absl::StrCat("bundle ", bundle.path));
+absl::StatusOr<ImportedModel> ImportBundleModel(const Bundle& bundle, ConstantSpill* spill) {
+  const std::string what = absl::StrCat("bundle ", bundle.path);
+  // The weights are read by name from the file's own directory: a link to
+  // the bundle is followed first (the importer keeps external data inside
+  // the model's directory).
+  std::error_code error;
+  const std::filesystem::path file = std::filesystem::canonical(bundle.path, error);
+  if (error) return absl::NotFoundError(absl::StrCat(what, ": ", error.message()));
+  absl::StatusOr<ImportedModel> model = ImportModelRecord(bundle.model_onnx, bundle.header,
+                                                          file.parent_path().string(), file.filename().string(),
+                                                          bundle.weights, spill, what);
+  if (!model.ok()) return model;
+  absl::StatusOr<FileIdentity> now = IdentityOf(file.string());
+  if (!now.ok() || !(*now == bundle.file)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": the file changed after its checksum was verified (replaced or rewritten while it loaded); "
+              "its weights are not used: load it again"));
+  }
+  return model;
 }
 
 absl::StatusOr<std::unique_ptr<Session>> OpenBundleSession(const Bundle& bundle, ImportedModel model,

@@ -77,15 +77,13 @@ struct BundleSummary {
   uint64_t bytes = 0;
 };
 
-// The most weight bytes a bundle holds: its model is one ONNX message, and
-// protobuf refuses to write one of 2 GiB or more.
-inline constexpr uint64_t kMaxBundledWeightBytes = (uint64_t{1} << 31) - 1;
-
 // Compiles `model` (its env's ranges are the domain) under the policy, runs
 // `warm`, proves coverage and writes the bundle to `path` (atomically).
-// Errors name the step (export, compile, warm request, write); a model whose
-// weights pass kMaxBundledWeightBytes is FailedPrecondition before any of
-// them, saying so.
+// Errors name the step (export, compile, warm request, write). The weights
+// go from `model` to a temporary file beside `path` (its weights record to
+// be), are imported back from there for the compile (into a spill in that
+// directory where its file system takes one), and are copied into the
+// bundle piece by piece: no size limit, and never two copies in memory.
 absl::StatusOr<BundleSummary> CompileBundle(ImportedModel model, const BundleCompileOptions& options,
                                             const std::string& path);
 
@@ -94,22 +92,27 @@ absl::StatusOr<BundleSummary> CompileBundle(ImportedModel model, const BundleCom
 struct Bundle {
   std::string path;
   BundleHeader header;
-  std::string model_onnx;
+  std::string model_onnx;  // the message; its initializers are in `weights`
+  PayloadInFile weights;   // the weights record, where it lies in the file
+  FileIdentity file;       // the file that was verified
   std::string manifest;  // the manifest text (manifest.h)
   std::shared_ptr<persist::MemoryEntryStore> entries;  // read-only: manifest + objects
 };
 
+// Reads and hashes the file in pieces; the weights stay in the file.
 absl::StatusOr<Bundle> ReadBundle(const std::string& path, const std::string& signing_key);
-absl::StatusOr<Bundle> DecodeBundleBytes(absl::string_view bytes, const std::string& signing_key,
-                                         const std::string& what);
 
 // OK when the bundle's machine code is for `host`; otherwise
 // FailedPrecondition naming each difference (compiler identity, LLVM
 // version, triple, CPU, and the CPU features missing or extra here).
 absl::Status CheckBundleTarget(const BundleHeader& header, const codegen::cpu::HostTarget& host);
 
-// The embedded model, imported with the bundle's declared ranges.
-absl::StatusOr<ImportedModel> ImportBundleModel(const Bundle& bundle);
+// The embedded model, imported with the bundle's declared ranges, its
+// weights read from the bundle file (into `spill` when given, file to file:
+// ImportOptions::spill). A file that is no longer the one ReadBundle
+// verified (replaced, rewritten) is refused after the import: its weights
+// are never mixed with another file's manifest.
+absl::StatusOr<ImportedModel> ImportBundleModel(const Bundle& bundle, ConstantSpill* spill = nullptr);
 
 struct BundleSessionOptions {
   std::string cache_dir;                // later compiles (outside a proven domain) persist here

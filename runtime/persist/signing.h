@@ -28,6 +28,35 @@ inline constexpr size_t kMinSigningKeyBytes = 16;
 // The 32-byte digests (raw bytes, not hex).
 std::string Sha256(absl::string_view bytes);
 std::string HmacSha256(absl::string_view key, absl::string_view bytes);
+// The same digests over bytes given in pieces (a bundle's body streamed from
+// or to its file, never whole in memory). An empty `key` makes a MacStream
+// that computes nothing and returns "" (an unsigned bundle's).
+class Sha256Stream {
+ public:
+  Sha256Stream();
+  ~Sha256Stream();
+  Sha256Stream(const Sha256Stream&) = delete;
+  Sha256Stream& operator=(const Sha256Stream&) = delete;
+  void Update(absl::string_view bytes);
+  std::string Finish();
+
+ private:
+  struct State;
+  State* state_;
+};
+class HmacSha256Stream {
+ public:
+  explicit HmacSha256Stream(absl::string_view key);
+  ~HmacSha256Stream();
+  HmacSha256Stream(const HmacSha256Stream&) = delete;
+  HmacSha256Stream& operator=(const HmacSha256Stream&) = delete;
+  void Update(absl::string_view bytes);
+  std::string Finish();
+
+ private:
+  struct State;
+  State* state_;
+};
 // Compares two digests in time independent of where they differ.
 bool DigestsEqual(absl::string_view a, absl::string_view b);
 

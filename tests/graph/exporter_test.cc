@@ -102,19 +102,12 @@ TEST(ExporterTest, WritesSymbolsAsDimParamAndRangesAsMetadata) {
   EXPECT_EQ(proto.graph().initializer_size(), static_cast<int>(m.graph->constants().size()));
 }
 
-TEST(ExporterTest, RoundTripsThroughTheImporterWithIdenticalOutputs) {
-  SmallModel m = BuildSmallModel();
-  absl::StatusOr<std::string> bytes = ExportOnnxBytes(*m.graph, *m.env);
-  ASSERT_TRUE(bytes.ok()) << bytes.status();
-  ImportOptions options;
-  options.dim_ranges = {{"batch", {1, 4}}, {"seq", {1, 16}}};
-  absl::StatusOr<ImportedModel> imported = ImportOnnxBytes(*bytes, options, "exported");
-  ASSERT_TRUE(imported.ok()) << imported.status();
-  EXPECT_EQ(imported->graph->outputs()[1]->type().ToString(), "f32[2*seq, batch, 2, 3]");
+// The small model's outputs from `graph` equal those of the original.
+void ExpectTheSmallModelsOutputs(const SmallModel& m, const Graph& graph) {
   for (auto [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 5}, {4, 16}}) {
     std::vector<Tensor> inputs = {Iota({batch, seq, 6})};
     absl::StatusOr<std::vector<Tensor>> want = Interpret(*m.graph, inputs);
-    absl::StatusOr<std::vector<Tensor>> got = Interpret(*imported->graph, inputs);
+    absl::StatusOr<std::vector<Tensor>> got = Interpret(graph, inputs);
     ASSERT_TRUE(want.ok()) << want.status();
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_EQ(got->size(), want->size());
@@ -125,6 +118,58 @@ TEST(ExporterTest, RoundTripsThroughTheImporterWithIdenticalOutputs) {
       }
     }
   }
+}
+
+TEST(ExporterTest, RoundTripsThroughTheImporterWithIdenticalOutputs) {
+  SmallModel m = BuildSmallModel();
+  absl::StatusOr<std::string> bytes = ExportOnnxBytes(*m.graph, *m.env);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ImportOptions options;
+  options.dim_ranges = {{"batch", {1, 4}}, {"seq", {1, 16}}};
+  absl::StatusOr<ImportedModel> imported = ImportOnnxBytes(*bytes, options, "exported");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->graph->outputs()[1]->type().ToString(), "f32[2*seq, batch, 2, 3]");
+  ExpectTheSmallModelsOutputs(m, *imported->graph);
+}
+
+// With a sink, every initializer's bytes go to it (here one file, at the
+// offsets it returns) and the message names them as external data; the
+// message alone, checked and imported with that file's directory, computes
+// the same outputs (how an AOT bundle holds weights past 2 GiB).
+TEST(ExporterTest, InitializersGoToTheSinkAsExternalDataAndImportBack) {
+  SmallModel m = BuildSmallModel();
+  const std::string dir = ::testing::TempDir();
+  const std::string name = "exporter_test_weights.bin";
+  std::FILE* file = std::fopen((dir + "/" + name).c_str(), "wb");
+  ASSERT_NE(file, nullptr);
+  int64_t written = 0;
+  ExportOptions options;
+  options.external_data = ExternalDataSink{dir, name, 0, [&](const Tensor& t) -> absl::StatusOr<int64_t> {
+                                             const int64_t at = written + 3;  // not where the last one ended
+                                             std::fseek(file, at, SEEK_SET);
+                                             std::fwrite(t.raw(), 1, t.byte_size(), file);
+                                             written = at + static_cast<int64_t>(t.byte_size());
+                                             std::fflush(file);
+                                             return at;
+                                           }};
+  onnx::ModelProto proto;
+  absl::Status exported = ExportOnnxModel(*m.graph, *m.env, options, &proto);
+  std::fclose(file);
+  ASSERT_TRUE(exported.ok()) << exported;
+  ASSERT_GT(proto.graph().initializer_size(), 0);
+  for (const onnx::TensorProto& init : proto.graph().initializer()) {
+    EXPECT_EQ(init.data_location(), onnx::TensorProto::EXTERNAL) << init.name();
+    EXPECT_TRUE(init.raw_data().empty()) << init.name();
+  }
+  ImportOptions import_options;
+  import_options.base_dir = dir;
+  absl::StatusOr<ImportedModel> imported = ImportParsedOnnx(proto, import_options, "the message");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ExpectTheSmallModelsOutputs(m, *imported->graph);
+
+  // Checked against the directory: the same message where the file is not is refused.
+  import_options.base_dir = dir + "/exporter_test_no_such_dir";
+  EXPECT_FALSE(ImportParsedOnnx(proto, import_options, "the message").ok());
 }
 
 // torch's dynamo exporter writes opset 18, where ReduceMean and Split take

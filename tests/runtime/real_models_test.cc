@@ -154,9 +154,9 @@ TEST_P(RealModelBundleTest, ABundleServesEveryDataSetWithZeroCompiles) {
   EXPECT_EQ(summary->header.certificate.verdict, "covered");
   absl::StatusOr<bundle::Bundle> read = bundle::ReadBundle(path, "");
   ASSERT_TRUE(read.ok()) << read.status();
-  std::remove(path.c_str());
-  absl::StatusOr<ImportedModel> embedded = bundle::ImportBundleModel(*read);
+  absl::StatusOr<ImportedModel> embedded = bundle::ImportBundleModel(*read);  // its weights: from the file
   ASSERT_TRUE(embedded.ok()) << embedded.status();
+  std::remove(path.c_str());
   absl::StatusOr<std::unique_ptr<Session>> session = bundle::OpenBundleSession(*read, *std::move(embedded), {});
   ASSERT_TRUE(session.ok()) << session.status();
   ExpectReproducesDataSets(**session, dir);

@@ -168,7 +168,7 @@ TEST(BundleCliTest, ABundleForOtherCpuFeaturesIsRefusedByRunAndProve) {
   std::string features = contents.header["target"]["features"].get<std::string>();
   features[0] = features[0] == '+' ? '-' : '+';
   contents.header["target"]["features"] = features;
-  ASSERT_TRUE(rb::WriteFileAtomically(bundle, rb::EncodeBundle(contents, "")).ok());
+  ASSERT_TRUE(rb::WriteFileAtomically(bundle, rb::EncodeBundle(contents, "").value()).ok());
   shapeshift::testing::CliResult run = RunShapeshift("run " + bundle + " --no-cache", "2>&1");
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("built for other machine code"));

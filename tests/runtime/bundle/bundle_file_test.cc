@@ -5,6 +5,12 @@
 // signed file needs the key).
 #include "runtime/bundle/bundle_file.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "base/file_descriptor.h"
 #include "gtest/gtest.h"
 #include "runtime/persist/signing.h"
 
@@ -23,7 +29,7 @@ BundleContents Sample() {
 
 TEST(BundleFileTest, RoundTripsUnsignedAndSigned) {
   for (const std::string& key : {std::string(), std::string(kKey)}) {
-    const std::string bytes = EncodeBundle(Sample(), key);
+    const std::string bytes = EncodeBundle(Sample(), key).value();
     absl::StatusOr<BundleContents> back = DecodeBundle(bytes, key, "sample.ssb");
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(back->signed_, !key.empty());
@@ -35,7 +41,7 @@ TEST(BundleFileTest, RoundTripsUnsignedAndSigned) {
 }
 
 TEST(BundleFileTest, EveryFlippedByteIsRefused) {
-  const std::string bytes = EncodeBundle(Sample(), kKey);
+  const std::string bytes = EncodeBundle(Sample(), kKey).value();
   // Every byte of the preamble and a stride through the body.
   for (size_t i = 0; i < bytes.size(); i += (i < kBundlePreambleSize ? 1 : 37)) {
     std::string damaged = bytes;
@@ -51,7 +57,7 @@ TEST(BundleFileTest, EveryFlippedByteIsRefused) {
 }
 
 TEST(BundleFileTest, TruncatedExtendedAndForeignFilesAreRefused) {
-  const std::string bytes = EncodeBundle(Sample(), "");
+  const std::string bytes = EncodeBundle(Sample(), "").value();
   EXPECT_NE(DecodeBundle(bytes.substr(0, 40), "", "f").status().message().find("truncated"), std::string::npos);
   EXPECT_NE(DecodeBundle(bytes.substr(0, bytes.size() - 1), "", "f").status().message().find("does not match"),
             std::string::npos);
@@ -66,8 +72,8 @@ TEST(BundleFileTest, TruncatedExtendedAndForeignFilesAreRefused) {
 }
 
 TEST(BundleFileTest, SignatureRules) {
-  const std::string signed_bytes = EncodeBundle(Sample(), kKey);
-  const std::string unsigned_bytes = EncodeBundle(Sample(), "");
+  const std::string signed_bytes = EncodeBundle(Sample(), kKey).value();
+  const std::string unsigned_bytes = EncodeBundle(Sample(), "").value();
   absl::Status no_key = DecodeBundle(signed_bytes, "", "s.ssb").status();
   EXPECT_TRUE(absl::IsPermissionDenied(no_key)) << no_key;
   EXPECT_NE(no_key.message().find("--sign-key-file"), std::string::npos);
@@ -81,7 +87,7 @@ TEST(BundleFileTest, SignatureRules) {
 
 TEST(BundleFileTest, HostileRecordLengthsAreRefusedWithoutAllocating) {
   BundleContents c = Sample();
-  std::string bytes = EncodeBundle(c, "");
+  std::string bytes = EncodeBundle(c, "").value();
   // The first record's namespace length becomes 2^32-1, and the checksum is
   // recomputed the way a forger would: the record parser must refuse it by
   // comparing the length with what is left, not by trying to copy it.
@@ -92,6 +98,59 @@ TEST(BundleFileTest, HostileRecordLengthsAreRefusedWithoutAllocating) {
   absl::Status s = DecodeBundle(bytes, "", "h.ssb").status();
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
   EXPECT_NE(s.message().find("record 0 runs past the end"), std::string::npos) << s;
+}
+
+// A payload kept in a file (a bundle's weights) is streamed into the bundle
+// from an offset of its source, across more than one of the writer's 8 MiB
+// pieces; read back with ReadBundleFile it is located, not read, at the place
+// where DecodeBundle finds the same bytes; the file checks are the same.
+TEST(BundleFileTest, APayloadInAFileIsStreamedInAndLocatedOnTheWayOut) {
+  const std::string source_path = ::testing::TempDir() + "/bundle_file_test_source";
+  std::string source(size_t{9} << 20, '\0');
+  for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<char>((i * 131) >> 7);
+  std::ofstream(source_path, std::ios::binary) << source;
+  FileDescriptor fd(open(source_path.c_str(), O_RDONLY));
+  ASSERT_GE(fd.get(), 0);
+  const std::string expected = source.substr(7);
+  BundleContents c = Sample();
+  c.records.insert(c.records.begin() + 1, BundleRecord{"weights", "initializers", "", PayloadInFile{fd.get(), 7, expected.size()}});
+  const std::string path = ::testing::TempDir() + "/bundle_file_test_streamed.ssb";
+  for (const std::string& key : {std::string(), std::string(kKey)}) {
+    SCOPED_TRACE(key.empty() ? "unsigned" : "signed");
+    ASSERT_TRUE(WriteBundleFile(path, c, key).ok());
+    const std::string bytes = ReadFileBytes(path).value();
+    absl::StatusOr<BundleContents> decoded = DecodeBundle(bytes, key, path);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    ASSERT_EQ(decoded->records.size(), 3u);
+    EXPECT_TRUE(decoded->records[1].payload == expected);
+    absl::StatusOr<BundleContents> read = ReadBundleFile(path, key, "weights");
+    ASSERT_TRUE(read.ok()) << read.status();
+    ASSERT_EQ(read->records.size(), 3u);
+    ASSERT_TRUE(read->records[1].in_file.has_value());
+    EXPECT_TRUE(read->records[1].payload.empty());
+    EXPECT_EQ(read->records[1].in_file->size, expected.size());
+    EXPECT_TRUE(bytes.substr(read->records[1].in_file->offset, expected.size()) == expected);
+    EXPECT_EQ(read->records[0].payload, c.records[0].payload);
+    EXPECT_EQ(read->records[2].payload, c.records[2].payload);
+    EXPECT_EQ(read->header, c.header);
+    EXPECT_EQ(read->signed_, !key.empty());
+    ASSERT_TRUE(read->file.has_value());
+    EXPECT_TRUE(*read->file == IdentityOf(path).value());
+  }
+  // One flipped byte deep in the located payload is still a checksum mismatch.
+  {
+    const uint64_t start = ReadBundleFile(path, kKey, "weights").value().records[1].in_file->offset;
+    const uint64_t at = size_t{8} << 20;  // past the writer's first piece
+    const char flipped = static_cast<char>(~expected[at]);
+    FileDescriptor w(open(path.c_str(), O_WRONLY));
+    ASSERT_EQ(pwrite(w.get(), &flipped, 1, static_cast<off_t>(start + at)), 1);
+  }
+  absl::Status flipped = ReadBundleFile(path, kKey, "weights").status();
+  EXPECT_TRUE(absl::IsDataLoss(flipped)) << flipped;
+  EXPECT_NE(flipped.message().find("checksum mismatch"), std::string::npos) << flipped;
+  ASSERT_EQ(truncate(path.c_str(), 100), 0);
+  EXPECT_NE(ReadBundleFile(path, kKey, "weights").status().message().find("does not match"), std::string::npos);
+  EXPECT_TRUE(absl::IsNotFound(ReadBundleFile(path + ".missing", "", "weights").status()));
 }
 
 }  // namespace

@@ -31,6 +31,21 @@ TEST(SigningTest, DigestsEqualComparesWholeDigests) {
   EXPECT_FALSE(DigestsEqual(a, a.substr(0, 16)));
 }
 
+TEST(SigningTest, StreamsInPiecesGiveTheWholeDigests) {
+  Sha256Stream sha;
+  sha.Update("a");
+  sha.Update("");
+  sha.Update("bc");
+  EXPECT_EQ(Hex(sha.Finish()), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  HmacSha256Stream mac("Jefe");
+  mac.Update("what do ya want ");
+  mac.Update("for nothing?");
+  EXPECT_EQ(Hex(mac.Finish()), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  HmacSha256Stream unkeyed("");
+  unkeyed.Update("anything");
+  EXPECT_EQ(unkeyed.Finish(), "");
+}
+
 std::string WriteKey(const std::string& name, const std::string& bytes) {
   const std::string path = ::testing::TempDir() + "/signing_test_" + name;
   std::ofstream(path, std::ios::binary) << bytes;
