@@ -70,7 +70,7 @@ constexpr char kUsage[] =
     "                        [--remote-cache redis://HOST:PORT[/DB] --remote-cache-key-file FILE]\n"
     "                        [--device cpu|cuda] [--no-cuda-graphs] [--cuda-graph-symbol SYM] [--cuda-tf32]\n"
     "       shapeshift prove --dim NAME=LO..HI [--dim ...] --guards 'PRED' [--guards ...] [--json]\n"
-    "       shapeshift prove --bundle MODEL.ssb [--sign-key-file FILE] [--json]\n"
+    "       shapeshift prove --bundle MODEL.ssb [--sign-key-file FILE] [--weights-dir DIR | --weights-in-memory] [--json]\n"
     "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv. The artifacts its policy\n"
     "  compiles ahead of time (plus those the persistent cache holds and those --warm's requests compiled;\n"
     "  TRACE as for run --trace: lognormal:N[:SEED], decode:N, file:PATH) must serve every shape of the\n"
@@ -344,7 +344,12 @@ int ProveBundle(const ParsedArgs& args) {
   }
   absl::StatusOr<std::vector<std::vector<Predicate>>> sets = runtime::bundle::ParseGuardSets(texts);
   if (!sets.ok()) return finish(false, absl::StrCat("the bundle's guards: ", sets.status().message()));
-  absl::StatusOr<ImportedModel> model = runtime::bundle::ImportBundleModel(*bundle);
+  // The weights as for run: from the bundle file to the spill, given back once packed.
+  absl::StatusOr<std::string> weights_dir = WeightsDirFromFlags(args, "");
+  if (!weights_dir.ok()) return UsageError(weights_dir.status().message());
+  std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(*weights_dir);
+  absl::StatusOr<ImportedModel> model = runtime::bundle::ImportBundleModel(*bundle, spill.get());
+  spill.reset();
   if (!model.ok()) return finish(false, absl::StrCat("the bundle's model: ", model.status().message()));
   const Predicate domain = model->env->DomainPredicate();
   if (absl::Status s = runtime::bundle::RecheckCertificate(certificate, domain, *sets); !s.ok()) {
@@ -357,6 +362,7 @@ int ProveBundle(const ParsedArgs& args) {
     return finish(true, "");
   }
   runtime::bundle::BundleSessionOptions options;  // no cache: every entry from the bundle
+  options.weights_dir = *weights_dir;
   absl::StatusOr<std::unique_ptr<runtime::Session>> session =
       runtime::bundle::OpenBundleSession(*bundle, *std::move(model), options);
   if (!session.ok()) return finish(false, std::string(session.status().message()));
@@ -379,8 +385,7 @@ int RunProve(const std::vector<std::string>& argv) {
   absl::StatusOr<ParsedArgs> args = ParseArgs(argv, spec);
   if (!args.ok()) return tools::UsageError("prove", kUsage, std::string(args.status().message()));
   if (args->Has("bundle")) {
-    std::vector<std::string> not_for_bundles = {"dim",         "guards",     "policy",           "warm",
-                                                kCacheDirFlag, kNoCacheFlag, kWeightsDirFlag, kWeightsInMemoryFlag};
+    std::vector<std::string> not_for_bundles = {"dim", "guards", "policy", "warm", kCacheDirFlag, kNoCacheFlag};
     for (const std::string& flag : RemoteCacheFlagNames()) not_for_bundles.push_back(flag);
     for (const std::string& flag : DeviceFlagNames()) not_for_bundles.push_back(flag);  // a bundle holds CPU code
     for (const std::string& flag : not_for_bundles) {

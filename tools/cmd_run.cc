@@ -11,7 +11,8 @@
 // MODEL may be a bundle (`MODEL.ssb`, from `shapeshift compile`): its entries
 // are re-created from its machine code with 0 compiles, after its checksum,
 // signature (`--sign-key-file`) and target (CPU features, LLVM, shapeshift
-// build) are checked; `--dim` and `--policy` are the bundle's own then.
+// build) are checked; `--dim` and `--policy` are the bundle's own then. Its
+// weights go from the bundle file to the weights dir as a model file's do.
 // `--remote-cache` shares compiled entries with other replicas through Redis
 // (tools/fleet_flags.h, runtime/persist/remote_cache.h).
 //
@@ -153,6 +154,7 @@ constexpr char kUsage[] =
     "                      [--remote-cache-wait-s S] [--sign-key-file FILE]   (a signed MODEL.ssb)\n"
     SHAPESHIFT_DEVICE_USAGE
     "  MODEL: path/to/model.onnx, builtin:bert, builtin:gpt2, builtin:gpt2-kv, or a bundle MODEL.ssb\n"
+    "  (its weights read from the bundle file, into the weights dir as a model's external data)\n"
     "  Exit: 0 ok, 1 a check found a mismatch or a trace request was refused, 2 bad usage, a model that\n"
     "  cannot be loaded or compiled, or a request outside the declared ranges.\n";
 
@@ -325,9 +327,6 @@ absl::StatusOr<RunFlags> ParseRunFlags(const std::vector<std::string>& raw_args)
                                                        " fixes its domain, policy and code)"));
       }
     }
-    if (args->Has("weights-dir")) {
-      return absl::InvalidArgumentError("--weights-dir: a bundle's session keeps its weights in memory");
-    }
   } else if (!flags.sign_key.empty()) {
     return absl::InvalidArgumentError("--sign-key-file verifies a bundle: MODEL must be a .ssb file");
   }
@@ -378,6 +377,7 @@ absl::StatusOr<PreparedModel> Prepare(const RunFlags& flags, ImportedModel model
   if (flags.bundle != nullptr) {
     runtime::bundle::BundleSessionOptions bundle_options;
     bundle_options.cache_dir = flags.cache_dir;
+    bundle_options.weights_dir = flags.weights_dir;
     bundle_options.remote_cache = flags.remote_cache;
     bundle_options.recompile_log = flags.recompile_log;
     if (flags.recompile_limit) bundle_options.recompile_limit = *flags.recompile_limit;

@@ -411,6 +411,7 @@ absl::StatusOr<std::unique_ptr<Session>> OpenBundleSession(const Bundle& bundle,
   session_options.recompile_limit = options.recompile_limit;
   session_options.recompile_log = options.recompile_log;
   session_options.cache_dir = options.cache_dir;
+  session_options.weights_dir = options.weights_dir;
   session_options.remote_cache = options.remote_cache;
   session_options.front_store = bundle.entries;
   absl::StatusOr<std::unique_ptr<Session>> session =

@@ -116,6 +116,7 @@ absl::StatusOr<ImportedModel> ImportBundleModel(const Bundle& bundle, ConstantSp
 
 struct BundleSessionOptions {
   std::string cache_dir;                // later compiles (outside a proven domain) persist here
+  std::string weights_dir;              // as SessionOptions::weights_dir (ImportBundleModel's spill there)
   persist::RemoteCacheOptions remote_cache;
   std::string recompile_log;
   int recompile_limit = 64;

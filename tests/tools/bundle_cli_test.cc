@@ -47,6 +47,30 @@ TEST(BundleCliTest, CompileRunAndProveABundle) {
   EXPECT_THAT(prove.output, HasSubstr("check exactly the certified guards"));
 }
 
+// A bundle's weights are read from its file like a model's external data:
+// into the weights dir `run` and `prove --bundle` are given (the session's
+// too, which gives packed weights' pages back), or into memory.
+TEST(BundleCliTest, RunAndProveTakeTheBundlesWeightsIntoTheWeightsDir) {
+  const std::string bundle = Compile("weights.ssb", "--policy polymorphic");
+  const std::string dir = ProcessTempPath("bundle_weights");
+  shapeshift::testing::CliResult in_dir = RunShapeshift(
+      "run " + bundle + " --input input_ids=1x7 --check --json --repeats 1 --no-cache --weights-dir " + dir);
+  ASSERT_EQ(in_dir.exit_code, 0) << in_dir.output;
+  nlohmann::json j = nlohmann::json::parse(in_dir.output);
+  EXPECT_EQ(j["weights"]["dir"], dir);
+  EXPECT_EQ(j["compiles"], 0);
+  EXPECT_TRUE(j["check_passed"].get<bool>());
+  shapeshift::testing::CliResult in_memory =
+      RunShapeshift("run " + bundle + " --input input_ids=1x7 --check --json --repeats 1 --no-cache --weights-in-memory");
+  ASSERT_EQ(in_memory.exit_code, 0) << in_memory.output;
+  EXPECT_EQ(nlohmann::json::parse(in_memory.output)["weights"]["dir"], "");
+  for (const std::string& weights : {"--weights-dir " + dir, std::string("--weights-in-memory")}) {
+    shapeshift::testing::CliResult prove = RunShapeshift("prove --bundle " + bundle + " " + weights, "2>&1");
+    EXPECT_EQ(prove.exit_code, 0) << weights << ": " << prove.output;
+    EXPECT_THAT(prove.output, HasSubstr("check exactly the certified guards")) << weights;
+  }
+}
+
 // Two processes compiling the same model write the same bytes: the lowering
 // walks ordered maps, never a hash map whose order follows abseil's
 // per-process seed (the layer norm kernels' object code differed between
