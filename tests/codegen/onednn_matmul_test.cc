@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "tests/codegen/matmul_reference.h"
 #include "tests/codegen/test_util.h"
@@ -162,13 +163,17 @@ TEST(OnednnMatmulTest, ConcurrentCallsOnOnePrimitive) {
 // there. With oneDNN's library-managed scratchpad, every primitive created on
 // one thread shares that thread's buffer, so threads running them at once
 // read each other's operands (wrong products, or a crash: seen on
-// 1x4096x4096). Each call must use the calling thread's own.
+// 1x4096x4096). Each call must use the calling thread's own. Where oneDNN
+// picks another implementation (gemm:jit on an AVX2 host) there may be no
+// scratchpad to share; the products must be right all the same.
 TEST(OnednnMatmulTest, ConcurrentCallsOnStaticPrimitivesEachUseTheirOwnScratchpad) {
   std::vector<std::unique_ptr<OnednnMatmul>> mms;
   for (MatmulConfig cfg : {MatmulConfig{.m = 8, .k = 768, .n = 768}, MatmulConfig{.m = 16, .k = 1024, .n = 1024}}) {
     auto mm = OnednnMatmul::Create(cfg);
     ASSERT_TRUE(mm.ok()) << mm.status();
-    EXPECT_GT((*mm)->scratchpad_bytes(), 0) << DescribeConfig(cfg) << " (" << (*mm)->implementation() << ")";
+    if (absl::StartsWith((*mm)->implementation(), "brg")) {
+      EXPECT_GT((*mm)->scratchpad_bytes(), 0) << DescribeConfig(cfg) << " (" << (*mm)->implementation() << ")";
+    }
     mms.push_back(*std::move(mm));
   }
   std::vector<std::thread> threads;
