@@ -65,20 +65,22 @@ absl::Status AimAtWeights(onnx::ModelProto& model, const std::string& location, 
     };
     if (init.data_location() != onnx::TensorProto::EXTERNAL) return damaged("is not in the weights record");
     uint64_t offset = 0, length = 0;
-    bool located = false;
+    bool located = false, has_length = false;
     for (onnx::StringStringEntryProto& entry : *init.mutable_external_data()) {
       if (entry.key() == "location") {
         if (entry.value() != kWeightsLocation) return damaged(absl::StrCat("names the file '", entry.value(), "'"));
         entry.set_value(location);
         located = true;
-      } else if ((entry.key() == "offset" && absl::SimpleAtoi(entry.value(), &offset)) ||
-                 (entry.key() == "length" && absl::SimpleAtoi(entry.value(), &length))) {
+      } else if (entry.key() == "offset" && absl::SimpleAtoi(entry.value(), &offset)) {
         continue;
+      } else if (entry.key() == "length" && absl::SimpleAtoi(entry.value(), &length)) {
+        has_length = true;  // without one the importer would read to the end of the file
       } else {
         return damaged(absl::StrCat("has external data ", entry.key(), " '", entry.value(), "'"));
       }
     }
-    if (!located || offset > size || length > size - offset) {
+    if (!located || !has_length) return damaged("names no location or no length in the weights record");
+    if (offset > size || length > size - offset) {
       return damaged(absl::StrCat("lies at [", offset, ", +", length, ") outside the ", size, "-byte weights record"));
     }
     for (onnx::StringStringEntryProto& entry : *init.mutable_external_data()) {

@@ -181,8 +181,10 @@ TEST(BundleTest, ABundleReplacedAfterItsChecksumIsRefused) {
 }
 
 // The model record's initializers may name only the weights record, within
-// its bytes: a record pointing at another file of the directory, or past
-// the record's end, is damage — even correctly checksummed.
+// its bytes and with a length (without one the importer would read to the
+// end of the file): a record pointing at another file of the directory,
+// past the record's end, or without a length, is damage — even correctly
+// checksummed.
 TEST(BundleTest, AModelRecordNamingAnotherFileOrRangeIsRefused) {
   const std::string path = shapeshift::testing::ProcessTempPath("aimed.ssb");
   ASSERT_TRUE(Compile(SpecializationPolicy::kPolymorphic, path).ok());
@@ -191,15 +193,23 @@ TEST(BundleTest, AModelRecordNamingAnotherFileOrRangeIsRefused) {
     std::string key, value, expected;
   };
   for (const Forgery& f : {Forgery{"location", "poly.ssb", "names the file 'poly.ssb'"},
-                           Forgery{"offset", "99999999999", "outside the"}}) {
+                           Forgery{"offset", "99999999999", "outside the"},
+                           Forgery{"length", "", "has external data length ''"},
+                           Forgery{"length", "(removed)", "no location or no length"}}) {
     SCOPED_TRACE(f.key);
     BundleContents contents = DecodeBundle(original, "", path).value();
     for (BundleRecord& r : contents.records) {
       if (r.ns != kModelNamespace) continue;
       onnx::ModelProto proto;
       ASSERT_TRUE(proto.ParseFromString(r.payload));
-      for (onnx::StringStringEntryProto& e : *proto.mutable_graph()->mutable_initializer(0)->mutable_external_data()) {
-        if (e.key() == f.key) e.set_value(f.value);
+      auto* entries = proto.mutable_graph()->mutable_initializer(0)->mutable_external_data();
+      for (int i = entries->size() - 1; i >= 0; --i) {
+        if (entries->Get(i).key() != f.key) continue;
+        if (f.value == "(removed)") {
+          entries->DeleteSubrange(i, 1);
+        } else {
+          entries->Mutable(i)->set_value(f.value);
+        }
       }
       r.payload = proto.SerializeAsString();
     }
