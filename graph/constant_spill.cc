@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_descriptor.h"
 
 namespace shapeshift {
 namespace {
@@ -96,11 +97,8 @@ absl::StatusOr<Tensor> ConstantSpill::SpillBytes(DType dtype, const std::vector<
 }
 
 absl::Status ConstantSpill::WriteAll(const char* data, size_t bytes, int64_t offset) {
-  for (size_t done = 0; done < bytes;) {
-    const ssize_t n = pwrite(*fd_, data + done, bytes - done, offset + static_cast<int64_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Errno(absl::StrCat("writing ", bytes, " bytes to weights directory '", dir_, "'"));
-    done += static_cast<size_t>(n);
+  if (!PwriteFully(*fd_, data, bytes, offset)) {
+    return Errno(absl::StrCat("writing ", bytes, " bytes to weights directory '", dir_, "'"));
   }
   return absl::OkStatus();
 }

@@ -219,13 +219,7 @@ absl::Status RawBytes::ReadInto(void* dst) const {
     if (size > 0) std::memcpy(dst, memory->data(), size);
     return absl::OkStatus();
   }
-  char* out = static_cast<char*>(dst);
-  for (size_t done = 0; done < size;) {
-    const ssize_t n = pread(fd, out + done, size - done, offset + static_cast<int64_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return absl::DataLossError(absl::StrCat("short read from ", file));
-    done += static_cast<size_t>(n);
-  }
+  if (!PreadFully(fd, dst, size, offset)) return absl::DataLossError(absl::StrCat("short read from ", file));
   return absl::OkStatus();
 }
 

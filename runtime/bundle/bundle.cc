@@ -113,12 +113,8 @@ class WeightsFile {
   // Appends the tensor's bytes at the next aligned offset, returning it.
   absl::StatusOr<int64_t> Write(const Tensor& t) {
     const uint64_t at = (size_ + kWeightsAlignment - 1) / kWeightsAlignment * kWeightsAlignment;
-    const char* bytes = static_cast<const char*>(t.raw());
-    for (uint64_t done = 0; done < t.byte_size();) {
-      const ssize_t put = pwrite(fd_.get(), bytes + done, t.byte_size() - done, static_cast<off_t>(at + done));
-      if (put < 0 && errno == EINTR) continue;
-      if (put <= 0) return absl::UnavailableError(absl::StrCat("'", path_, "': write failed: ", std::strerror(errno)));
-      done += static_cast<uint64_t>(put);
+    if (!PwriteFully(fd_.get(), t.raw(), t.byte_size(), static_cast<int64_t>(at))) {
+      return absl::UnavailableError(absl::StrCat("'", path_, "': write failed: ", std::strerror(errno)));
     }
     size_ = at + t.byte_size();
     return static_cast<int64_t>(at);

@@ -44,26 +44,9 @@ std::string Preamble(uint64_t body_length, absl::string_view checksum, absl::str
 }
 
 absl::Status PreadAll(int fd, uint64_t offset, uint64_t n, char* out, absl::string_view what) {
-  for (uint64_t done = 0; done < n;) {
-    const ssize_t got = pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      return absl::DataLossError(absl::StrCat(what, ": read failed at byte ", offset + done, got < 0 ? ": " : "",
-                                              got < 0 ? std::strerror(errno) : "the file is shorter than it was"));
-    }
-    done += static_cast<uint64_t>(got);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status WriteAll(int fd, absl::string_view bytes, absl::string_view what) {
-  for (size_t done = 0; done < bytes.size();) {
-    const ssize_t put = write(fd, bytes.data() + done, bytes.size() - done);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return absl::UnavailableError(absl::StrCat(what, ": write failed: ", std::strerror(errno)));
-    done += static_cast<size_t>(put);
-  }
-  return absl::OkStatus();
+  if (PreadFully(fd, out, n, static_cast<int64_t>(offset))) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(what, ": reading ", n, " bytes at byte ", offset, " failed: ",
+                                          errno != 0 ? std::strerror(errno) : "the file is shorter than it was"));
 }
 
 // The body, piece by piece, to `sink`; a payload in a file is read from it
@@ -251,21 +234,20 @@ absl::Status WriteBundleFile(const std::string& path, const BundleContents& cont
   const bool is_signed = !signing_key.empty();
   persist::Sha256Stream sha;
   persist::HmacSha256Stream mac(signing_key);
+  auto failed = [&] { return absl::UnavailableError(absl::StrCat("'", path, "': write failed: ", std::strerror(errno))); };
+  // The body after room for the preamble, which is written last (it holds the body's digests).
   uint64_t body_length = 0;
-  absl::Status s = WriteAll(fd.get(), std::string(kBundlePreambleSize, '\0'), path);
-  if (s.ok()) {
-    s = WriteBody(contents, [&](absl::string_view piece) {
-      sha.Update(piece);
-      mac.Update(piece);
-      body_length += piece.size();
-      return WriteAll(fd.get(), piece, path);
-    });
-  }
+  absl::Status s = WriteBody(contents, [&](absl::string_view piece) {
+    sha.Update(piece);
+    mac.Update(piece);
+    const bool written =
+        PwriteFully(fd.get(), piece.data(), piece.size(), static_cast<int64_t>(kBundlePreambleSize + body_length));
+    body_length += piece.size();
+    return written ? absl::OkStatus() : failed();
+  });
   if (s.ok()) {
     const std::string preamble = Preamble(body_length, sha.Finish(), mac.Finish(), is_signed);
-    if (pwrite(fd.get(), preamble.data(), preamble.size(), 0) != static_cast<ssize_t>(preamble.size())) {
-      s = absl::UnavailableError(absl::StrCat("'", path, "': write failed: ", std::strerror(errno)));
-    }
+    if (!PwriteFully(fd.get(), preamble.data(), preamble.size(), 0)) s = failed();
   }
   if (s.ok() && fd.Close() != 0) {
     s = absl::UnavailableError(absl::StrCat("'", path, "': write failed: ", std::strerror(errno)));
