@@ -77,9 +77,10 @@ struct ShortRequestGemm {
   int64_t prefetch_rows = 0;    // the skinny GEMM's, else 0
   // What serves the rows outside min_rows..max_rows: "onednn-panels"
   // (oneDNN's blocked GEMM over the skinny GEMM's packed copy, fewer rows
-  // than its smallest chunk on the skinny GEMM itself:
-  // codegen/cpu/panel_rows_matmul.h) or "onednn" (its runtime-M GEMM over
-  // the plain weights).
+  // than its smallest chunk on the skinny GEMM itself), the skinny GEMM's
+  // own engine name where oneDNN cannot read its panels (an AVX2 host:
+  // every row on the packed copy; codegen/cpu/panel_rows_matmul.h), or
+  // "onednn" (its runtime-M GEMM over the plain weights).
   std::string long_engine = "onednn";
   bool tuned = false;           // from CompileOptions::tuning, else the built-in default
   int64_t steps = 0;            // matmul steps of this class

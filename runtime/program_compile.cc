@@ -431,7 +431,7 @@ class ProgramBuilder {
         impl_.skinny.push_back(std::move(created));
       }
       const cpu::PanelRowsMatmul* panel_rows = PanelRowsFor(key, *skinny);
-      if (panel_rows != nullptr) record.long_engine = "onednn-panels";
+      if (panel_rows != nullptr) record.long_engine = panel_rows->engine();
       // Every request of this step will read the packed copy: the plain
       // weights' pages go back to the OS where they lie in a spill file
       // (graph/constant_spill.h; elsewhere a no-op) — block by block as
@@ -475,10 +475,10 @@ class ProgramBuilder {
   }
 
   // The long-request path over `skinny`'s panels, shared by every step of its
-  // configuration; null where it is off or oneDNN has no blocked kernel for
-  // the layout or refuses the configuration: then the plain weights serve
-  // long requests, as they always can (ShortRequestGemm::long_engine says
-  // which).
+  // configuration (oneDNN's blocked GEMM, or the skinny GEMM itself where
+  // oneDNN cannot read the panels: ShortRequestGemm::long_engine says
+  // which); null where it is off: then the plain weights serve long
+  // requests.
   const cpu::PanelRowsMatmul* PanelRowsFor(const std::string& key, const cpu::SkinnyMatmul& skinny) {
     if (!long_rows_on_panels_) return nullptr;
     auto [it, inserted] = panel_rows_by_config_.try_emplace(key, nullptr);

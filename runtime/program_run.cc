@@ -80,7 +80,7 @@ MatmulRoute RouteOf(const MatmulStep& step, int64_t m) {
 std::string RouteName(const MatmulStep& step, MatmulRoute route) {
   switch (route) {
     case MatmulRoute::kSkinny: return absl::StrCat("skinny-", cpu::IsaName(step.skinny->isa()));
-    case MatmulRoute::kPanels: return LongRowsName(LongRows::kPanels);
+    case MatmulRoute::kPanels: return step.panel_rows->engine();
     case MatmulRoute::kSmallRows: return "onednn-small-rows";
     case MatmulRoute::kOnednn: break;
   }

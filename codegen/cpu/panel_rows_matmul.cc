@@ -15,16 +15,23 @@ absl::StatusOr<std::unique_ptr<PanelRowsMatmul>> PanelRowsMatmul::Create(const S
     config.pack_b = true;
     config.b_panel_width = skinny.panel_width();
     auto created = OnednnMatmul::Create(config);
-    if (!created.ok()) return created.status();
     // oneDNN accepts any layout, but only its blocked kernels read this one
     // at speed; its reference kernel would be orders of magnitude slower.
-    if (!absl::StartsWith((*created)->implementation(), "brg")) {
-      return absl::FailedPreconditionError(absl::StrCat(DescribeConfig(config), ": oneDNN has no blocked kernel for it (",
-                                                        (*created)->implementation(), ")"));
+    // Without one (or where oneDNN refuses the configuration) every row
+    // runs on the skinny GEMM.
+    if (!created.ok() || !absl::StartsWith((*created)->implementation(), "brg")) {
+      chunks.clear();
+      break;
     }
     chunks.push_back(*std::move(created));
   }
-  return std::unique_ptr<PanelRowsMatmul>(new PanelRowsMatmul(skinny, std::move(chunks)));
+  std::string engine =
+      chunks.empty() ? absl::StrCat("skinny-", IsaName(skinny.isa())) : std::string(kOnednnPanelsEngine);
+  return std::unique_ptr<PanelRowsMatmul>(new PanelRowsMatmul(skinny, std::move(chunks), std::move(engine)));
+}
+
+const std::string& PanelRowsMatmul::implementation() const {
+  return chunks_.empty() ? engine_ : chunks_.front()->implementation();
 }
 
 absl::Status PanelRowsMatmul::Execute(const MatmulShape& shape, const MatmulOperands& ops) const {

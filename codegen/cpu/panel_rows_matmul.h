@@ -5,26 +5,33 @@
 // GEMM (skinny_matmul.h) over B packed into column panels, and long ones on
 // oneDNN's runtime-M GEMM over B as the model holds it: two copies of every
 // weight matrix in memory, unless long requests read the panels too — then
-// the plain copy's pages can go back to the OS (graph/constant_spill.h). The panels are exactly oneDNN's BA16a32b
-// (BA16a16b on AVX2) layout, which oneDNN's runtime-M GEMM cannot read (it
-// falls back to its reference kernel) but its static-M blocked GEMM
-// (brg:avx512_core) can. So this path runs a request of m rows as chunks of
-// static-M primitives over the panels — greedily the largest of kChunkRows
-// that fits, the primitives created once at compile time — and the last
-// m mod kChunkRows.back() rows on the skinny GEMM over the same panels.
+// the plain copy's pages can go back to the OS (graph/constant_spill.h).
+// Two engines read the panels:
 //
-// Measured (bench/RESULTS.md, "Long requests over the skinny GEMM's panels"
-// and "One resident copy of the weights"): BERT-base with it takes
-// 1.00-1.03x the time with the runtime-M gemm:jit over the plain weights at
-// 48..512 tokens, batch 1 and 8, on an AMD EPYC; 1.07x (1x128) and 1.11x
-// (1x512) on an Intel Xeon. Every row
-// is computed by one primitive or by the skinny GEMM with the configuration's
-// epilogue; rows never mix across chunks, so the result is each row's, as on
-// the other paths (float summation order differs between engines, as it
-// does between the skinny GEMM and oneDNN today).
+//   - "onednn-panels": the AVX-512 core's panels are exactly oneDNN's
+//     BA16a32b layout, which oneDNN's runtime-M GEMM cannot read (it falls
+//     back to its reference kernel) but its static-M blocked GEMM
+//     (brg:avx512_core) can. A request of m rows runs as chunks of static-M
+//     primitives over the panels — greedily the largest of kChunkRows that
+//     fits, the primitives created once at compile time — and the last
+//     m mod kChunkRows.back() rows on the skinny GEMM over the same panels.
+//     Measured (bench/RESULTS.md, "Long requests over the skinny GEMM's
+//     panels" and "One resident copy of the weights"): BERT-base with it
+//     takes 1.00-1.03x the time with the runtime-M gemm:jit over the plain
+//     weights at 48..512 tokens, batch 1 and 8, on an AMD EPYC; 1.07x (1x128)
+//     and 1.11x (1x512) on an Intel Xeon.
+//   - "skinny-avx2" (the skinny GEMM's name for its core): where oneDNN has
+//     no blocked kernel for the layout or refuses the configuration — the
+//     AVX2 core's BA16a16b, for which oneDNN 2.6 has only ref:any — every
+//     row runs on the skinny GEMM. Measured on an AVX2 AMD EPYC
+//     (bench/RESULTS.md, "One copy of the weights on AVX2"): 0.70-0.97x
+//     oneDNN's runtime-M time at 128..1024 rows on BERT-base's, GPT-2's and
+//     the 1.1B Llama's weight shapes, 1.03-1.09x at 4096.
 //
-// Create() fails with FAILED_PRECONDITION where oneDNN has no blocked kernel
-// for the layout (a CPU without AVX-512: the caller keeps the plain path).
+// Every row is computed by one primitive or by the skinny GEMM with the
+// configuration's epilogue; rows never mix across chunks, so the result is
+// each row's, as on the other paths (float summation order differs between
+// engines, as it does between the skinny GEMM and oneDNN today).
 // Execute() is thread-safe.
 #ifndef SHAPESHIFT_CODEGEN_CPU_PANEL_ROWS_MATMUL_H_
 #define SHAPESHIFT_CODEGEN_CPU_PANEL_ROWS_MATMUL_H_
@@ -46,8 +53,13 @@ class PanelRowsMatmul {
   // Rows per chunk, largest first.
   static constexpr std::array<int64_t, 2> kChunkRows = {128, 32};
 
+  // The engine name of the chunked path (ProgramStats' long_engine, the
+  // tuning's LongRows::kPanels).
+  static constexpr char kOnednnPanelsEngine[] = "onednn-panels";
+
   // For the GEMM `skinny` serves (its configuration and panel layout); the
-  // skinny GEMM also runs the tail rows and must outlive this object.
+  // skinny GEMM also runs the tail rows (or all of them) and must outlive
+  // this object.
   static absl::StatusOr<std::unique_ptr<PanelRowsMatmul>> Create(const SkinnyMatmul& skinny);
 
   // Runs `shape` (any m >= 1; fewer rows than the smallest chunk run wholly
@@ -57,14 +69,18 @@ class PanelRowsMatmul {
   // pages back).
   absl::Status Execute(const MatmulShape& shape, const MatmulOperands& ops) const;
 
-  // oneDNN's implementation of the chunks, e.g. "brg:avx512_core".
-  const std::string& implementation() const { return chunks_.front()->implementation(); }
+  // "onednn-panels" or the skinny GEMM's "skinny-<isa>" (see above).
+  const std::string& engine() const { return engine_; }
+  // oneDNN's implementation of the chunks, e.g. "brg:avx512_core"; engine()
+  // where there are none.
+  const std::string& implementation() const;
 
  private:
-  PanelRowsMatmul(const SkinnyMatmul& skinny, std::vector<std::unique_ptr<OnednnMatmul>> chunks)
-      : skinny_(skinny), chunks_(std::move(chunks)) {}
+  PanelRowsMatmul(const SkinnyMatmul& skinny, std::vector<std::unique_ptr<OnednnMatmul>> chunks, std::string engine)
+      : skinny_(skinny), chunks_(std::move(chunks)), engine_(std::move(engine)) {}
   const SkinnyMatmul& skinny_;
-  std::vector<std::unique_ptr<OnednnMatmul>> chunks_;  // [i]: kChunkRows[i] rows
+  std::vector<std::unique_ptr<OnednnMatmul>> chunks_;  // [i]: kChunkRows[i] rows; none: all on skinny_
+  std::string engine_;
 };
 
 }  // namespace shapeshift::codegen::cpu

@@ -17,6 +17,7 @@
 #include "base/status_macros.h"
 #include "codegen/cpu/host_target.h"
 #include "codegen/cpu/object_store.h"
+#include "codegen/cpu/panel_rows_matmul.h"
 #include "nlohmann/json.hpp"
 #include "runtime/bundle/bundle_file.h"
 #include "runtime/persist/signing.h"
@@ -82,7 +83,7 @@ absl::Status CheckMachineKey(const MachineKey& file, const MachineKey& host) {
 }
 
 const char* LongRowsName(LongRows long_rows) {
-  return long_rows == LongRows::kPanels ? "onednn-panels" : "onednn";
+  return long_rows == LongRows::kPanels ? codegen::cpu::PanelRowsMatmul::kOnednnPanelsEngine : "onednn";
 }
 
 LongRows LongRowsFor(bool long_rows_on_panels, codegen::cpu::SkinnyMatmul::Isa isa) {

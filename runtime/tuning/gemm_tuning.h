@@ -85,10 +85,14 @@ struct GemmChoice {
 // The crossovers differ, so a file keeps one choice per class for each.
 enum class LongRows { kPlain, kPanels };
 const char* LongRowsName(LongRows long_rows);  // "onednn" | "onednn-panels"
-// What a Program compiled with `long_rows_on_panels` runs the other rows on
-// with the skinny GEMM's `isa` core: the panels need oneDNN's blocked layout
-// for the AVX-512 panels (codegen/cpu/panel_rows_matmul.h), else the runtime-M
-// GEMM. The one rule the compile, lazy tuning and `shapeshift tune` share.
+// What the skinny GEMM is measured against in a Program compiled with
+// `long_rows_on_panels` and the skinny GEMM's `isa` core: oneDNN's blocked
+// GEMM over the AVX-512 panels; with the AVX2 core such a Program runs every
+// row on the skinny GEMM (oneDNN 2.6 has no blocked kernel for its panels:
+// codegen/cpu/panel_rows_matmul.h), so there is no crossover to measure and
+// the choices against the runtime-M GEMM stand (which classes get the
+// skinny GEMM at all). The one rule the compile, lazy tuning and
+// `shapeshift tune` share.
 LongRows LongRowsFor(bool long_rows_on_panels, codegen::cpu::SkinnyMatmul::Isa isa);
 
 struct GemmTuning {

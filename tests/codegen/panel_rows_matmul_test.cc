@@ -1,12 +1,13 @@
 // PanelRowsMatmul: long requests of a constant-weight GEMM over the skinny
 // GEMM's panels (oneDNN's blocked static-M GEMM in chunks, the skinny GEMM
-// for the tail) must compute the OnednnMatmul contract
+// for the tail; or, where oneDNN has no blocked kernel for the layout, the
+// skinny GEMM for every row) must compute the OnednnMatmul contract
 // (tests/codegen/matmul_reference.h) at every decomposition of m into chunks
-// and tail, with every epilogue, with k and n off the layout's blocks; and
-// where oneDNN has no blocked kernel for a layout, Create says so.
+// and tail, with every epilogue, with k and n off the layout's blocks.
 #include "codegen/cpu/panel_rows_matmul.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,15 +29,31 @@ struct Made {
   std::unique_ptr<PanelRowsMatmul> panels;
 };
 
-// The AVX-512 core, whose layout (BA16a32b) oneDNN's brg:avx512_core reads.
-// An AVX2 host cannot run that core: the tests that need it are skipped
-// there (ctest reports them as not run), and
-// AnotherLayoutIsRefusedOrRunOnABlockedKernel checks what oneDNN does with
-// the AVX2 core's layout on every host.
-constexpr char kNeedsAvx512[] = "the AVX-512 skinny core (BA16a32b panels) needs an AVX-512 host";
-Made MakeOrDie(const MatmulConfig& cfg) {
+// The host's widest core: AVX-512, whose layout (BA16a32b) oneDNN's
+// brg:avx512_core reads in chunks, or AVX2, whose layout (BA16a16b) oneDNN
+// 2.6 reads only with its reference kernel, so every row runs on the skinny
+// GEMM. TheAvx2CoresPanelsRunOnABlockedKernelOrTheSkinnyGemm checks the
+// AVX2 core on every host.
+Isa HostIsaOrDie() {
+  std::optional<Isa> isa = SkinnyMatmul::HostIsa();
+  EXPECT_TRUE(isa.has_value()) << "no skinny GEMM core on this CPU";
+  return isa.value_or(Isa::kAvx2);
+}
+
+// What runs the rows on `isa`'s panels.
+void ExpectEngineFor(const PanelRowsMatmul& panels, Isa isa) {
+  if (isa == Isa::kAvx512) {
+    EXPECT_EQ(panels.engine(), PanelRowsMatmul::kOnednnPanelsEngine);
+    EXPECT_TRUE(absl::StartsWith(panels.implementation(), "brg")) << panels.implementation();
+  } else if (panels.engine() != PanelRowsMatmul::kOnednnPanelsEngine) {  // a later oneDNN may have the kernel
+    EXPECT_EQ(panels.engine(), "skinny-avx2");
+    EXPECT_EQ(panels.implementation(), "skinny-avx2");
+  }
+}
+
+Made MakeOrDie(const MatmulConfig& cfg, Isa isa = HostIsaOrDie()) {
   Made made;
-  absl::StatusOr<std::unique_ptr<SkinnyMatmul>> skinny = SkinnyMatmul::Create(cfg, Isa::kAvx512);
+  absl::StatusOr<std::unique_ptr<SkinnyMatmul>> skinny = SkinnyMatmul::Create(cfg, isa);
   EXPECT_TRUE(skinny.ok()) << skinny.status();
   if (!skinny.ok()) return made;
   made.skinny = *std::move(skinny);
@@ -74,7 +91,6 @@ MatmulConfig WeightGemm(int64_t k, int64_t n) {
 }
 
 TEST(PanelRowsMatmulTest, EveryChunkAndTailDecompositionMatchesTheReference) {
-  if (!SkinnyMatmul::Supported(Isa::kAvx512)) GTEST_SKIP() << kNeedsAvx512;
   // k = 100 and n = 80: neither a multiple of the layout's 16-row and
   // 32-column blocks, so the padding is read (and must be zero).
   MatmulConfig cfg = WeightGemm(100, 80);
@@ -82,7 +98,7 @@ TEST(PanelRowsMatmulTest, EveryChunkAndTailDecompositionMatchesTheReference) {
   cfg.activation = MatmulActivation::kGeluErf;
   Made made = MakeOrDie(cfg);
   ASSERT_NE(made.panels, nullptr);
-  EXPECT_TRUE(absl::StartsWith(made.panels->implementation(), "brg")) << made.panels->implementation();
+  ExpectEngineFor(*made.panels, made.skinny->isa());
   // Tail only, one small chunk, small chunks and a tail, one large chunk,
   // large and small chunks and a tail.
   for (int64_t m : {1, 31, 32, 33, 64, 127, 128, 129, 160, 161, 300}) {
@@ -91,7 +107,6 @@ TEST(PanelRowsMatmulTest, EveryChunkAndTailDecompositionMatchesTheReference) {
 }
 
 TEST(PanelRowsMatmulTest, EveryEpilogueMatchesTheReference) {
-  if (!SkinnyMatmul::Supported(Isa::kAvx512)) GTEST_SKIP() << kNeedsAvx512;
   struct Case {
     float scale;
     bool bias;
@@ -116,9 +131,9 @@ TEST(PanelRowsMatmulTest, EveryEpilogueMatchesTheReference) {
 }
 
 TEST(PanelRowsMatmulTest, TheChunksReadTheSkinnyPanelsAsOneDnnLaysThemOut) {
-  if (!SkinnyMatmul::Supported(Isa::kAvx512)) GTEST_SKIP() << kNeedsAvx512;
   // The layout contract: the skinny GEMM's panels equal oneDNN's reorder of
-  // the plain B into BA16a32b, padding included, so the same copy serves both.
+  // the plain B into BA16a32b (the AVX-512 core) or BA16a16b (AVX2), padding
+  // included, so the same copy serves both.
   MatmulConfig cfg = WeightGemm(40, 50);
   Made made = MakeOrDie(cfg);
   ASSERT_NE(made.skinny, nullptr);
@@ -138,27 +153,20 @@ TEST(PanelRowsMatmulTest, TheChunksReadTheSkinnyPanelsAsOneDnnLaysThemOut) {
   for (int64_t i = 0; i < floats; ++i) ASSERT_EQ(ours->data()[i], theirs->data()[i]) << "at " << i;
 }
 
-TEST(PanelRowsMatmulTest, AnotherLayoutIsRefusedOrRunOnABlockedKernel) {
-  // The AVX2 core's 16-column panels: oneDNN 2.x's blocked GEMM may or may
-  // not read them on this CPU; either it does (and computes the contract)
-  // or Create says it has no blocked kernel, never a reference-kernel path.
-  MatmulConfig cfg = WeightGemm(48, 40);
+TEST(PanelRowsMatmulTest, TheAvx2CoresPanelsRunOnABlockedKernelOrTheSkinnyGemm) {
+  // The AVX2 core's 16-column panels: oneDNN's blocked GEMM may or may not
+  // read them on this CPU (2.6 does not); either it does or every row runs
+  // on the skinny GEMM, never a reference-kernel path, and either way the
+  // contract holds.
   ASSERT_TRUE(SkinnyMatmul::Supported(Isa::kAvx2));
-  absl::StatusOr<std::unique_ptr<SkinnyMatmul>> skinny = SkinnyMatmul::Create(cfg, Isa::kAvx2);
-  ASSERT_TRUE(skinny.ok()) << skinny.status();
-  absl::StatusOr<std::unique_ptr<PanelRowsMatmul>> panels = PanelRowsMatmul::Create(**skinny);
-  if (!panels.ok()) {
-    EXPECT_EQ(panels.status().code(), absl::StatusCode::kFailedPrecondition) << panels.status();
-    EXPECT_TRUE(absl::StrContains(panels.status().message(), "no blocked kernel")) << panels.status();
-    return;
-  }
-  Made made{*std::move(skinny), *std::move(panels)};
-  EXPECT_TRUE(absl::StartsWith(made.panels->implementation(), "brg")) << made.panels->implementation();
-  for (int64_t m : {33, 130}) CheckRows(made, m, static_cast<uint32_t>(m));
+  Made made = MakeOrDie(WeightGemm(48, 40), Isa::kAvx2);
+  ASSERT_NE(made.panels, nullptr);
+  ExpectEngineFor(*made.panels, Isa::kAvx2);
+  EXPECT_FALSE(absl::StartsWith(made.panels->implementation(), "ref")) << made.panels->implementation();
+  for (int64_t m : {1, 33, 130}) CheckRows(made, m, static_cast<uint32_t>(m));
 }
 
 TEST(PanelRowsMatmulTest, AShapeOtherThanTheConfigurationsIsAnError) {
-  if (!SkinnyMatmul::Supported(Isa::kAvx512)) GTEST_SKIP() << kNeedsAvx512;
   Made made = MakeOrDie(WeightGemm(32, 32));
   ASSERT_NE(made.panels, nullptr);
   std::vector<float> a(64 * 32), b(32 * 32), c(64 * 32);

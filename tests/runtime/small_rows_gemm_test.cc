@@ -91,9 +91,9 @@ TEST(SmallRowsGemmTest, LongRequestsReadThePackedCopyAndMatchThePlainPath) {
   ASSERT_NE(panels, nullptr);
   ASSERT_NE(plain, nullptr);
   // The AVX-512 core's panels are oneDNN's BA16a32b, which its blocked GEMM
-  // reads; an AVX2 host has no such kernel and keeps the long rows on the
-  // plain weights (tests/support/host_long_rows.h). Either way both sessions
-  // must agree with the interpreter and each other.
+  // reads; an AVX2 host has no such kernel and runs the long rows on the
+  // skinny GEMM over its panels (tests/support/host_long_rows.h). Either way
+  // both sessions must agree with the interpreter and each other.
   const std::optional<SkinnyMatmul::Isa> isa = SkinnyMatmul::HostIsa();
   ASSERT_TRUE(isa.has_value()) << "no skinny GEMM core on this CPU";
   ASSERT_NE(panels->program(), nullptr);

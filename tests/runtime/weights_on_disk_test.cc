@@ -52,9 +52,9 @@ std::unique_ptr<runtime::Session> Compile(const BertConfig& config, const std::s
 }
 
 TEST(WeightsOnDiskTest, PackedCopiesServeEveryRequestAndThePlainPagesAreGivenBack) {
-  // On an AVX-512 host oneDNN's blocked GEMM reads the skinny core's panels
-  // for the long requests, so the plain pages go back; on an AVX2 host the
-  // long rows read the plain weights, which stay (host_long_rows.h).
+  // Long requests read the skinny core's panels (oneDNN's blocked GEMM on an
+  // AVX-512 host, the skinny GEMM itself on an AVX2 one: host_long_rows.h),
+  // so the plain pages go back.
   const bool given_back = shapeshift::testing::HostGivesPlainWeightsBack();
   BertConfig config;
   const std::string dir = DiskDir("bert");

@@ -3,33 +3,52 @@
 // packed copy: the tests that check engines, given-back pages and tunings
 // expect what the machine they run on does, on AVX-512 and AVX2 hosts alike.
 //
-// Why it differs: the skinny GEMM's AVX-512 panels are oneDNN's BA16a32b
-// layout, which its blocked GEMM reads, so long rows run there and the plain
-// weights' pages go back once packed (one resident copy). runtime::LongRowsFor
-// (the rule) takes the panels on AVX-512 hosts only; on an AVX2 host long
-// rows read the plain weights with oneDNN's runtime-M GEMM, so those pages
-// stay.
+// Both read the skinny GEMM's packed copy, so the plain weights' pages go
+// back once packed (one resident copy), but with different engines
+// (codegen/cpu/panel_rows_matmul.h): the AVX-512 core's panels are oneDNN's
+// BA16a32b layout, which its blocked GEMM reads ("onednn-panels", and the
+// skinny GEMM is tuned against it: runtime::LongRowsFor is the rule); on an
+// AVX2 host oneDNN has no blocked kernel for the panels, so every row runs
+// on the skinny GEMM ("skinny-avx2") and the tuning is the one against the
+// runtime-M GEMM.
 #ifndef SHAPESHIFT_TESTS_SUPPORT_HOST_LONG_ROWS_H_
 #define SHAPESHIFT_TESTS_SUPPORT_HOST_LONG_ROWS_H_
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "codegen/cpu/skinny_matmul.h"
 #include "runtime/tuning/gemm_tuning.h"
 
 namespace shapeshift::testing {
 
-// LongRows::kPanels on an AVX-512 host, kPlain elsewhere.
+// What the skinny GEMM is tuned against in such a run: LongRows::kPanels on
+// an AVX-512 host, kPlain elsewhere.
 inline runtime::LongRows HostLongRowsOnPanelsRequest() {
   const std::optional<codegen::cpu::SkinnyMatmul::Isa> isa = codegen::cpu::SkinnyMatmul::HostIsa();
   return isa.has_value() ? runtime::LongRowsFor(/*long_rows_on_panels=*/true, *isa) : runtime::LongRows::kPlain;
 }
 
-// The report's `long_engine` for such a run: "onednn-panels" or "onednn".
-inline std::string HostLongEngineOnPanelsRequest() { return runtime::LongRowsName(HostLongRowsOnPanelsRequest()); }
+// Whether the skinny GEMM is tuned against the panels' engine in such a run
+// (a file's panel_gemms, "against onednn-panels"), else against the
+// runtime-M GEMM's.
+inline bool HostTunesAgainstPanels() { return HostLongRowsOnPanelsRequest() == runtime::LongRows::kPanels; }
+// The name a tuning file gives that engine ("against ...").
+inline std::string HostTunedAgainstOnPanelsRequest() { return runtime::LongRowsName(HostLongRowsOnPanelsRequest()); }
 
-// Whether such a run gives the plain weights' pages back once packed.
-inline bool HostGivesPlainWeightsBack() { return HostLongRowsOnPanelsRequest() == runtime::LongRows::kPanels; }
+// The report's `long_engine` for such a run's skinny classes: "onednn-panels"
+// on an AVX-512 host, "skinny-avx2" on an AVX2 one ("onednn" on a CPU with
+// neither, which has no skinny GEMM).
+inline std::string HostLongEngineOnPanelsRequest() {
+  const std::optional<codegen::cpu::SkinnyMatmul::Isa> isa = codegen::cpu::SkinnyMatmul::HostIsa();
+  if (!isa.has_value()) return runtime::LongRowsName(runtime::LongRows::kPlain);
+  if (HostLongRowsOnPanelsRequest() == runtime::LongRows::kPanels) return runtime::LongRowsName(runtime::LongRows::kPanels);
+  return absl::StrCat("skinny-", codegen::cpu::IsaName(*isa));
+}
+
+// Whether such a run gives the plain weights' pages back once packed: on
+// every host with a skinny GEMM.
+inline bool HostGivesPlainWeightsBack() { return codegen::cpu::SkinnyMatmul::HostIsa().has_value(); }
 
 }  // namespace shapeshift::testing
 

@@ -221,7 +221,7 @@ TEST(RunCliTest, WeightsOnDiskAreReportedGivenBackAndAgreeWithTheInterpreter) {
     EXPECT_EQ(j["weights"]["dir"], dir) << model;
     EXPECT_GE(j["weights"]["spilled_constants"].get<int64_t>(), 5) << model;  // 4 layers x 2 FFN + the embedding
     EXPECT_GE(j["weights"]["spilled_bytes"].get<int64_t>(), int64_t{16} << 20) << model;
-    // Given back where long rows read the packed copy (an AVX-512 host), kept elsewhere (host_long_rows.h).
+    // Given back: long rows read the packed copy too (host_long_rows.h).
     if (shapeshift::testing::HostGivesPlainWeightsBack()) {
       EXPECT_GE(j["weights"]["released_bytes"].get<int64_t>(), int64_t{8} << 20) << model;
     } else {

@@ -61,7 +61,7 @@ TEST(TuneCliTest, TuneWritesAFileRunApplies) {
   nlohmann::json t = nlohmann::json::parse(tuned.output);
   ASSERT_EQ(t["tuned"].size(), 4u) << tuned.output;  // q/k/v+o, the FFN up and down, the residual projection
   // The same against the panels, where this host has them (host_long_rows.h).
-  ASSERT_EQ(t["tuned_against_panels"].size(), shapeshift::testing::HostGivesPlainWeightsBack() ? 4u : 0u)
+  ASSERT_EQ(t["tuned_against_panels"].size(), shapeshift::testing::HostTunesAgainstPanels() ? 4u : 0u)
       << tuned.output;
   EXPECT_EQ(t["threads"], 2);
   EXPECT_EQ(t["default_skinny_max_rows"], 32);
@@ -274,10 +274,10 @@ TEST(TuneCliTest, AModelsFirstRunTunesItsClassesOnceIntoTheCacheDir) {
   absl::StatusOr<runtime::GemmTuning> written = runtime::ReadTuningFile(file);
   ASSERT_TRUE(written.ok()) << written.status();
   // run keeps its weights in a file by default, so the other rows read the
-  // panels where this host has them (host_long_rows.h): that is the engine
-  // the classes were measured against.
-  const bool panels = shapeshift::testing::HostGivesPlainWeightsBack();
-  const std::string engine = shapeshift::testing::HostLongEngineOnPanelsRequest();
+  // panels: with oneDNN's blocked GEMM where this host has it, which is then
+  // the engine the classes were measured against (host_long_rows.h).
+  const bool panels = shapeshift::testing::HostTunesAgainstPanels();
+  const std::string engine = shapeshift::testing::HostTunedAgainstOnPanelsRequest();
   EXPECT_THAT(r["notes"].dump(), HasSubstr("lacked) against " + engine + " in"));
   EXPECT_EQ(written->panel_gemms.size(), panels ? 4u : 0u);
   EXPECT_EQ(written->gemms.size(), panels ? 0u : 4u);
@@ -352,7 +352,7 @@ TEST(TuneCliTest, ClassesTheBudgetLeftOutAreMeasuredByTheNextRun) {
   absl::StatusOr<runtime::GemmTuning> full = runtime::ReadTuningFile(s["tuning_file"].get<std::string>());
   ASSERT_TRUE(full.ok()) << full.status();
   EXPECT_THAT(full->models,
-              ::testing::ElementsAre("builtin:bert, against " + shapeshift::testing::HostLongEngineOnPanelsRequest()));
+              ::testing::ElementsAre("builtin:bert, against " + shapeshift::testing::HostTunedAgainstOnPanelsRequest()));
 }
 
 // A model file has one name in the file however it is spelled, and a
