@@ -24,7 +24,7 @@
 //     no blocked kernel for the layout or refuses the configuration — the
 //     AVX2 core's BA16a16b, for which oneDNN 2.6 has only ref:any — every
 //     row runs on the skinny GEMM. Measured on an AVX2 AMD EPYC
-//     (bench/RESULTS.md, "One copy of the weights on AVX2"): 0.70-0.97x
+//     (bench/RESULTS.md, "One copy of the weights on AVX2"): 0.52-0.99x
 //     oneDNN's runtime-M time at 128..1024 rows on BERT-base's, GPT-2's and
 //     the 1.1B Llama's weight shapes, 1.03-1.09x at 4096.
 //
