@@ -45,9 +45,7 @@ absl::StatusOr<std::string> WeightsDirFromFlags(const ParsedArgs& args, const st
       ChosenDir(args, kWeightsDirFlag, kWeightsInMemoryFlag, "use --weights-in-memory");
   if (!chosen.ok()) return chosen.status();
   if (chosen->has_value()) return **chosen;
-  if (!cache_dir.empty()) return absl::StrCat(cache_dir, "/weights");
-  absl::StatusOr<std::string> dir = runtime::persist::DefaultCacheDir();
-  return dir.ok() ? absl::StrCat(*dir, "/weights") : std::string();
+  return runtime::persist::DefaultWeightsDir(cache_dir);
 }
 
 }  // namespace shapeshift::tools

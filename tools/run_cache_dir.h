@@ -30,9 +30,9 @@ absl::StatusOr<std::string> CacheDirFromFlags(const ParsedArgs& args);
 
 // `--weights-dir DIR` / `--weights-in-memory`: where `run` keeps the model's
 // weights (SessionOptions::weights_dir, graph/constant_spill.h). Default:
-// `weights` under the cache directory `cache_dir`, or under
-// persist::DefaultCacheDir() when the cache is off; empty (in memory) with
-// --weights-in-memory or when there is no default location.
+// persist::DefaultWeightsDir(cache_dir) (`weights` under the cache
+// directory, or under the default one when the cache is off); empty (in
+// memory) with --weights-in-memory.
 constexpr char kWeightsDirFlag[] = "weights-dir";
 constexpr char kWeightsInMemoryFlag[] = "weights-in-memory";
 absl::StatusOr<std::string> WeightsDirFromFlags(const ParsedArgs& args, const std::string& cache_dir);

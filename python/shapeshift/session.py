@@ -124,8 +124,12 @@ class InferenceSession:
     recompile_limit: compiles requests may trigger (the bucketed/static tiers).
     weights_dir: keep the model's weights in an unlinked file under this directory
       (on a disk, not tmpfs), resident only while read and given back once packed:
-      about one copy of the weights in memory instead of two (default: none, in
-      memory). A directory that cannot take them keeps them in memory, with a note.
+      about one copy of the weights in memory instead of two. Default: `weights`
+      under cache_dir, or under the default cache directory ($XDG_CACHE_HOME or
+      ~/.cache, /shapeshift) without one, as the CLI. A directory that cannot take
+      them keeps them in memory, with a note.
+    weights_in_memory: keep the weights in memory instead (the plain weights stay
+      beside their packed copies); exclusive with weights_dir.
     """
 
     def __init__(
@@ -140,6 +144,7 @@ class InferenceSession:
         cache_dir: str | os.PathLike | None = None,
         recompile_limit: int = 64,
         weights_dir: str | os.PathLike | None = None,
+        weights_in_memory: bool = False,
         tune_budget_s: float = 10.0,
     ) -> None:
         self._options = sess_options or SessionOptions()
@@ -151,6 +156,10 @@ class InferenceSession:
             source = os.fspath(path_or_bytes)
         else:
             raise TypeError(f"InferenceSession: expected a path or bytes, got {type(path_or_bytes).__name__}")
+        if weights_dir is not None and weights_in_memory:
+            raise ValueError("InferenceSession: weights_dir and weights_in_memory=True are exclusive")
+        if weights_dir is not None and not os.fspath(weights_dir):
+            raise ValueError("InferenceSession: weights_dir is empty: name a directory, or pass weights_in_memory=True")
         tune_budget_s = float(tune_budget_s)
         if not 0 <= tune_budget_s <= 3600:
             raise ValueError(f"InferenceSession: tune_budget_s = {tune_budget_s}: expected seconds in [0, 3600]")
@@ -166,6 +175,7 @@ class InferenceSession:
             device,
             threads,
             os.fspath(weights_dir) if weights_dir is not None else "",
+            bool(weights_in_memory),
             tune_budget_s,
         )
         self._inputs = [NodeArg(n, t, s) for n, t, s in self._model.inputs()]

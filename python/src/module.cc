@@ -10,6 +10,7 @@
 
 #include "python/src/errors.h"
 #include "python/src/model.h"
+#include "runtime/persist/artifact_cache.h"
 #include "runtime/specialization/policy.h"
 #include "tools/fuzz_budget.h"
 #include "tools/fuzz_report.h"
@@ -65,7 +66,7 @@ NB_MODULE(_core, m) {
           "load",
           [](nb::object source, const std::map<std::string, std::pair<int64_t, int64_t>>& dims,
              const std::string& policy, const std::string& cache_dir, int recompile_limit, const std::string& device,
-             int intra_op_threads, const std::string& weights_dir, double tune_budget_s) {
+             int intra_op_threads, const std::string& weights_dir, bool weights_in_memory, double tune_budget_s) {
             ModelOptions options;
             options.dims = Ranges(dims);
             options.policy = policy;
@@ -73,7 +74,11 @@ NB_MODULE(_core, m) {
             options.recompile_limit = recompile_limit;
             options.device = device;
             options.intra_op_threads = intra_op_threads;
-            options.weights_dir = weights_dir;
+            // As the CLI's --weights-dir / --weights-in-memory: a named
+            // directory, else the default beside the cache.
+            options.weights_dir = weights_in_memory      ? std::string()
+                                  : !weights_dir.empty() ? weights_dir
+                                                         : shapeshift::runtime::persist::DefaultWeightsDir(cache_dir);
             options.tune_budget_s = tune_budget_s;
             if (nb::isinstance<nb::bytes>(source)) {
               nb::bytes b = nb::borrow<nb::bytes>(source);
@@ -82,7 +87,8 @@ NB_MODULE(_core, m) {
             return Model::Load(nb::cast<std::string>(source), /*is_bytes=*/false, options);
           },
           nb::arg("source"), nb::arg("dims"), nb::arg("policy"), nb::arg("cache_dir"), nb::arg("recompile_limit"),
-          nb::arg("device"), nb::arg("intra_op_threads"), nb::arg("weights_dir"), nb::arg("tune_budget_s"))
+          nb::arg("device"), nb::arg("intra_op_threads"), nb::arg("weights_dir"), nb::arg("weights_in_memory"),
+          nb::arg("tune_budget_s"))
       .def("run", &Model::Run, nb::arg("inputs"), "inputs in graph order -> every output in graph order")
       .def("inputs", &Model::Inputs)
       .def("outputs", &Model::Outputs)

@@ -77,6 +77,12 @@ absl::StatusOr<std::string> DefaultCacheDir() {
       "no default cache directory: XDG_CACHE_HOME is not an absolute path and HOME is not set (pass --cache-dir)");
 }
 
+std::string DefaultWeightsDir(const std::string& cache_dir) {
+  if (!cache_dir.empty()) return absl::StrCat(cache_dir, "/weights");
+  absl::StatusOr<std::string> dir = DefaultCacheDir();
+  return dir.ok() ? absl::StrCat(*dir, "/weights") : std::string();
+}
+
 absl::StatusOr<std::unique_ptr<ArtifactCache>> ArtifactCache::Open(const std::string& dir,
                                                                    const ArtifactCacheOptions& options) {
   if (dir.empty()) return absl::InvalidArgumentError("cache directory: empty path");

@@ -63,6 +63,12 @@ struct ArtifactCacheStats {
 // XDG spec ignores relative ones), else $HOME/.cache/shapeshift.
 absl::StatusOr<std::string> DefaultCacheDir();
 
+// Where a session keeps its weights when its caller names no place
+// (SessionOptions::weights_dir; the CLI's and the Python session's default):
+// `weights` under `cache_dir`, or under DefaultCacheDir() when the cache is
+// off; empty (in memory) when there is no default location.
+std::string DefaultWeightsDir(const std::string& cache_dir);
+
 // The local layer of a persistent cache (entry_store.h).
 class ArtifactCache : public EntryStore {
  public:

@@ -3,6 +3,7 @@ zero-copy inputs and outputs, the GIL released and concurrent runs safe."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -256,15 +257,21 @@ def _matmul_model(path, k=1024, n=512):
 
 def _host_reads_long_rows_from_the_packed_copy():
     """Whether long requests read the packed copy here, so the plain weights'
-    pages go back once packed: on AVX-512 hosts (the skinny GEMM's AVX-512
-    panels, read by oneDNN's blocked GEMM), not on AVX2 ones, where they read
-    the plain weights (tests/support/host_long_rows.h says the same for the
-    C++ tests). Read from the CPU's flags, not from shapeshift."""
-    if os.environ.get("SHAPESHIFT_MAX_CPU_ISA") == "avx2":
-        return False
+    pages go back once packed: on every host with a skinny GEMM core (AVX2
+    with FMA, or AVX-512: oneDNN's blocked GEMM over the AVX-512 panels, the
+    skinny GEMM itself over the AVX2 ones; tests/support/host_long_rows.h says
+    the same for the C++ tests). Read from the CPU's flags, not from shapeshift."""
     with open("/proc/cpuinfo") as f:
-        flags = next((line.split() for line in f if line.startswith("flags")), [])
-    return "avx512f" in flags
+        flags = set(next((line.split() for line in f if line.startswith("flags")), []))
+    return "avx512f" in flags or {"avx2", "fma"} <= flags
+
+
+def _disk_dir(name):
+    """A fresh directory name beside the CLI in the build tree (ctest sets
+    SHAPESHIFT_CLI), else in the working directory: a disk, where tmp_path may
+    be on tmpfs (which a weights dir refuses)."""
+    build_dir = os.path.dirname(os.environ["SHAPESHIFT_CLI"]) if "SHAPESHIFT_CLI" in os.environ else os.getcwd()
+    return os.path.join(build_dir, f"{name}_{os.getpid()}")
 
 
 def test_weights_dir_keeps_the_weights_on_disk_with_ort_results(tmp_path):
@@ -272,19 +279,16 @@ def test_weights_dir_keeps_the_weights_on_disk_with_ort_results(tmp_path):
 
     path = str(tmp_path / "matmul.onnx")
     k = _matmul_model(path)
-    # Beside the CLI in the build tree (ctest sets SHAPESHIFT_CLI), else the
-    # working directory: a disk, where tmp_path may be on tmpfs.
-    build_dir = os.path.dirname(os.environ["SHAPESHIFT_CLI"]) if "SHAPESHIFT_CLI" in os.environ else os.getcwd()
-    weights_dir = os.path.join(build_dir, f"weights_py_{os.getpid()}")
+    weights_dir = _disk_dir("weights_py")
     on_disk = shapeshift.InferenceSession(path, policy="polymorphic", weights_dir=weights_dir)
-    in_memory = shapeshift.InferenceSession(path, policy="polymorphic")
+    in_memory = shapeshift.InferenceSession(path, policy="polymorphic", weights_in_memory=True)
     oracle = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     w = on_disk.weights()
     assert w["dir"] == weights_dir and w["spilled_constants"] == 1 and w["spilled_bytes"] == k * 512 * 4
     if _host_reads_long_rows_from_the_packed_copy():
         assert w["released_bytes"] >= k * 512 * 4 - 4096
     else:
-        assert w["released_bytes"] == 0  # the long rows' oneDNN GEMM reads the plain weights
+        assert w["released_bytes"] == 0  # no skinny GEMM: oneDNN reads the plain weights
     assert in_memory.weights() == {"dir": "", "spilled_constants": 0, "spilled_bytes": 0, "released_bytes": 0}
     assert os.listdir(weights_dir) == []  # the file is unlinked
     for batch in (1, 3, 40, 300):
@@ -295,6 +299,46 @@ def test_weights_dir_keeps_the_weights_on_disk_with_ort_results(tmp_path):
         np.testing.assert_allclose(got, in_memory.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
     del on_disk
     os.rmdir(weights_dir)
+
+
+def test_by_default_the_weights_go_beside_the_cache_as_with_the_cli(tmp_path):
+    path = str(tmp_path / "matmul.onnx")
+    k = _matmul_model(path)
+    cache_dir = _disk_dir("cache_py")
+    try:
+        sess = shapeshift.InferenceSession(path, policy="polymorphic", cache_dir=cache_dir)
+        w = sess.weights()
+        assert w["dir"] == os.path.join(cache_dir, "weights") and w["spilled_bytes"] == k * 512 * 4
+        assert os.listdir(w["dir"]) == []  # the file is unlinked
+        x = np.ones((2, k), dtype=np.float32)
+        memory = shapeshift.InferenceSession(path, policy="polymorphic", cache_dir=cache_dir, weights_in_memory=True)
+        assert memory.weights()["dir"] == ""
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], memory.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+        del sess
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    # Without a cache_dir: under the default cache directory, as `shapeshift run`.
+    default_cache = tmp_path / "xdg"
+    env = dict(os.environ, XDG_CACHE_HOME=str(default_cache))
+    probe = (
+        "import shapeshift, sys\n"
+        "s = shapeshift.InferenceSession(sys.argv[1], policy='polymorphic')\n"
+        "w = s.weights()\n"
+        "print(w['dir'] or [n for n in s.notes if 'memory' in n][0])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, path], env=env, capture_output=True, text=True, check=True)
+    # tmp_path may be tmpfs, which a weights dir refuses with a note: either
+    # way the default named the directory under XDG_CACHE_HOME.
+    assert str(default_cache / "shapeshift" / "weights") in out.stdout, out.stdout
+
+
+def test_weights_dir_and_weights_in_memory_are_exclusive(tmp_path):
+    path = str(tmp_path / "matmul.onnx")
+    _matmul_model(path)
+    with pytest.raises(ValueError, match="exclusive"):
+        shapeshift.InferenceSession(path, weights_dir=str(tmp_path), weights_in_memory=True)
+    with pytest.raises(ValueError, match="weights_in_memory=True"):
+        shapeshift.InferenceSession(path, weights_dir="")
 
 
 def test_weights_dir_that_cannot_take_the_file_keeps_them_in_memory(tmp_path):
