@@ -45,7 +45,8 @@ constexpr char kUsage[] =
     "                       [--reference-cache-mb M] [--max-case-bytes B] [--json]\n"
     SHAPESHIFT_DEVICE_USAGE
     "  MODEL: path/to/model.onnx or builtin:bert, builtin:gpt2, builtin:gpt2-kv\n"
-    "  Runs N generated requests (default 1000; 60% uniform in the declared ranges, 25% on edges:\n"
+    "  Runs N generated requests (default 1000; 60% in the declared ranges, each power-of-two octave\n"
+    "  of a range equally likely; 25% on edges:\n"
     "  1, min, max, 2^k, 2^k+1; 10% one dim outside its range; 5% wrong rank or dtype) through a\n"
     "  specializing session and checks:\n"
     "    soundness: an accepted request's outputs match the reference interpreter within\n"

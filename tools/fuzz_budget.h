@@ -3,8 +3,8 @@
 // must stay under.
 //
 // Why: the declared domain of an exported model is often the importer's
-// default, 1..65536 per dim, and a uniform draw from it (batch 30000 x
-// sequence 40000) asks for tens of gigabytes before the first kernel runs —
+// default, 1..65536 per dim, and a draw from its top octaves (batch 30000 x
+// sequence 40000; fuzz_cases.h) asks for tens of gigabytes before the first kernel runs —
 // the inputs alone. Under a memory limit that ended in std::bad_alloc and an
 // abort. Each case is now sized from the model's symbolic types first; a
 // shape over the budget is skipped and counted, never attempted.

@@ -48,6 +48,20 @@ const char* CaseKindName(CaseKind kind) {
   return "?";
 }
 
+int64_t DrawInRange(int64_t min, int64_t max, std::mt19937_64& rng) {
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  if (min >= max) return min;
+  // Octave j holds [2^(j-1), 2^j) for j >= 1 and 0 for j = 0; the range
+  // spans octaves first..last, each clipped to [min, max].
+  auto octave_of = [](int64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(static_cast<uint64_t>(v)); };
+  const int first = octave_of(min), last = octave_of(max);
+  const int j = static_cast<int>(uniform(first, last));
+  if (j == 0) return 0;
+  const int64_t lo = std::max(min, int64_t{1} << (j - 1));
+  const int64_t hi = j >= 63 ? max : std::min(max, (int64_t{1} << j) - 1);
+  return uniform(lo, hi);
+}
+
 std::vector<int64_t> EdgeValues(int64_t min, int64_t max) {
   std::vector<int64_t> edges = {min, max};
   if (min <= 1 && 1 <= max) edges.push_back(1);
@@ -66,12 +80,12 @@ std::vector<FuzzCase> GenerateCases(const FuzzDomain& domain, int64_t count, uin
   std::vector<std::vector<int64_t>> edges;
   for (size_t s = 0; s < domain.slots.size(); ++s) edges.push_back(EdgeValues(domain.min[s], domain.max[s]));
   auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  // Uniform in the ranges, redrawn (a few times) until the relations hold:
-  // GPT-2 with past meets past_sequence + sequence <= 1024 about half the time.
+  // Log-uniform in the ranges (fuzz_cases.h says why), redrawn (a few
+  // times) until the relations hold.
   auto in_domain = [&] {
     std::vector<int64_t> values(domain.slots.size());
     for (int attempt = 0; attempt < kRelationDraws; ++attempt) {
-      for (size_t s = 0; s < values.size(); ++s) values[s] = uniform(domain.min[s], domain.max[s]);
+      for (size_t s = 0; s < values.size(); ++s) values[s] = DrawInRange(domain.min[s], domain.max[s], rng);
       if (domain.MeetsRelations(values)) break;
     }
     return values;

@@ -141,7 +141,8 @@ TEST(FuzzCliTest, HelpStatesTheTolerance) {
 }
 
 // The tiny BERT export declares no ranges: batch and sequence take the
-// importer's default 1..65536, where a uniform draw asks for tens of GB.
+// importer's default 1..65536, where a draw from the top octaves asks for
+// tens of GB.
 const std::string kTinyBert = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/tiny_bert_opset14.onnx";
 // An address-space limit (KiB) that the compiler and Z3 start in, and that
 // an 11 GB arena cannot fit.
@@ -161,8 +162,10 @@ FuzzRun RunFuzzUnderAddressLimit(const std::string& args) {
 
 TEST(FuzzMemoryCliTest, TheDefaultDomainsRunWithoutExhaustingMemory) {
   // This run used to reach 8.7 GB resident, and under the limit abort with
-  // std::bad_alloc (exit 134).
-  FuzzRun run = RunFuzzUnderAddressLimit(kTinyBert + " --cases 3 --seed 1 --json");
+  // std::bad_alloc (exit 134). Seed 2's three cases (generation is a pure
+  // function of the seed) include one over the default budget; the others
+  // are served or refused.
+  FuzzRun run = RunFuzzUnderAddressLimit(kTinyBert + " --cases 3 --seed 2 --json");
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   nlohmann::json j = ParseJson(run);
   EXPECT_EQ(j["dims"]["batch"], "1..65536");
