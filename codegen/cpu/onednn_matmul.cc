@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "absl/synchronization/mutex.h"
 #include "codegen/cpu/isa_limit.h"
 #include "codegen/cpu/parallel_run.h"
@@ -366,14 +367,11 @@ absl::StatusOr<PackedWeights> OnednnMatmul::PackB(const float* b) const {
   Layout l = MakeLayout(false, cfg.transpose_b, 1, 1, cfg.k, cfg.n);
   try {
     dnnl::engine& engine = CpuEngine();
-    PackedWeights packed;
-    packed.bytes_ = static_cast<int64_t>(primitive_->packed_b.get_size());
-    // 64-byte alignment: oneDNN's kernels load whole cache lines.
-    size_t rounded = (packed.bytes_ + 63) / 64 * 64;
-    packed.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, rounded)), std::free);
-    if (!packed.data_) return absl::ResourceExhaustedError(absl::StrCat(DescribeConfig(cfg), ": out of memory"));
+    // 64-byte aligned at least: oneDNN's kernels load whole cache lines.
+    SS_ASSIGN_OR_RETURN(packed,
+                        PackedWeights::Allocate(static_cast<int64_t>(primitive_->packed_b.get_size()), DescribeConfig(cfg)));
     memory plain(F32(l.b, l.b_tag), engine, const_cast<float*>(b));
-    memory blocked(primitive_->packed_b, engine, packed.data_.get());
+    memory blocked(primitive_->packed_b, engine, packed.writable());
     dnnl::stream& stream = ThreadStream();
     dnnl::reorder(plain, blocked).execute(stream, plain, blocked);
     stream.wait();

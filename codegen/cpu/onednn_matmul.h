@@ -43,6 +43,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "codegen/cpu/packed_weights.h"
 
 namespace shapeshift::codegen::cpu {
 
@@ -75,20 +76,6 @@ struct MatmulConfig {
   // kv_cache.h); the rows inside one batch stay dense. A call with the
   // dense stride computes exactly what the unstrided configuration does.
   bool b_batch_stride = false;
-};
-
-// B in a GEMM's preferred (blocked) layout; made by OnednnMatmul::PackB()
-// or SkinnyMatmul::PackB() (each reads only its own).
-class PackedWeights {
- public:
-  const float* data() const { return data_.get(); }
-  int64_t bytes() const { return bytes_; }
-
- private:
-  friend class OnednnMatmul;
-  friend class SkinnyMatmul;
-  std::shared_ptr<float> data_;
-  int64_t bytes_ = 0;
 };
 
 // Actual sizes for one Execute(); batch is ignored for 2-D configurations.

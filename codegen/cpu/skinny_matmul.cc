@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "codegen/cpu/isa_limit.h"
 #include "codegen/cpu/parallel_run.h"
 #include "codegen/cpu/skinny_kernel.h"
@@ -57,11 +58,9 @@ absl::StatusOr<PackedWeights> SkinnyMatmul::PackB(
     const float* b, const std::function<void(const float* begin, size_t bytes)>& consumed) const {
   if (b == nullptr) return absl::InvalidArgumentError(absl::StrCat(DescribeConfig(config_), ": missing B"));
   const int64_t k = config_.k, n = config_.n, w = panel_width(), panels = Panels(), rows = skinny::PanelRows(k);
-  PackedWeights packed;
-  packed.bytes_ = panels * rows * w * static_cast<int64_t>(sizeof(float));  // a multiple of 64
-  packed.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, packed.bytes_)), std::free);
-  if (!packed.data_) return absl::ResourceExhaustedError(absl::StrCat(DescribeConfig(config_), ": out of memory"));
-  float* out = packed.data_.get();
+  SS_ASSIGN_OR_RETURN(packed, PackedWeights::Allocate(panels * rows * w * static_cast<int64_t>(sizeof(float)),
+                                                      DescribeConfig(config_)));
+  float* out = packed.writable();
   // B is read in its memory order and the panels are written by the whole
   // team (independent, so in parallel: a model's first compile packs every
   // weight once, 4.1 GB for a 1B decoder, and the kernel's zeroing of the

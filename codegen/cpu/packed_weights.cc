@@ -1,0 +1,45 @@
+#include "codegen/cpu/packed_weights.h"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace shapeshift::codegen::cpu {
+
+absl::StatusOr<PackedWeights> PackedWeights::Allocate(int64_t bytes, const std::string& what) {
+  if (bytes <= 0) return absl::InvalidArgumentError(absl::StrCat(what, ": a packed copy of ", bytes, " bytes"));
+  PackedWeights packed;
+  packed.bytes_ = bytes;
+  const size_t length = (static_cast<size_t>(bytes) + 63) / 64 * 64;
+  if (bytes < kHugePageBytes) {
+    packed.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, length)), std::free);
+    if (!packed.data_) return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory for ", bytes, " bytes"));
+    return packed;
+  }
+  // Map one huge page more than needed, then unmap the slack before the
+  // first 2 MiB boundary and after the copy's last 4 KiB page.
+  const size_t huge = static_cast<size_t>(kHugePageBytes);
+  const size_t page = 4096;
+  const size_t mapped = (length + page - 1) / page * page;
+  void* raw = mmap(nullptr, mapped + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory for ", bytes, " bytes"));
+  }
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (begin + huge - 1) / huge * huge;
+  const uintptr_t end = begin + mapped + huge;
+  if (aligned > begin) munmap(raw, aligned - begin);
+  if (end > aligned + mapped) munmap(reinterpret_cast<void*>(aligned + mapped), end - (aligned + mapped));
+  void* copy = reinterpret_cast<void*>(aligned);
+  // Advice only: a kernel built without transparent huge pages refuses it,
+  // and the copy works the same on 4 KiB pages.
+  packed.huge_page_advised_ = madvise(copy, mapped, MADV_HUGEPAGE) == 0;
+  packed.data_ = std::shared_ptr<float>(static_cast<float*>(copy), [mapped](float* p) { munmap(p, mapped); });
+  return packed;
+}
+
+}  // namespace shapeshift::codegen::cpu
