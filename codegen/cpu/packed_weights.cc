@@ -15,20 +15,20 @@ absl::StatusOr<PackedWeights> PackedWeights::Allocate(int64_t bytes, const std::
   PackedWeights packed;
   packed.bytes_ = bytes;
   const size_t length = (static_cast<size_t>(bytes) + 63) / 64 * 64;
-  if (bytes < kHugePageBytes) {
+  auto from_heap = [&]() -> absl::StatusOr<PackedWeights> {
     packed.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, length)), std::free);
     if (!packed.data_) return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory for ", bytes, " bytes"));
     return packed;
-  }
+  };
+  if (bytes < kHugePageBytes) return from_heap();
   // Map one huge page more than needed, then unmap the slack before the
-  // first 2 MiB boundary and after the copy's last 4 KiB page.
+  // first 2 MiB boundary and after the copy's last 4 KiB page. A process
+  // out of mappings (vm.max_map_count) takes the heap instead.
   const size_t huge = static_cast<size_t>(kHugePageBytes);
   const size_t page = 4096;
   const size_t mapped = (length + page - 1) / page * page;
   void* raw = mmap(nullptr, mapped + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) {
-    return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory for ", bytes, " bytes"));
-  }
+  if (raw == MAP_FAILED) return from_heap();
   const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
   const uintptr_t aligned = (begin + huge - 1) / huge * huge;
   const uintptr_t end = begin + mapped + huge;

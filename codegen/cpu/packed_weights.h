@@ -10,7 +10,8 @@
 // and with 4 KiB pages that is a TLB miss every 4 KiB (GPT-2 with past, one
 // decode step: 5% faster, bench/RESULTS.md). Only whole 2 MiB pages inside
 // the copy can become huge pages, so the advice adds no resident bytes; a
-// kernel without THP ignores it. Smaller copies come from the heap.
+// kernel without THP ignores it. Smaller copies come from the heap, as do
+// large ones in a process that has run out of mappings.
 #ifndef SHAPESHIFT_CODEGEN_CPU_PACKED_WEIGHTS_H_
 #define SHAPESHIFT_CODEGEN_CPU_PACKED_WEIGHTS_H_
 
