@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -49,6 +50,31 @@ std::optional<std::string> VmFlagsAt(const void* address) {
 // is accepted, whatever the system-wide mode).
 bool KernelHasTransparentHugePages() { return std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good(); }
 
+// B (random), the host core's skinny GEMM for `cfg` and its packed copy of B.
+struct HostPacking {
+  std::vector<float> b;
+  std::unique_ptr<SkinnyMatmul> skinny;
+  absl::StatusOr<PackedWeights> packed = absl::UnknownError("not packed");
+};
+
+HostPacking PackOnHostCore(const MatmulConfig& cfg, uint32_t seed) {
+  HostPacking out;
+  out.b = RandomFloats(cfg.k * cfg.n, seed);
+  std::optional<SkinnyMatmul::Isa> isa = SkinnyMatmul::HostIsa();
+  if (!isa.has_value()) {
+    out.packed = absl::FailedPreconditionError("the test machine has no AVX2");
+    return out;
+  }
+  absl::StatusOr<std::unique_ptr<SkinnyMatmul>> skinny = SkinnyMatmul::Create(cfg, *isa);
+  if (!skinny.ok()) {
+    out.packed = skinny.status();
+    return out;
+  }
+  out.skinny = *std::move(skinny);
+  out.packed = out.skinny->PackB(out.b.data());
+  return out;
+}
+
 bool HasFlag(const std::string& flags, const std::string& flag) {
   std::istringstream words(flags);
   std::string word;
@@ -59,14 +85,10 @@ bool HasFlag(const std::string& flags, const std::string& flag) {
 }
 
 TEST(PackedWeightsTest, ACopyOfTwoMibOrMoreIsAHugePageAdvisedMappingOnA2MibBoundary) {
-  std::optional<SkinnyMatmul::Isa> isa = SkinnyMatmul::HostIsa();
-  ASSERT_TRUE(isa.has_value()) << "the test machine has AVX2";
   // 768 x 1024 floats: 3 MiB, one whole huge page and a 4 KiB-paged tail.
   MatmulConfig cfg{.k = 768, .n = 1024, .bias = true};
-  absl::StatusOr<std::unique_ptr<SkinnyMatmul>> skinny = SkinnyMatmul::Create(cfg, *isa);
-  ASSERT_TRUE(skinny.ok()) << skinny.status();
-  std::vector<float> b = RandomFloats(cfg.k * cfg.n, 7);
-  absl::StatusOr<PackedWeights> packed = (*skinny)->PackB(b.data());
+  HostPacking host = PackOnHostCore(cfg, 7);
+  const absl::StatusOr<PackedWeights>& packed = host.packed;
   ASSERT_TRUE(packed.ok()) << packed.status();
   ASSERT_GE(packed->bytes(), PackedWeights::kHugePageBytes);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(packed->data()) % PackedWeights::kHugePageBytes, 0u);
@@ -81,8 +103,8 @@ TEST(PackedWeightsTest, ACopyOfTwoMibOrMoreIsAHugePageAdvisedMappingOnA2MibBound
   const int64_t m = 3;
   MatmulShape shape{1, m, cfg.k, cfg.n};
   std::vector<float> a = RandomFloats(m * cfg.k, 8), bias = RandomFloats(cfg.n, 9), c(m * cfg.n, NAN);
-  std::vector<double> want = MatmulReference(cfg, shape, a, b, bias, {});
-  absl::Status run = (*skinny)->Execute(shape, MatmulOperands{a.data(), packed->data(), bias.data(), nullptr, c.data()});
+  std::vector<double> want = MatmulReference(cfg, shape, a, host.b, bias, {});
+  absl::Status run = host.skinny->Execute(shape, MatmulOperands{a.data(), packed->data(), bias.data(), nullptr, c.data()});
   ASSERT_TRUE(run.ok()) << run;
   for (size_t i = 0; i < c.size(); ++i) {
     ASSERT_TRUE(Close(c[i], want[i], 1e-5, 1e-5 * std::sqrt(double(cfg.k)))) << "at " << i;
@@ -90,15 +112,10 @@ TEST(PackedWeightsTest, ACopyOfTwoMibOrMoreIsAHugePageAdvisedMappingOnA2MibBound
 }
 
 TEST(PackedWeightsTest, TheMappingIsGoneWhenTheLastHolderLetsGo) {
-  std::optional<SkinnyMatmul::Isa> isa = SkinnyMatmul::HostIsa();
-  ASSERT_TRUE(isa.has_value());
-  MatmulConfig cfg{.k = 1024, .n = 1024};
-  absl::StatusOr<std::unique_ptr<SkinnyMatmul>> skinny = SkinnyMatmul::Create(cfg, *isa);
-  ASSERT_TRUE(skinny.ok()) << skinny.status();
-  std::vector<float> b = RandomFloats(cfg.k * cfg.n, 3);
   const void* address = nullptr;
   {
-    absl::StatusOr<PackedWeights> packed = (*skinny)->PackB(b.data());
+    HostPacking host = PackOnHostCore(MatmulConfig{.k = 1024, .n = 1024}, 3);
+    absl::StatusOr<PackedWeights>& packed = host.packed;
     ASSERT_TRUE(packed.ok()) << packed.status();
     PackedWeights shared = *packed;  // a second holder (the packed-weight cache's way)
     address = shared.data();
@@ -121,13 +138,8 @@ TEST(PackedWeightsTest, OnednnsPackedCopyIsAdvisedToo) {
 }
 
 TEST(PackedWeightsTest, ASmallerCopyComesFromTheHeapUnadvised) {
-  std::optional<SkinnyMatmul::Isa> isa = SkinnyMatmul::HostIsa();
-  ASSERT_TRUE(isa.has_value());
-  MatmulConfig cfg{.k = 64, .n = 96};
-  absl::StatusOr<std::unique_ptr<SkinnyMatmul>> skinny = SkinnyMatmul::Create(cfg, *isa);
-  ASSERT_TRUE(skinny.ok()) << skinny.status();
-  std::vector<float> b = RandomFloats(cfg.k * cfg.n, 1);
-  absl::StatusOr<PackedWeights> packed = (*skinny)->PackB(b.data());
+  HostPacking host = PackOnHostCore(MatmulConfig{.k = 64, .n = 96}, 1);
+  const absl::StatusOr<PackedWeights>& packed = host.packed;
   ASSERT_TRUE(packed.ok()) << packed.status();
   EXPECT_LT(packed->bytes(), PackedWeights::kHugePageBytes);
   EXPECT_FALSE(packed->huge_page_advised());
