@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
 #include "absl/synchronization/mutex.h"
+#include "base/status_macros.h"
 #include "codegen/cpu/isa_limit.h"
 #include "codegen/cpu/parallel_run.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -368,8 +368,8 @@ absl::StatusOr<PackedWeights> OnednnMatmul::PackB(const float* b) const {
   try {
     dnnl::engine& engine = CpuEngine();
     // 64-byte aligned at least: oneDNN's kernels load whole cache lines.
-    SS_ASSIGN_OR_RETURN(packed,
-                        PackedWeights::Allocate(static_cast<int64_t>(primitive_->packed_b.get_size()), DescribeConfig(cfg)));
+    const auto packed_bytes = static_cast<int64_t>(primitive_->packed_b.get_size());
+    SS_ASSIGN_OR_RETURN(packed, PackedWeights::Allocate(packed_bytes, DescribeConfig(cfg)));
     memory plain(F32(l.b, l.b_tag), engine, const_cast<float*>(b));
     memory blocked(primitive_->packed_b, engine, packed.writable());
     dnnl::stream& stream = ThreadStream();

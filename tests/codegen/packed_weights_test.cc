@@ -104,7 +104,8 @@ TEST(PackedWeightsTest, ACopyOfTwoMibOrMoreIsAHugePageAdvisedMappingOnA2MibBound
   MatmulShape shape{1, m, cfg.k, cfg.n};
   std::vector<float> a = RandomFloats(m * cfg.k, 8), bias = RandomFloats(cfg.n, 9), c(m * cfg.n, NAN);
   std::vector<double> want = MatmulReference(cfg, shape, a, host.b, bias, {});
-  absl::Status run = host.skinny->Execute(shape, MatmulOperands{a.data(), packed->data(), bias.data(), nullptr, c.data()});
+  MatmulOperands ops{a.data(), packed->data(), bias.data(), nullptr, c.data()};
+  absl::Status run = host.skinny->Execute(shape, ops);
   ASSERT_TRUE(run.ok()) << run;
   for (size_t i = 0; i < c.size(); ++i) {
     ASSERT_TRUE(Close(c[i], want[i], 1e-5, 1e-5 * std::sqrt(double(cfg.k)))) << "at " << i;
