@@ -1,6 +1,7 @@
 #include "codegen/cpu/packed_weights.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -22,18 +23,17 @@ absl::StatusOr<PackedWeights> PackedWeights::Allocate(int64_t bytes, const std::
   };
   if (bytes < kHugePageBytes) return from_heap();
   // Map one huge page more than needed, then unmap the slack before the
-  // first 2 MiB boundary and after the copy's last 4 KiB page. A process
+  // first 2 MiB boundary and after the copy's last page. A process
   // out of mappings (vm.max_map_count) takes the heap instead.
   const size_t huge = static_cast<size_t>(kHugePageBytes);
-  const size_t page = 4096;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t mapped = (length + page - 1) / page * page;
   void* raw = mmap(nullptr, mapped + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return from_heap();
   const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
   const uintptr_t aligned = (begin + huge - 1) / huge * huge;
-  const uintptr_t end = begin + mapped + huge;
   if (aligned > begin) munmap(raw, aligned - begin);
-  if (end > aligned + mapped) munmap(reinterpret_cast<void*>(aligned + mapped), end - (aligned + mapped));
+  munmap(reinterpret_cast<void*>(aligned + mapped), begin + huge - aligned);  // never empty: aligned < begin + huge
   void* copy = reinterpret_cast<void*>(aligned);
   // Advice only: a kernel built without transparent huge pages refuses it,
   // and the copy works the same on 4 KiB pages.
