@@ -37,14 +37,20 @@ struct PanelArgs {
   MatmulActivation activation = MatmulActivation::kNone;
   int64_t panel_begin = 0, panel_end = 0;
   int64_t prefetch_steps = 0;  // software prefetch distance in panel rows; 0: none
+  // A's rows run in chunks of this many (a multiple of the core's row block;
+  // 0: one chunk), each chunk over all of [panel_begin, panel_end) before
+  // the next (SkinnyMatmul::RowChunk says how many).
+  int64_t row_chunk = 0;
 };
 
 // AVX-512F: panels of 32 columns (two zmm), blocks of up to 8 rows.
 inline constexpr int64_t kAvx512PanelWidth = 32;
+inline constexpr int64_t kAvx512BlockRows = 8;
 void RunPanelsAvx512(const PanelArgs& args);
 
 // AVX2 + FMA: panels of 16 columns (two ymm), blocks of up to 6 rows.
 inline constexpr int64_t kAvx2PanelWidth = 16;
+inline constexpr int64_t kAvx2BlockRows = 6;
 void RunPanelsAvx2(const PanelArgs& args);
 
 }  // namespace shapeshift::codegen::cpu::skinny

@@ -16,8 +16,12 @@ struct Avx2 {
   static V Splat(float x) { return _mm256_set1_ps(x); }
   static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static void Store(float* p, V v) { _mm256_store_ps(p, v); }
+  static V LoadU(const float* p) { return _mm256_loadu_ps(p); }
+  static void StoreU(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V Add(V a, V b) { return _mm256_add_ps(a, b); }
 };
 static_assert(2 * Avx2::kLanes == kAvx2PanelWidth);
+static_assert(Avx2::kRows == kAvx2BlockRows);
 
 }  // namespace
 

@@ -16,8 +16,12 @@ struct Avx512 {
   static V Splat(float x) { return _mm512_set1_ps(x); }
   static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static void Store(float* p, V v) { _mm512_store_ps(p, v); }
+  static V LoadU(const float* p) { return _mm512_loadu_ps(p); }
+  static void StoreU(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V Add(V a, V b) { return _mm512_add_ps(a, b); }
 };
 static_assert(2 * Avx512::kLanes == kAvx512PanelWidth);
+static_assert(Avx512::kRows == kAvx512BlockRows);
 
 }  // namespace
 

@@ -1,16 +1,19 @@
 // The skinny GEMM's algorithm, written once over an instruction set's vector
-// type (`Isa`: V, kLanes, kRows, Zero, Load, Splat, Fma, Store) and included
+// type (`Isa`: V, kLanes, kRows, Zero, Load, LoadU, Splat, Fma, Add, Store,
+// StoreU) and included
 // by one translation unit per instruction set (skinny_kernel_avx512.cc,
 // skinny_kernel_avx2.cc), each compiled with its own target flags. It lives
 // in an anonymous namespace so that no inline function compiled for one
 // instruction set can be merged with, and called in place of, another's.
 //
-// Per panel of W = 2 * kLanes columns and per block of up to kRows rows, the
-// block's 2 * kRows accumulators stay in registers over all of k: one pass
-// reads each packed weight once per row block, in the order it is stored
-// (the panels are one sequential stream per thread), A's rows are broadcast
-// a float at a time. The epilogue (scale, bias, GELU, residual) runs on the
-// finished block from a stack row, in loops the compiler vectorizes.
+// Per chunk of rows (PanelArgs::row_chunk), per panel of W = 2 * kLanes
+// columns and per block of up to kRows rows, the block's 2 * kRows
+// accumulators stay in registers over all of k: one pass reads each packed
+// weight once per row block, in the order it is stored (the panels are one
+// sequential stream per thread), A's rows are broadcast a float at a time.
+// The epilogue runs on the finished block: scale, bias and residual from the
+// registers for a whole panel without activation, otherwise (GELU, the last
+// panel's columns) from a stack row in loops the compiler vectorizes.
 #ifndef SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_IMPL_H_
 #define SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_IMPL_H_
 
@@ -105,7 +108,7 @@ void FinishRow(const PanelArgs& g, const float* sums, int64_t row, int64_t col0,
 }
 
 // Rows [row0, row0 + kR) times one panel (columns [col0, col0 + width)).
-template <class Isa, int kR>
+template <class Isa, int kR, bool kPrefetch>
 void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0, int64_t width) {
   using V = typename Isa::V;
   constexpr int64_t kW = 2 * Isa::kLanes;
@@ -116,9 +119,8 @@ void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0
   // The weights prefetch_steps rows of the panel ahead (past its end: the
   // next panel's), two cache lines a row on AVX-512, one on AVX2.
   const float* ahead = panel + g.prefetch_steps * kW;
-  const bool prefetch = g.prefetch_steps > 0;
   for (int64_t q = 0; q < k; ++q) {
-    if (prefetch) {
+    if constexpr (kPrefetch) {
       __builtin_prefetch(ahead + q * kW, 0, 3);
       if constexpr (kW * sizeof(float) > 64) __builtin_prefetch(ahead + q * kW + 64 / sizeof(float), 0, 3);
     }
@@ -130,6 +132,24 @@ void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0
       hi[r] = Isa::Fma(x, b1, hi[r]);
     }
   }
+  // A whole panel with no activation finishes from the registers; otherwise
+  // each row goes through FinishRow's loops.
+  if (width == kW && g.activation == MatmulActivation::kNone) {
+    const V scale = Isa::Splat(g.scale);
+    V bias_lo = Isa::Zero(), bias_hi = Isa::Zero();
+    if (g.bias != nullptr) bias_lo = Isa::LoadU(g.bias + col0), bias_hi = Isa::LoadU(g.bias + col0 + Isa::kLanes);
+    for (int r = 0; r < kR; ++r) {
+      V y_lo = Isa::Fma(lo[r], scale, bias_lo), y_hi = Isa::Fma(hi[r], scale, bias_hi);
+      const int64_t at = (row0 + r) * g.n + col0;
+      if (g.residual != nullptr) {
+        y_lo = Isa::Add(y_lo, Isa::LoadU(g.residual + at));
+        y_hi = Isa::Add(y_hi, Isa::LoadU(g.residual + at + Isa::kLanes));
+      }
+      Isa::StoreU(g.c + at, y_lo);
+      Isa::StoreU(g.c + at + Isa::kLanes, y_hi);
+    }
+    return;
+  }
   alignas(64) float sums[kW];
   for (int r = 0; r < kR; ++r) {
     Isa::Store(sums, lo[r]);
@@ -138,26 +158,38 @@ void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0
   }
 }
 
-template <class Isa, int kR>
+template <class Isa, int kR, bool kPrefetch>
 void RowBlockUpTo(const PanelArgs& g, const float* panel, int64_t row0, int64_t rows, int64_t col0, int64_t width) {
   if constexpr (kR > 1) {
-    if (rows < kR) return RowBlockUpTo<Isa, kR - 1>(g, panel, row0, rows, col0, width);
+    if (rows < kR) return RowBlockUpTo<Isa, kR - 1, kPrefetch>(g, panel, row0, rows, col0, width);
   }
-  RowBlock<Isa, kR>(g, panel, row0, col0, width);
+  RowBlock<Isa, kR, kPrefetch>(g, panel, row0, col0, width);
+}
+
+// The thread's panels over A's rows a chunk at a time (row_chunk), each
+// chunk row block by row block.
+template <class Isa, bool kPrefetch>
+void RunPanelsWith(const PanelArgs& g) {
+  constexpr int64_t kW = 2 * Isa::kLanes;
+  const int64_t chunk = g.row_chunk > 0 ? g.row_chunk : g.m;
+  for (int64_t chunk0 = 0; chunk0 < g.m; chunk0 += chunk) {
+    const int64_t chunk_end = g.m - chunk0 < chunk ? g.m : chunk0 + chunk;
+    for (int64_t p = g.panel_begin; p < g.panel_end; ++p) {
+      const float* panel = g.panels + p * PanelRows(g.k) * kW;
+      const int64_t col0 = p * kW;
+      const int64_t width = g.n - col0 < kW ? g.n - col0 : kW;
+      for (int64_t row0 = chunk0; row0 < chunk_end; row0 += Isa::kRows) {
+        const int64_t rows = chunk_end - row0 < Isa::kRows ? chunk_end - row0 : Isa::kRows;
+        RowBlockUpTo<Isa, Isa::kRows, kPrefetch>(g, panel, row0, rows, col0, width);
+      }
+    }
+  }
 }
 
 template <class Isa>
 void RunPanels(const PanelArgs& g) {
-  constexpr int64_t kW = 2 * Isa::kLanes;
-  for (int64_t p = g.panel_begin; p < g.panel_end; ++p) {
-    const float* panel = g.panels + p * PanelRows(g.k) * kW;
-    const int64_t col0 = p * kW;
-    const int64_t width = g.n - col0 < kW ? g.n - col0 : kW;
-    for (int64_t row0 = 0; row0 < g.m; row0 += Isa::kRows) {
-      const int64_t rows = g.m - row0 < Isa::kRows ? g.m - row0 : Isa::kRows;
-      RowBlockUpTo<Isa, Isa::kRows>(g, panel, row0, rows, col0, width);
-    }
-  }
+  if (g.prefetch_steps > 0) return RunPanelsWith<Isa, true>(g);
+  RunPanelsWith<Isa, false>(g);
 }
 
 }  // namespace

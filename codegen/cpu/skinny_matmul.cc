@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -23,6 +25,52 @@ std::optional<SkinnyMatmul::Isa> SkinnyMatmul::HostIsa() {
   if (Supported(Isa::kAvx512)) return Isa::kAvx512;
   if (Supported(Isa::kAvx2)) return Isa::kAvx2;
   return std::nullopt;
+}
+
+namespace {
+
+// The size of cpu0's level-`level` data or unified cache as the kernel
+// describes it in sysfs ("512K", "32768K", "1M"), or -1. sysfs, not
+// sysconf: in a virtual machine the C library reads the host's CPUID (on this
+// project's test machine, a 256 MiB L3 where the guest has 32 MiB).
+int64_t SysfsCacheBytes(int level) {
+  for (int index = 0; index < 16; ++index) {
+    const std::string dir = absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/");
+    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    int found = 0;
+    std::string type, size;
+    if (!(level_file >> found) || !(type_file >> type) || !(size_file >> size)) break;
+    if (found != level || type == "Instruction") continue;
+    int64_t value = 0;
+    size_t used = 0;
+    while (used < size.size() && size[used] >= '0' && size[used] <= '9') value = value * 10 + (size[used++] - '0');
+    const std::string unit = size.substr(used);
+    if (unit == "K") return value << 10;
+    if (unit == "M") return value << 20;
+    if (unit.empty()) return value;
+    return -1;
+  }
+  return -1;
+}
+
+}  // namespace
+
+CacheSizes HostCacheSizes() {
+  CacheSizes sizes;
+  if (const int64_t l2 = SysfsCacheBytes(2); l2 > 0) sizes.l2_bytes = l2;
+  if (const int64_t l3 = SysfsCacheBytes(3); l3 > 0) sizes.l3_bytes = l3;
+  return sizes;
+}
+
+int64_t SkinnyMatmul::RowChunk(int64_t m, int64_t k, int64_t block_rows, int64_t panel_width, int64_t panel_bytes,
+                               int64_t chunk_bytes, const CacheSizes& caches) {
+  const int64_t row_bytes = std::max<int64_t>(k, 1) * static_cast<int64_t>(sizeof(float));
+  auto rows_within = [&](int64_t bytes) { return std::max<int64_t>(bytes / (row_bytes * block_rows), 1) * block_rows; };
+  if (chunk_bytes > 0) return rows_within(chunk_bytes);
+  const int64_t in_l2 = rows_within(caches.l2_bytes / 2);
+  if (in_l2 >= 4 * panel_width && panel_bytes <= caches.l3_bytes / 4) return in_l2;
+  if (m * row_bytes > caches.l3_bytes / 4) return rows_within(caches.l3_bytes / 8);
+  return 0;
 }
 
 bool SkinnyMatmul::Applies(const MatmulConfig& config) {
@@ -123,10 +171,16 @@ absl::Status SkinnyMatmul::Execute(const MatmulShape& shape, const MatmulOperand
   args.prefetch_steps = options_.prefetch_rows;
   void (*run)(const skinny::PanelArgs&) = isa_ == Isa::kAvx512 ? skinny::RunPanelsAvx512 : skinny::RunPanelsAvx2;
   const int64_t panels = Panels();
+  const int64_t block_rows = isa_ == Isa::kAvx512 ? skinny::kAvx512BlockRows : skinny::kAvx2BlockRows;
+  static const CacheSizes caches = HostCacheSizes();
   // The whole team or none (parallel_run.h's TeamFor says why): threads past
   // the last panel get an empty range.
   int team = options_.threads;
   if (panels <= 1 || shape.m * cfg.k * cfg.n < kSerialGemmMacs || omp_in_parallel()) team = 1;
+  const int64_t thread_panels = (panels + team - 1) / team;
+  args.row_chunk = RowChunk(shape.m, cfg.k, block_rows, panel_width(),
+                            thread_panels * skinny::PanelRows(cfg.k) * panel_width() * int64_t{sizeof(float)},
+                            options_.row_chunk_bytes, caches);
   if (team <= 1) {
     args.panel_begin = 0, args.panel_end = panels;
     run(args);

@@ -19,7 +19,10 @@
 //     the same panel read it again from L2 (a panel is k * W * 4 bytes:
 //     96 KiB for k = 768);
 //   - applies scale, bias, GELU (erf or tanh form, math_coefficients.h) and
-//     the residual to the finished block before it leaves the cache.
+//     the residual to the finished block before it leaves the cache;
+//   - runs a long request's rows in chunks (RowChunk), each over all of a
+//     thread's panels, so the chunk of A the panels read stays in L2 instead
+//     of coming from L3 or memory once per panel.
 //
 // The core is compiled once per instruction set (skinny_kernel.h) and chosen
 // at creation; Isa names it, so a test or a tuning run can ask for AVX2 on an
@@ -61,7 +64,19 @@ struct SkinnyOptions {
   // And from this many rows up: a tuning file (runtime/tuning/) raises it
   // where oneDNN's gemv beats this kernel at m = 1.
   int64_t min_rows = 1;
+  // The bytes of A one chunk of rows may hold (RowChunk); <= 0: chosen from
+  // this host's cache sizes and the request's rows.
+  int64_t row_chunk_bytes = 0;
 };
+
+// The data cache sizes RowChunk plans for.
+struct CacheSizes {
+  int64_t l2_bytes = 512 << 10;  // one core's
+  int64_t l3_bytes = 32 << 20;   // shared
+};
+// This host's (cpu0's), as Linux reports them in sysfs; the defaults above
+// where it reports none.
+CacheSizes HostCacheSizes();
 
 class SkinnyMatmul {
  public:
@@ -92,6 +107,19 @@ class SkinnyMatmul {
   // Runs `shape` (m >= 1; k and n the configuration's) with ops.b = PackB()'s
   // data.
   absl::Status Execute(const MatmulShape& shape, const MatmulOperands& ops) const;
+
+  // How many of A's m rows (k floats each) one chunk holds (0: all of them),
+  // in whole blocks of `block_rows`, at least one, for a thread whose panels
+  // (`panel_width` columns each) take `panel_bytes`; `chunk_bytes` > 0 sets
+  // the bytes of A a chunk may hold. Unchunked, every panel reads all of A,
+  // from L3 or memory once it is past L2; chunked, every panel reads the
+  // chunk from L2 and every chunk reads the thread's panels, which moves
+  // panel_width / chunk_rows as many bytes, from L3 while the panels fit a
+  // quarter of it. So a chunk is half of L2 when that holds at least
+  // 4 * panel_width rows and the panels fit; else, only when A is past a
+  // quarter of L3, an eighth of L3 (A from L3 instead of memory); else none.
+  static int64_t RowChunk(int64_t m, int64_t k, int64_t block_rows, int64_t panel_width, int64_t panel_bytes,
+                          int64_t chunk_bytes, const CacheSizes& caches);
 
   const MatmulConfig& config() const { return config_; }
   Isa isa() const { return isa_; }

@@ -174,6 +174,60 @@ TEST(SkinnyMatmulTest, SplitOverThreadsAndWideLikeAnLmHead) {
   }
 }
 
+// Long requests run in chunks of rows (SkinnyMatmul::RowChunk). Chunks of
+// one and of two row blocks, with a tail chunk and a tail block, every
+// epilogue, two threads: the same results as one pass.
+TEST(SkinnyMatmulTest, RowsInChunksMatchTheReference) {
+  ASSERT_FALSE(Cores().empty());
+  for (MatmulActivation act : {MatmulActivation::kNone, MatmulActivation::kGeluErf}) {
+    MatmulConfig cfg = WeightGemm(40, 70);
+    cfg.bias = true;
+    cfg.residual = act == MatmulActivation::kNone;
+    cfg.activation = act;
+    for (Isa isa : Cores()) {
+      const int64_t block_rows = isa == Isa::kAvx512 ? 8 : 6;
+      for (int64_t blocks : {1, 2}) {
+        SCOPED_TRACE(absl::StrCat(blocks, " block(s) a chunk"));
+        const int64_t chunk_bytes = blocks * block_rows * cfg.k * static_cast<int64_t>(sizeof(float));
+        ASSERT_EQ(SkinnyMatmul::RowChunk(100, cfg.k, block_rows, 16, 0, chunk_bytes, CacheSizes()),
+                  blocks * block_rows);
+        std::unique_ptr<SkinnyMatmul> skinny = MakeOrDie(cfg, isa, {.threads = 2, .row_chunk_bytes = chunk_bytes});
+        ASSERT_NE(skinny, nullptr);
+        for (int64_t m : {1, 5, 6, 7, 8, 9, 13, 16, 17, 25, 31, 50}) CheckRows(*skinny, m, static_cast<uint32_t>(m));
+      }
+    }
+  }
+}
+
+// RowChunk's rule on a machine with a 512 KiB L2 and a 32 MiB L3 (the
+// defaults), AVX2's 6-row blocks and 16-column panels.
+TEST(SkinnyMatmulTest, RowChunksKeepAInL2OrOutOfMemory) {
+  const CacheSizes caches;
+  ASSERT_EQ(caches.l2_bytes, 512 << 10);
+  ASSERT_EQ(caches.l3_bytes, 32 << 20);
+  const int64_t small_panels = 1 << 20, large_panels = 100 << 20;
+  // k = 768: half of L2 holds 85 rows, 84 in whole blocks (>= 4 panels' width).
+  EXPECT_EQ(SkinnyMatmul::RowChunk(512, 768, 6, 16, small_panels, 0, caches), 84);
+  EXPECT_EQ(SkinnyMatmul::RowChunk(4096, 768, 6, 16, small_panels, 0, caches), 84);
+  // k = 3072: half of L2 holds 21 rows, too few: one chunk until A passes
+  // 8 MiB (683 rows), then 4 MiB of A (341 rows, 336 in blocks) a chunk.
+  EXPECT_EQ(SkinnyMatmul::RowChunk(512, 3072, 6, 16, small_panels, 0, caches), 0);
+  EXPECT_EQ(SkinnyMatmul::RowChunk(682, 3072, 6, 16, small_panels, 0, caches), 0);
+  EXPECT_EQ(SkinnyMatmul::RowChunk(683, 3072, 6, 16, small_panels, 0, caches), 336);
+  // Panels past a quarter of L3 come from memory on every pass: k = 768 then
+  // takes the second rule too.
+  EXPECT_EQ(SkinnyMatmul::RowChunk(512, 768, 6, 16, large_panels, 0, caches), 0);
+  EXPECT_EQ(SkinnyMatmul::RowChunk(4096, 768, 6, 16, large_panels, 0, caches), 1362);
+  // Rows wider than the chunk still make one block a chunk.
+  EXPECT_EQ(SkinnyMatmul::RowChunk(10, 1 << 20, 6, 16, small_panels, 1024, caches), 6);
+}
+
+TEST(SkinnyMatmulTest, HostCacheSizesArePositiveAndOrdered) {
+  const CacheSizes host = HostCacheSizes();
+  EXPECT_GT(host.l2_bytes, 0);
+  EXPECT_GE(host.l3_bytes, host.l2_bytes);
+}
+
 // GELU in double, in forms without cancellation where 1 + erf or 1 + tanh
 // would lose every digit (x << 0): 0.5 x erfc(-x / sqrt 2), x / (1 + exp(-2u)).
 double GeluExact(double x, MatmulActivation act) {
