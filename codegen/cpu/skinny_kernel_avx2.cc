@@ -19,6 +19,7 @@ struct Avx2 {
   static V LoadU(const float* p) { return _mm256_loadu_ps(p); }
   static void StoreU(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V Add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
 };
 static_assert(2 * Avx2::kLanes == kAvx2PanelWidth);
 static_assert(Avx2::kRows == kAvx2BlockRows);

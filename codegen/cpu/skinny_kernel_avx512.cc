@@ -19,6 +19,7 @@ struct Avx512 {
   static V LoadU(const float* p) { return _mm512_loadu_ps(p); }
   static void StoreU(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V Add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
 };
 static_assert(2 * Avx512::kLanes == kAvx512PanelWidth);
 static_assert(Avx512::kRows == kAvx512BlockRows);

@@ -72,6 +72,56 @@ inline float GeluTanh(float x) {
   return u < 0.0f ? x * e / (1.0f + e) : x / (1.0f + e);
 }
 
+// The same three functions over a vector of lanes, operation for operation
+// (GCC's vector extensions on Isa::V, so one source serves every core): a
+// lane's result is the scalar form's.
+template <class V, size_t N>
+inline V HornerLanes(V x, const std::array<double, N>& c) {
+  V acc = V{} + static_cast<float>(c[N - 1]);
+  for (size_t i = N - 1; i-- > 0;) acc = acc * x + static_cast<float>(c[i]);
+  return acc;
+}
+
+template <class V>
+inline V ExpNonPositiveLanes(V x) {
+  using Lanes = decltype(x < x);  // one int32 per lane
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const Lanes underflows = x < -87.0f;
+  x = underflows ? V{} - 87.0f : x;
+  const V shifted = x * static_cast<float>(M_LOG2E) + kRound;
+  const V n = shifted - kRound;
+  const Lanes ni = std::bit_cast<Lanes>(shifted) - std::bit_cast<int32_t>(kRound);
+  V r = x - n * static_cast<float>(math::kLn2High);
+  r = r - n * static_cast<float>(math::kLn2Low);
+  const Lanes bits = (ni + 127) << 23;
+  const V e = HornerLanes(r, math::kExpTaylor) * std::bit_cast<V>(bits);
+  return underflows ? V{} : e;
+}
+
+template <class V>
+inline V GeluErfLanes(V x) {
+  const auto negative = x < 0.0f;
+  const V z = (negative ? -x : x) * static_cast<float>(M_SQRT1_2);
+  const V t = 1.0f / (1.0f + static_cast<float>(math::kErfP) * z);
+  const V q = t * HornerLanes(t, math::kErfPoly) * ExpNonPositiveLanes(-z * z);
+  return 0.5f * x * (negative ? q : 2.0f - q);
+}
+
+template <class V>
+inline V GeluTanhLanes(V x) {
+  const V u = static_cast<float>(std::sqrt(2.0 / M_PI)) * (x + 0.044715f * x * x * x);
+  const auto negative = u < 0.0f;
+  const V e = ExpNonPositiveLanes(negative ? 2.0f * u : -2.0f * u);
+  return negative ? x * e / (1.0f + e) : x / (1.0f + e);
+}
+
+template <MatmulActivation kAct, class V>
+inline V ActivateLanes(V y) {
+  if constexpr (kAct == MatmulActivation::kGeluErf) return GeluErfLanes(y);
+  if constexpr (kAct == MatmulActivation::kGeluTanh) return GeluTanhLanes(y);
+  return y;
+}
+
 template <MatmulActivation kAct>
 inline float Activate(float y) {
   if constexpr (kAct == MatmulActivation::kGeluErf) return GeluErf(y);
@@ -107,6 +157,28 @@ void FinishRow(const PanelArgs& g, const float* sums, int64_t row, int64_t col0,
   }
 }
 
+// C's rows [row0, row0 + kR), columns [col0, col0 + W) (a whole panel) =
+// act(scale * acc + bias) + residual, from the accumulators.
+template <class Isa, int kR, MatmulActivation kAct>
+void FinishBlock(const PanelArgs& g, const typename Isa::V (&lo)[kR], const typename Isa::V (&hi)[kR], int64_t row0,
+                 int64_t col0) {
+  using V = typename Isa::V;
+  const V scale = Isa::Splat(g.scale);
+  V bias_lo = Isa::Zero(), bias_hi = Isa::Zero();
+  if (g.bias != nullptr) bias_lo = Isa::LoadU(g.bias + col0), bias_hi = Isa::LoadU(g.bias + col0 + Isa::kLanes);
+  for (int r = 0; r < kR; ++r) {
+    V y_lo = ActivateLanes<kAct>(Isa::Add(Isa::Mul(lo[r], scale), bias_lo));
+    V y_hi = ActivateLanes<kAct>(Isa::Add(Isa::Mul(hi[r], scale), bias_hi));
+    const int64_t at = (row0 + r) * g.n + col0;
+    if (g.residual != nullptr) {
+      y_lo = Isa::Add(y_lo, Isa::LoadU(g.residual + at));
+      y_hi = Isa::Add(y_hi, Isa::LoadU(g.residual + at + Isa::kLanes));
+    }
+    Isa::StoreU(g.c + at, y_lo);
+    Isa::StoreU(g.c + at + Isa::kLanes, y_hi);
+  }
+}
+
 // Rows [row0, row0 + kR) times one panel (columns [col0, col0 + width)).
 template <class Isa, int kR, bool kPrefetch>
 void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0, int64_t width) {
@@ -132,23 +204,17 @@ void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0
       hi[r] = Isa::Fma(x, b1, hi[r]);
     }
   }
-  // A whole panel with no activation finishes from the registers; otherwise
-  // each row goes through FinishRow's loops.
-  if (width == kW && g.activation == MatmulActivation::kNone) {
-    const V scale = Isa::Splat(g.scale);
-    V bias_lo = Isa::Zero(), bias_hi = Isa::Zero();
-    if (g.bias != nullptr) bias_lo = Isa::LoadU(g.bias + col0), bias_hi = Isa::LoadU(g.bias + col0 + Isa::kLanes);
-    for (int r = 0; r < kR; ++r) {
-      V y_lo = Isa::Fma(lo[r], scale, bias_lo), y_hi = Isa::Fma(hi[r], scale, bias_hi);
-      const int64_t at = (row0 + r) * g.n + col0;
-      if (g.residual != nullptr) {
-        y_lo = Isa::Add(y_lo, Isa::LoadU(g.residual + at));
-        y_hi = Isa::Add(y_hi, Isa::LoadU(g.residual + at + Isa::kLanes));
-      }
-      Isa::StoreU(g.c + at, y_lo);
-      Isa::StoreU(g.c + at + Isa::kLanes, y_hi);
+  // A whole panel finishes from the registers; the last panel's columns,
+  // when n is not a multiple of its width, row by row through FinishRow.
+  if (width == kW) {
+    switch (g.activation) {
+      case MatmulActivation::kNone:
+        return FinishBlock<Isa, kR, MatmulActivation::kNone>(g, lo, hi, row0, col0);
+      case MatmulActivation::kGeluErf:
+        return FinishBlock<Isa, kR, MatmulActivation::kGeluErf>(g, lo, hi, row0, col0);
+      case MatmulActivation::kGeluTanh:
+        return FinishBlock<Isa, kR, MatmulActivation::kGeluTanh>(g, lo, hi, row0, col0);
     }
-    return;
   }
   alignas(64) float sums[kW];
   for (int r = 0; r < kR; ++r) {

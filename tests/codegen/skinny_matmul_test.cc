@@ -241,10 +241,21 @@ double GeluExact(double x, MatmulActivation act) {
 // or the erf form's Abramowitz & Stegun bound (1.5e-7 on erfc, times 0.5 |x|)
 // where that is larger; results below float's normal range may flush to -0;
 // the tails reach -0 and x, never NaN, and NaN stays NaN.
+// Each value twice: in a whole panel (finished in vector registers) and in
+// the last, partial one (finished row by row), on every core.
 TEST(SkinnyMatmulTest, GeluEpiloguesAgreeWithTheDefinitionOverTheirRange) {
-  std::vector<float> xs = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-4f, -1e-4f, 0.3f, -0.3f, 0.5f, -0.5f, 1.0f,
-                           -1.0f, 2.5f, -2.5f, 5.0f, -5.0f, 9.0f, -9.0f, 13.0f, -13.0f, 40.0f, -40.0f, 1e20f,
-                           -1e20f, 3e38f, -3e38f, std::numeric_limits<float>::quiet_NaN()};
+  const std::vector<float> values = {
+      0.0f,  -0.0f, 1e-30f, -1e-30f, 1e-4f,  -1e-4f, 0.3f,  -0.3f, 0.5f,  -0.5f, 1.0f,  -1.0f, 2.5f, -2.5f,
+      5.0f,  -5.0f, 9.0f,   -9.0f,   13.0f,  -13.0f, 40.0f, -40.0f, 1e20f, -1e20f, 3e38f, -3e38f,
+      std::numeric_limits<float>::quiet_NaN()};
+  // Whole panels of 16 (AVX2) and 32 (AVX-512) columns, then the values
+  // again in a partial one.
+  std::vector<float> xs = values;
+  while (xs.size() % 32 != 0) xs.push_back(0.75f);
+  const size_t whole = xs.size();
+  xs.insert(xs.end(), values.begin(), values.end());
+  ASSERT_NE(xs.size() % 16, 0u);
+  ASSERT_GE(whole, values.size());
   const int64_t n = static_cast<int64_t>(xs.size());
   for (MatmulActivation act : {MatmulActivation::kGeluErf, MatmulActivation::kGeluTanh}) {
     MatmulConfig cfg = WeightGemm(1, n);
@@ -265,6 +276,13 @@ TEST(SkinnyMatmulTest, GeluEpiloguesAgreeWithTheDefinitionOverTheirRange) {
         atol = std::max(atol, 1.2e-38);
         EXPECT_TRUE(Close(c[j], want, 1e-5, atol)) << IsaName(isa) << " gelu(" << x << ") = " << c[j] << ", want "
                                                    << want;
+      }
+      // The two finishes compute the same operations in the same order.
+      for (size_t j = 0; j < values.size(); ++j) {
+        const bool same = std::memcmp(&c[j], &c[whole + j], sizeof(float)) == 0;
+        EXPECT_TRUE(same || (std::isnan(c[j]) && std::isnan(c[whole + j])))
+            << IsaName(isa) << " gelu(" << values[j] << "): " << c[j] << " in a whole panel, " << c[whole + j]
+            << " in the last";
       }
     }
   }
