@@ -11,9 +11,11 @@
 // accumulators stay in registers over all of k: one pass reads each packed
 // weight once per row block, in the order it is stored (the panels are one
 // sequential stream per thread), A's rows are broadcast a float at a time.
-// The epilogue runs on the finished block: scale, bias and residual from the
-// registers for a whole panel without activation, otherwise (GELU, the last
-// panel's columns) from a stack row in loops the compiler vectorizes.
+// The epilogue (scale, bias, GELU, residual) runs on the finished block:
+// from the registers for a whole panel (FinishBlock), from a stack row in
+// loops the compiler vectorizes for the last panel's columns when n is not a
+// multiple of W (FinishRow); both compute the same operations in the same
+// order.
 #ifndef SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_IMPL_H_
 #define SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_IMPL_H_
 
