@@ -14,7 +14,9 @@
 //    are computed transposed, st[key][R] (one vector over rows per key): the
 //    micro-kernel keeps kAccumulators vectors (kKeys keys × kRV row vectors)
 //    in registers over d, reading each key's features as broadcasts straight
-//    from K (no packing of K) and qt's vectors;
+//    from K (no packing of K) and qt's vectors — K in place where its rows
+//    are adjacent, else from the thread's dense copy of the (batch, KV
+//    head)'s K and V, made once for all of the head's tiles (DenseKv);
 //  - the softmax is vertical (every operation is between rows' own values,
 //    no horizontal reduction): the block's y = scale·x + mask (or + fill),
 //    its per-row maximum, the running maximum m, the rescale factor
@@ -75,8 +77,10 @@ MaskMode ModeOf(const AttentionArgs& a) {
   return MaskMode::kFull;
 }
 
-// A grow-only, 64-byte aligned scratch buffer per thread (and per core:
-// each translation unit has its own).
+// A grow-only, 64-byte aligned scratch buffer per thread and slot (and per
+// core: each translation unit has its own): slot 0 the tile's workspace,
+// slot 1 its dense copy of K and V.
+template <int kSlot = 0>
 float* ThreadWorkspace(int64_t floats) {
   thread_local std::unique_ptr<float[]> storage;
   thread_local int64_t capacity = 0;
@@ -87,6 +91,10 @@ float* ThreadWorkspace(int64_t floats) {
   auto address = reinterpret_cast<uintptr_t>(storage.get());
   return reinterpret_cast<float*>((address + 63) & ~uintptr_t{63});
 }
+
+// The largest dense copy of one (batch, KV head)'s K and V a tile makes
+// (Tile::DenseKv); past it, K and V are read in place.
+inline constexpr int64_t kDenseKvMaxBytes = 8 << 20;
 
 // exp(x) for x <= 0 (and -inf). Below -87 the result is 0: the true value
 // is under 1.7e-38, a weight no softmax sum can notice (flushed rather than
@@ -213,8 +221,8 @@ class Tile {
     i0_ = i0;
     rows_ = std::min(R, a.q_len - i0);
     q_ = a.q.data + b * a.q.batch_stride + h * a.q.head_stride + i0 * a.q.row_stride;
-    k_ = a.k.data + b * a.k.batch_stride + kvh * a.k.head_stride;
-    v_ = a.v.data + b * a.v.batch_stride + kvh * a.v.head_stride;
+    DenseKv(a.k.data + b * a.k.batch_stride + kvh * a.k.head_stride,
+            a.v.data + b * a.v.batch_stride + kvh * a.v.head_stride);
     out_ = a.out.data + b * a.out.batch_stride + h * a.out.head_stride + i0 * a.out.row_stride;
     mask_ = mode_ == MaskMode::kNone
                 ? nullptr
@@ -254,6 +262,33 @@ class Tile {
   }
 
  private:
+  // K and V of one (batch, KV head), from `k` and `v` in the caller's
+  // layout. Rows that are not adjacent (a [b, S, h, d] tensor: rows
+  // h * d floats apart, 3 KiB for BERT-base) fall on few cache sets — every
+  // fourth 3 KiB row on the same L1 sets, all of a head's rows on a quarter
+  // of a 512 KiB L2's — and every tile of the head reads them all again, so
+  // such K and V are copied once per (batch, KV head) and thread into dense
+  // rows (a plain copy: the same values), unless the head has one tile or
+  // the copy would pass kDenseKvMaxBytes.
+  void DenseKv(const float* k, const float* v) {
+    const AttentionArgs& a = a_;
+    k_ = k_source_ = k, v_ = v_source_ = v;
+    k_stride_ = a.k.row_stride, v_stride_ = a.v.row_stride;
+    const bool adjacent = k_stride_ == a.head_dim && v_stride_ == a.v_head_dim;
+    const int64_t floats = a.kv_len * (a.head_dim + a.v_head_dim);
+    if (adjacent || a.q_len <= R || floats * static_cast<int64_t>(sizeof(float)) > kDenseKvMaxBytes) return;
+    float* dense = ThreadWorkspace<1>(floats);
+    if (k != dense_k_source_ || v != dense_v_source_ || dense != dense_) {
+      for (int64_t j = 0; j < a.kv_len; ++j) {
+        std::copy(k + j * k_stride_, k + j * k_stride_ + a.head_dim, dense + j * a.head_dim);
+        std::copy(v + j * v_stride_, v + j * v_stride_ + a.v_head_dim, dense + a.kv_len * a.head_dim + j * a.v_head_dim);
+      }
+      dense_k_source_ = k, dense_v_source_ = v, dense_ = dense;
+    }
+    k_ = dense, v_ = dense + a.kv_len * a.head_dim;
+    k_stride_ = a.head_dim, v_stride_ = a.v_head_dim;
+  }
+
   int64_t ValidLanes(int r) const { return std::clamp<int64_t>(rows_ - int64_t{r} * L, 0, L); }
 
   // qt[dd][r] = Q[i0 + r][dd], zero past the tile's rows: lanes × lanes
@@ -280,7 +315,7 @@ class Tile {
     V acc[kN][kRV];
     for (int c = 0; c < kN; ++c)
       for (int r = 0; r < kRV; ++r) acc[c][r] = Isa::Zero();
-    const int64_t krs = a_.k.row_stride, d = a_.head_dim;
+    const int64_t krs = k_stride_, d = a_.head_dim;
     const float* kj = k_ + j * krs;
     const float* qp = qt_;
     for (int64_t dd = 0; dd < d; ++dd, qp += R) {
@@ -337,8 +372,8 @@ class Tile {
         g.p = st_ + r0;
         g.p_stride = R;
         g.alpha = alpha_ + r0;
-        g.v = v_ + j0 * a_.v.row_stride + e0 * L;
-        g.v_stride = a_.v.row_stride;
+        g.v = v_ + j0 * v_stride_ + e0 * L;
+        g.v_stride = v_stride_;
         g.keys = keys;
         g.o = o_ + r0 * dvp_ + e0 * L;
         g.o_stride = dvp_;
@@ -377,9 +412,9 @@ class Tile {
     const int64_t keys = std::min(kKeyBlock, a_.kv_len - j_next);
     constexpr int64_t kLine = 64 / sizeof(float);
     for (int64_t c = 0; c < keys; ++c) {
-      const float* k = k_ + (j_next + c) * a_.k.row_stride;
+      const float* k = k_ + (j_next + c) * k_stride_;
       for (int64_t e = 0; e < a_.head_dim; e += kLine) __builtin_prefetch(k + e, 0, 2);
-      const float* v = v_ + (j_next + c) * a_.v.row_stride;
+      const float* v = v_ + (j_next + c) * v_stride_;
       for (int64_t e = 0; e < a_.v_head_dim; e += kLine) __builtin_prefetch(v + e, 0, 2);
     }
   }
@@ -463,10 +498,10 @@ class Tile {
     for (int64_t r = 0; r < rows_; ++r) {
       if (bad_[r] == 0.0f && !(m_[r] >= kSkipRowMaxAtLeast)) return false;
     }
-    if (k_ != norm_keys_ || v_ != norm_values_) {  // once per (batch, kv head) and thread
-      norm_keys_ = k_, norm_values_ = v_;
-      keys_norm2_ = SumOfSquares(k_, a.kv_len, a.k.row_stride, a.head_dim);
-      values_finite_ = std::isfinite(SumOfSquares(v_, a.kv_len, a.v.row_stride, a.v_head_dim));
+    if (k_source_ != norm_keys_ || v_source_ != norm_values_) {  // once per (batch, kv head) and thread
+      norm_keys_ = k_source_, norm_values_ = v_source_;
+      keys_norm2_ = SumOfSquares(k_, a.kv_len, k_stride_, a.head_dim);
+      values_finite_ = std::isfinite(SumOfSquares(v_, a.kv_len, v_stride_, a.v_head_dim));
     }
     if (!values_finite_) return false;
     const double q_norm2 = SumOfSquares(qt_, 1, 0, a.head_dim * R);  // zero-padded rows add 0
@@ -518,8 +553,12 @@ class Tile {
   int64_t i0_ = 0, rows_ = 0;
   const float *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *mask_ = nullptr;
   float* out_ = nullptr;
-  const float* norm_keys_ = nullptr;    // the keys keys_norm2_ is of
-  const float* norm_values_ = nullptr;  // the values values_finite_ is of
+  int64_t k_stride_ = 0, v_stride_ = 0;  // k_'s and v_'s row strides
+  const float *k_source_ = nullptr, *v_source_ = nullptr;  // K and V in the caller's tensors
+  // What the thread's dense copy (slot 1) holds: the K and V it was made from.
+  const float *dense_k_source_ = nullptr, *dense_v_source_ = nullptr, *dense_ = nullptr;
+  const float* norm_keys_ = nullptr;    // the keys keys_norm2_ is of (caller's)
+  const float* norm_values_ = nullptr;  // the values values_finite_ is of (caller's)
   double keys_norm2_ = 0;
   bool values_finite_ = false;
   float *qt_, *st_, *o_, *m_, *l_, *alpha_, *bad_, *mrow_, *mt_;

@@ -431,6 +431,7 @@ TEST(FusedAttentionTest, StridedLayoutGivesTheDenseLayoutsResult) {
   for (bool causal : {false, true}) {
     Problem p;
     p.batch = 2, p.heads = 3, p.q_len = 65, p.kv_len = 130, p.head_dim = 40, p.v_head_dim = 24;
+    p.kv_heads = 3;  // K's and V's rows strided too (one KV head's rows would be adjacent)
     p.mask = MaskShape::kB1ST, p.causal = causal, p.fill = kLowestFill, p.scale = 0.4f;
     Problem strided = p;
     strided.layout = Layout::kBSHD;
@@ -607,6 +608,23 @@ TEST(FusedAttentionTest, ResultDoesNotDependOnTheThreadCount) {
       SCOPED_TRACE(AttentionIsaName(isa));
       ExpectSameBitsOnOneAndTwoThreads(isa, buffers);
     }
+  }
+}
+
+// K and V in [b, S, h, d] are copied into dense rows once per (batch, KV
+// head) and thread (fused_attention_impl.h, Tile::DenseKv): grouped query
+// heads share one copy, a new (batch, KV head) replaces it, and two threads
+// (which split a head's tiles) give one thread's bits.
+TEST(FusedAttentionTest, StridedGroupedHeadsMatchTheReferenceOnAnyTeam) {
+  Problem p;
+  p.batch = 2, p.heads = 6, p.kv_heads = 2, p.q_len = 50, p.kv_len = 70, p.head_dim = 24, p.v_head_dim = 40;
+  p.layout = Layout::kBSHD;
+  p.mask = MaskShape::kB11T, p.causal = true, p.fill = kLowestFill, p.scale = 0.3f;
+  CheckOnEveryCore(p);
+  Buffers buffers(p);
+  for (AttentionIsa isa : Cores()) {
+    SCOPED_TRACE(AttentionIsaName(isa));
+    ExpectSameBitsOnOneAndTwoThreads(isa, buffers);
   }
 }
 
