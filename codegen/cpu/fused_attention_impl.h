@@ -278,14 +278,15 @@ class Tile {
     const int64_t floats = a.kv_len * (a.head_dim + a.v_head_dim);
     if (adjacent || a.q_len <= R || floats * static_cast<int64_t>(sizeof(float)) > kDenseKvMaxBytes) return;
     float* dense = ThreadWorkspace<1>(floats);
+    float* dense_v = dense + a.kv_len * a.head_dim;
     if (k != dense_k_source_ || v != dense_v_source_ || dense != dense_) {
       for (int64_t j = 0; j < a.kv_len; ++j) {
         std::copy(k + j * k_stride_, k + j * k_stride_ + a.head_dim, dense + j * a.head_dim);
-        std::copy(v + j * v_stride_, v + j * v_stride_ + a.v_head_dim, dense + a.kv_len * a.head_dim + j * a.v_head_dim);
+        std::copy(v + j * v_stride_, v + j * v_stride_ + a.v_head_dim, dense_v + j * a.v_head_dim);
       }
       dense_k_source_ = k, dense_v_source_ = v, dense_ = dense;
     }
-    k_ = dense, v_ = dense + a.kv_len * a.head_dim;
+    k_ = dense, v_ = dense_v;
     k_stride_ = a.head_dim, v_stride_ = a.v_head_dim;
   }
 
