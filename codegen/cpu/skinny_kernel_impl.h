@@ -1,6 +1,6 @@
 // The skinny GEMM's algorithm, written once over an instruction set's vector
-// type (`Isa`: V, kLanes, kRows, Zero, Load, LoadU, Splat, Fma, Add, Store,
-// StoreU) and included
+// type (`Isa`: V, kLanes, kRows, Zero, Load, LoadU, Splat, Fma, Add, Mul,
+// Store, StoreU) and included
 // by one translation unit per instruction set (skinny_kernel_avx512.cc,
 // skinny_kernel_avx2.cc), each compiled with its own target flags. It lives
 // in an anonymous namespace so that no inline function compiled for one
@@ -11,11 +11,9 @@
 // accumulators stay in registers over all of k: one pass reads each packed
 // weight once per row block, in the order it is stored (the panels are one
 // sequential stream per thread), A's rows are broadcast a float at a time.
-// The epilogue (scale, bias, GELU, residual) runs on the finished block:
-// from the registers for a whole panel (FinishBlock), from a stack row in
-// loops the compiler vectorizes for the last panel's columns when n is not a
-// multiple of W (FinishRow); both compute the same operations in the same
-// order.
+// The epilogue (scale, bias, GELU, residual) runs on the finished block in
+// the vector registers (FinishBlock; the last panel's columns, when n is
+// not a multiple of W, through zero-padded stack rows).
 #ifndef SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_IMPL_H_
 #define SHAPESHIFT_CODEGEN_CPU_SKINNY_KERNEL_IMPL_H_
 
@@ -29,54 +27,10 @@
 namespace shapeshift::codegen::cpu::skinny {
 namespace {
 
+// The epilogue's functions over a vector of lanes (GCC's vector extensions
+// on Isa::V, so one source serves every core).
+
 // Horner's rule over coefficients lowest first.
-template <size_t N>
-inline float Horner(float x, const std::array<double, N>& c) {
-  float acc = static_cast<float>(c[N - 1]);
-  for (size_t i = N - 1; i-- > 0;) acc = acc * x + static_cast<float>(c[i]);
-  return acc;
-}
-
-// exp(x) for x <= 0 (GELU needs no more). Below -87 the result is 0 (the
-// true value is under 1.7e-38: flushed rather than built as a denormal), so
-// 2^n is built from exponent bits alone. Rounds x / ln2 to the nearest
-// integer with the 1.5 * 2^23 trick (branch-free and vectorizable). A NaN
-// stays NaN.
-inline float ExpNonPositive(float x) {
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
-  const bool underflows = x < -87.0f;
-  x = underflows ? -87.0f : x;
-  float shifted = x * static_cast<float>(M_LOG2E) + kRound;
-  float n = shifted - kRound;
-  int32_t ni = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRound);
-  float r = x - n * static_cast<float>(math::kLn2High);
-  r = r - n * static_cast<float>(math::kLn2Low);
-  float e = Horner(r, math::kExpTaylor) * std::bit_cast<float>((ni + 127) << 23);
-  return underflows ? 0.0f : e;
-}
-
-// GELU, erf form: 0.5 x (1 + erf(x / sqrt 2)). With z = |x| / sqrt 2 and
-// q = t P(t) exp(-z^2) (Abramowitz & Stegun 7.1.26, math_coefficients.h),
-// 1 + erf is q for x < 0 and 2 - q otherwise: no cancellation for x << 0.
-inline float GeluErf(float x) {
-  float z = (x < 0.0f ? -x : x) * static_cast<float>(M_SQRT1_2);
-  float t = 1.0f / (1.0f + static_cast<float>(math::kErfP) * z);
-  float q = t * Horner(t, math::kErfPoly) * ExpNonPositive(-z * z);
-  return 0.5f * x * (x < 0.0f ? q : 2.0f - q);
-}
-
-// GELU, tanh form: 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)) with
-// u = sqrt(2/pi) (x + 0.044715 x^3); for u < 0, exp(2u) is used instead:
-// x exp(2u) / (1 + exp(2u)), so exp only ever sees arguments <= 0.
-inline float GeluTanh(float x) {
-  float u = static_cast<float>(std::sqrt(2.0 / M_PI)) * (x + 0.044715f * x * x * x);
-  float e = ExpNonPositive(u < 0.0f ? 2.0f * u : -2.0f * u);
-  return u < 0.0f ? x * e / (1.0f + e) : x / (1.0f + e);
-}
-
-// The same three functions over a vector of lanes, operation for operation
-// (GCC's vector extensions on Isa::V, so one source serves every core): a
-// lane's result is the scalar form's.
 template <class V, size_t N>
 inline V HornerLanes(V x, const std::array<double, N>& c) {
   V acc = V{} + static_cast<float>(c[N - 1]);
@@ -84,6 +38,10 @@ inline V HornerLanes(V x, const std::array<double, N>& c) {
   return acc;
 }
 
+// exp(x) for x <= 0 (GELU needs no more). Below -87 the result is 0 (the
+// true value is under 1.7e-38: flushed rather than built as a denormal), so
+// 2^n is built from exponent bits alone. Rounds x / ln2 to the nearest
+// integer with the 1.5 * 2^23 trick. A NaN stays NaN.
 template <class V>
 inline V ExpNonPositiveLanes(V x) {
   using Lanes = decltype(x < x);  // one int32 per lane
@@ -100,6 +58,9 @@ inline V ExpNonPositiveLanes(V x) {
   return underflows ? V{} : e;
 }
 
+// GELU, erf form: 0.5 x (1 + erf(x / sqrt 2)). With z = |x| / sqrt 2 and
+// q = t P(t) exp(-z^2) (Abramowitz & Stegun 7.1.26, math_coefficients.h),
+// 1 + erf is q for x < 0 and 2 - q otherwise: no cancellation for x << 0.
 template <class V>
 inline V GeluErfLanes(V x) {
   const auto negative = x < 0.0f;
@@ -109,6 +70,9 @@ inline V GeluErfLanes(V x) {
   return 0.5f * x * (negative ? q : 2.0f - q);
 }
 
+// GELU, tanh form: 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)) with
+// u = sqrt(2/pi) (x + 0.044715 x^3); for u < 0, exp(2u) is used instead:
+// x exp(2u) / (1 + exp(2u)), so exp only ever sees arguments <= 0.
 template <class V>
 inline V GeluTanhLanes(V x) {
   const V u = static_cast<float>(std::sqrt(2.0 / M_PI)) * (x + 0.044715f * x * x * x);
@@ -124,60 +88,45 @@ inline V ActivateLanes(V y) {
   return y;
 }
 
-template <MatmulActivation kAct>
-inline float Activate(float y) {
-  if constexpr (kAct == MatmulActivation::kGeluErf) return GeluErf(y);
-  if constexpr (kAct == MatmulActivation::kGeluTanh) return GeluTanh(y);
-  return y;
-}
-
-// c[j] = act(sums[j] * scale + bias[j]) + residual[j] for j < width; bias
-// and residual may be null. residual may equal c.
-template <MatmulActivation kAct>
-void FinishRow(const float* sums, const float* bias, const float* residual, float* c, int64_t width, float scale) {
-  alignas(64) float y[64];
-  for (int64_t j = 0; j < width; ++j) y[j] = sums[j] * scale;
-  if (bias != nullptr)
-    for (int64_t j = 0; j < width; ++j) y[j] += bias[j];
-  for (int64_t j = 0; j < width; ++j) y[j] = Activate<kAct>(y[j]);
-  if (residual != nullptr)
-    for (int64_t j = 0; j < width; ++j) y[j] += residual[j];
-  for (int64_t j = 0; j < width; ++j) c[j] = y[j];
-}
-
-void FinishRow(const PanelArgs& g, const float* sums, int64_t row, int64_t col0, int64_t width) {
-  const float* bias = g.bias == nullptr ? nullptr : g.bias + col0;
-  const float* residual = g.residual == nullptr ? nullptr : g.residual + row * g.n + col0;
-  float* c = g.c + row * g.n + col0;
-  switch (g.activation) {
-    case MatmulActivation::kNone:
-      return FinishRow<MatmulActivation::kNone>(sums, bias, residual, c, width, g.scale);
-    case MatmulActivation::kGeluErf:
-      return FinishRow<MatmulActivation::kGeluErf>(sums, bias, residual, c, width, g.scale);
-    case MatmulActivation::kGeluTanh:
-      return FinishRow<MatmulActivation::kGeluTanh>(sums, bias, residual, c, width, g.scale);
-  }
-}
-
-// C's rows [row0, row0 + kR), columns [col0, col0 + W) (a whole panel) =
-// act(scale * acc + bias) + residual, from the accumulators.
+// C's rows [row0, row0 + kR), columns [col0, col0 + width) =
+// act(scale * acc + bias) + residual, from the accumulators. A panel of
+// fewer than W columns (the last, when n is not a multiple of W) goes
+// through stack rows padded with zeros: the same operations on its lanes.
 template <class Isa, int kR, MatmulActivation kAct>
 void FinishBlock(const PanelArgs& g, const typename Isa::V (&lo)[kR], const typename Isa::V (&hi)[kR], int64_t row0,
-                 int64_t col0) {
+                 int64_t col0, int64_t width) {
   using V = typename Isa::V;
+  constexpr int64_t kW = 2 * Isa::kLanes;
+  const bool whole = width == kW;
+  alignas(64) float row[kW];  // a part panel's bias, residual or result
+  auto load = [&](const float* p) {  // kW floats of a row, zero past width
+    if (whole) return p;
+    for (int64_t j = 0; j < kW; ++j) row[j] = j < width ? p[j] : 0.0f;
+    return static_cast<const float*>(row);
+  };
   const V scale = Isa::Splat(g.scale);
   V bias_lo = Isa::Zero(), bias_hi = Isa::Zero();
-  if (g.bias != nullptr) bias_lo = Isa::LoadU(g.bias + col0), bias_hi = Isa::LoadU(g.bias + col0 + Isa::kLanes);
+  if (g.bias != nullptr) {
+    const float* bias = load(g.bias + col0);
+    bias_lo = Isa::LoadU(bias), bias_hi = Isa::LoadU(bias + Isa::kLanes);
+  }
   for (int r = 0; r < kR; ++r) {
     V y_lo = ActivateLanes<kAct>(Isa::Add(Isa::Mul(lo[r], scale), bias_lo));
     V y_hi = ActivateLanes<kAct>(Isa::Add(Isa::Mul(hi[r], scale), bias_hi));
-    const int64_t at = (row0 + r) * g.n + col0;
+    float* c = g.c + (row0 + r) * g.n + col0;
     if (g.residual != nullptr) {
-      y_lo = Isa::Add(y_lo, Isa::LoadU(g.residual + at));
-      y_hi = Isa::Add(y_hi, Isa::LoadU(g.residual + at + Isa::kLanes));
+      const float* residual = load(g.residual + (row0 + r) * g.n + col0);
+      y_lo = Isa::Add(y_lo, Isa::LoadU(residual));
+      y_hi = Isa::Add(y_hi, Isa::LoadU(residual + Isa::kLanes));
     }
-    Isa::StoreU(g.c + at, y_lo);
-    Isa::StoreU(g.c + at + Isa::kLanes, y_hi);
+    if (whole) {
+      Isa::StoreU(c, y_lo);
+      Isa::StoreU(c + Isa::kLanes, y_hi);
+    } else {
+      Isa::Store(row, y_lo);
+      Isa::Store(row + Isa::kLanes, y_hi);
+      for (int64_t j = 0; j < width; ++j) c[j] = row[j];
+    }
   }
 }
 
@@ -206,23 +155,13 @@ void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0
       hi[r] = Isa::Fma(x, b1, hi[r]);
     }
   }
-  // A whole panel finishes from the registers; the last panel's columns,
-  // when n is not a multiple of its width, row by row through FinishRow.
-  if (width == kW) {
-    switch (g.activation) {
-      case MatmulActivation::kNone:
-        return FinishBlock<Isa, kR, MatmulActivation::kNone>(g, lo, hi, row0, col0);
-      case MatmulActivation::kGeluErf:
-        return FinishBlock<Isa, kR, MatmulActivation::kGeluErf>(g, lo, hi, row0, col0);
-      case MatmulActivation::kGeluTanh:
-        return FinishBlock<Isa, kR, MatmulActivation::kGeluTanh>(g, lo, hi, row0, col0);
-    }
-  }
-  alignas(64) float sums[kW];
-  for (int r = 0; r < kR; ++r) {
-    Isa::Store(sums, lo[r]);
-    Isa::Store(sums + Isa::kLanes, hi[r]);
-    FinishRow(g, sums, row0 + r, col0, width);
+  switch (g.activation) {
+    case MatmulActivation::kNone:
+      return FinishBlock<Isa, kR, MatmulActivation::kNone>(g, lo, hi, row0, col0, width);
+    case MatmulActivation::kGeluErf:
+      return FinishBlock<Isa, kR, MatmulActivation::kGeluErf>(g, lo, hi, row0, col0, width);
+    case MatmulActivation::kGeluTanh:
+      return FinishBlock<Isa, kR, MatmulActivation::kGeluTanh>(g, lo, hi, row0, col0, width);
   }
 }
 

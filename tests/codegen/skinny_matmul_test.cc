@@ -241,8 +241,8 @@ double GeluExact(double x, MatmulActivation act) {
 // or the erf form's Abramowitz & Stegun bound (1.5e-7 on erfc, times 0.5 |x|)
 // where that is larger; results below float's normal range may flush to -0;
 // the tails reach -0 and x, never NaN, and NaN stays NaN.
-// Each value twice: in a whole panel (finished in vector registers) and in
-// the last, partial one (finished row by row), on every core.
+// Each value twice: in a whole panel and in the last, partial one (finished
+// through zero-padded stack rows), on every core.
 TEST(SkinnyMatmulTest, GeluEpiloguesAgreeWithTheDefinitionOverTheirRange) {
   const std::vector<float> values = {
       0.0f,  -0.0f, 1e-30f, -1e-30f, 1e-4f,  -1e-4f, 0.3f,  -0.3f, 0.5f,  -0.5f, 1.0f,  -1.0f, 2.5f, -2.5f,
@@ -277,7 +277,7 @@ TEST(SkinnyMatmulTest, GeluEpiloguesAgreeWithTheDefinitionOverTheirRange) {
         EXPECT_TRUE(Close(c[j], want, 1e-5, atol)) << IsaName(isa) << " gelu(" << x << ") = " << c[j] << ", want "
                                                    << want;
       }
-      // The two finishes compute the same operations in the same order.
+      // Both panels' lanes go through the same operations.
       for (size_t j = 0; j < values.size(); ++j) {
         const bool same = std::memcmp(&c[j], &c[whole + j], sizeof(float)) == 0;
         EXPECT_TRUE(same || (std::isnan(c[j]) && std::isnan(c[whole + j])))
