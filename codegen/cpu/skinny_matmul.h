@@ -46,6 +46,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "codegen/cpu/cache_sizes.h"
 #include "codegen/cpu/onednn_matmul.h"
 
 namespace shapeshift::codegen::cpu {
@@ -68,15 +69,6 @@ struct SkinnyOptions {
   // this host's cache sizes and the request's rows.
   int64_t row_chunk_bytes = 0;
 };
-
-// The data cache sizes RowChunk plans for.
-struct CacheSizes {
-  int64_t l2_bytes = 512 << 10;  // one core's
-  int64_t l3_bytes = 32 << 20;   // shared
-};
-// This host's (cpu0's), as Linux reports them in sysfs; the defaults above
-// where it reports none.
-CacheSizes HostCacheSizes();
 
 class SkinnyMatmul {
  public:

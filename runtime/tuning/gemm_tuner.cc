@@ -4,15 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "codegen/cpu/cache_sizes.h"
 #include "codegen/cpu/panel_rows_matmul.h"
 
 namespace shapeshift::runtime {
@@ -294,18 +293,9 @@ int64_t SkinnyRangeEnd(absl::Span<const GemmTiming> points) {
 }
 
 int64_t DefaultColdBytes() {
-  // The kernel's cache description (glibc's sysconf has reported an AMD
-  // EPYC's 32 MiB L3 as 320 MiB): the largest cache cpu0 reports.
+  // The largest cache cpu0 reports (cpu/cache_sizes.h says why not sysconf).
   int64_t llc = 0;
-  for (int index = 0; index < 8; ++index) {
-    std::ifstream in(absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/size"));
-    std::string text;
-    if (!(in >> text) || text.empty()) continue;
-    const int64_t scale = text.back() == 'K' ? 1024 : text.back() == 'M' ? 1024 * 1024 : 1;
-    if (scale != 1) text.pop_back();
-    int64_t size = 0;
-    if (absl::SimpleAtoi(text, &size)) llc = std::max(llc, size * scale);
-  }
+  for (int level = 1; level <= 4; ++level) llc = std::max(llc, cpu::SysfsCacheBytes(level));
   if (llc <= 0) return int64_t{128} << 20;
   return std::clamp<int64_t>(int64_t{4} * llc, int64_t{64} << 20, int64_t{256} << 20);
 }
