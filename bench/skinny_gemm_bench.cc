@@ -14,9 +14,11 @@
 // start (bench/machine_probe.h). Time is wall-clock; note the load average.
 //
 //   build/bench/skinny_gemm_bench [--repeats 21] [--threads T] [--shapes bert,gpt2,llama]
-//                                 [--rows 1,2,4,8,16,32] [--prefetch 0,16,64]
+//                                 [--rows 1,2,4,8,16,32] [--prefetch 0,16,64] [--slice-bytes -1,0,4096]
 //
-// --prefetch lists SkinnyOptions::prefetch_rows values, each its own engine.
+// --prefetch lists SkinnyOptions::prefetch_rows values and --slice-bytes
+// SkinnyOptions::slice_bytes values (-1: never slice k; 0: the default
+// rule, SkinnyMatmul::KSlice); each pair is its own engine.
 #include <omp.h>
 
 #include <algorithm>
@@ -102,12 +104,21 @@ void Fail(const absl::Status& s) {
   std::exit(1);
 }
 
+// Every (a, b) of two lists.
+std::vector<std::pair<int64_t, int64_t>> Pairs(const std::vector<int64_t>& as, const std::vector<int64_t>& bs) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t a : as)
+    for (int64_t b : bs) pairs.emplace_back(a, b);
+  return pairs;
+}
+
 int Main(int argc, char** argv) {
   int repeats = 21, threads = 0;
   int64_t cold_bytes = int64_t{256} << 20;
   std::vector<std::string> families = {"bert", "gpt2", "llama"};
   std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32};
   std::vector<int64_t> prefetches = {SkinnyOptions().prefetch_rows};
+  std::vector<int64_t> slices = {SkinnyOptions().slice_bytes};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -125,12 +136,13 @@ int Main(int argc, char** argv) {
       cold_bytes = std::atoll(value().c_str());
     } else if (arg == "--shapes") {
       families = absl::StrSplit(value(), ',');
-    } else if (arg == "--rows" || arg == "--prefetch") {
-      std::vector<int64_t>& list = arg == "--rows" ? rows : prefetches;
+    } else if (arg == "--rows" || arg == "--prefetch" || arg == "--slice-bytes") {
+      std::vector<int64_t>& list = arg == "--rows" ? rows : arg == "--prefetch" ? prefetches : slices;
       list.clear();
       for (absl::string_view r : absl::StrSplit(value(), ',')) {
         int64_t v = 0;
-        if (!absl::SimpleAtoi(r, &v) || v < (arg == "--rows" ? 1 : 0)) {
+        const int64_t least = arg == "--rows" ? 1 : arg == "--prefetch" ? 0 : -1;
+        if (!absl::SimpleAtoi(r, &v) || v < least) {
           std::fprintf(stderr, "skinny_gemm_bench: bad %s value '%s'\n", arg.c_str(), std::string(r).c_str());
           return 2;
         }
@@ -139,7 +151,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: skinny_gemm_bench [--repeats N] [--threads T] [--cold-bytes B] "
-                   "[--shapes bert,gpt2,llama] [--rows 1,2,4,...] [--prefetch 0,16,...]\n");
+                   "[--shapes bert,gpt2,llama] [--rows 1,2,4,...] [--prefetch 0,16,...] [--slice-bytes -1,0,4096,...]\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -175,8 +187,8 @@ int Main(int argc, char** argv) {
     std::vector<float> a(max_m * cfg.k, 0.01f), bias(cfg.n, 0.1f), out(max_m * cfg.n);
     std::vector<Engine> engines;
 
-    for (int64_t prefetch : prefetches) {
-      auto skinny = SkinnyMatmul::Create(cfg, *isa, {.prefetch_rows = prefetch});
+    for (const auto& [prefetch, slice] : Pairs(prefetches, slices)) {
+      auto skinny = SkinnyMatmul::Create(cfg, *isa, {.prefetch_rows = prefetch, .slice_bytes = slice});
       if (!skinny.ok()) Fail(skinny.status());
       auto skinny_packed = std::make_shared<std::vector<PackedWeights>>();
       for (size_t c = 0; c < copies; ++c) {
@@ -185,7 +197,8 @@ int Main(int argc, char** argv) {
         skinny_packed->push_back(*p);
       }
       std::shared_ptr<SkinnyMatmul> sk = std::move(*skinny);
-      engines.push_back({absl::StrCat("skinny/", codegen::cpu::IsaName(*isa), "/pf", prefetch),
+      engines.push_back({absl::StrCat("skinny/", codegen::cpu::IsaName(*isa), "/pf", prefetch,
+                                      slice < 0 ? "/unsliced" : slice > 0 ? absl::StrCat("/slice", slice) : ""),
                          [](int64_t) { return true; },
                          [&, sk, skinny_packed](size_t c, int64_t m) {
                            MatmulOperands ops{a.data(), (*skinny_packed)[c].data(),

@@ -41,7 +41,16 @@ struct PanelArgs {
   // 0: one chunk), each chunk over all of [panel_begin, panel_end) before
   // the next (SkinnyMatmul::RowChunk says how many).
   int64_t row_chunk = 0;
+  // Each panel's k rows run in slices of this many (0: all of k at once):
+  // every row block of the chunk (up to kMaxSlicedBlocks at a time) takes
+  // a slice before any takes the next, its sums kept between slices in a
+  // small stack buffer (SkinnyMatmul::KSlice says when and how many).
+  int64_t k_slice = 0;
 };
+
+// Most row blocks a slice runs over before the next slice (their partial
+// sums are kept on the stack).
+inline constexpr int64_t kMaxSlicedBlocks = 8;
 
 // AVX-512F: panels of 32 columns (two zmm), blocks of up to 8 rows.
 inline constexpr int64_t kAvx512PanelWidth = 32;

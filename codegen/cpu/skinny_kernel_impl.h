@@ -8,9 +8,11 @@
 //
 // Per chunk of rows (PanelArgs::row_chunk), per panel of W = 2 * kLanes
 // columns and per block of up to kRows rows, the block's 2 * kRows
-// accumulators stay in registers over all of k: one pass reads each packed
-// weight once per row block, in the order it is stored (the panels are one
-// sequential stream per thread), A's rows are broadcast a float at a time.
+// accumulators stay in registers over all of k (or over a slice of k,
+// PanelArgs::k_slice, the sums parked on the stack between slices): one
+// pass reads each packed weight once per row block, in the order it is
+// stored (the panels are one sequential stream per thread), A's rows are
+// broadcast a float at a time.
 // The epilogue (scale, bias, GELU, residual) runs on the finished block in
 // the vector registers (FinishBlock; the last panel's columns, when n is
 // not a multiple of W, through zero-padded stack rows).
@@ -130,19 +132,27 @@ void FinishBlock(const PanelArgs& g, const typename Isa::V (&lo)[kR], const type
   }
 }
 
-// Rows [row0, row0 + kR) times one panel (columns [col0, col0 + width)).
+// Rows [row0, row0 + kR) times rows [q0, q1) of one panel (columns
+// [col0, col0 + width)). The sums start from zero at q0 = 0, else from
+// `partial` (kR rows of W floats); at q1 = k the block is finished into C,
+// else its sums go back to `partial`. Stored and reloaded floats are exact,
+// so the result is the same bits however k is sliced.
 template <class Isa, int kR, bool kPrefetch>
-void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0, int64_t width) {
+void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0, int64_t width, int64_t q0,
+              int64_t q1, float* partial) {
   using V = typename Isa::V;
   constexpr int64_t kW = 2 * Isa::kLanes;
   V lo[kR], hi[kR];
-  for (int r = 0; r < kR; ++r) lo[r] = hi[r] = Isa::Zero();
+  for (int r = 0; r < kR; ++r) {
+    lo[r] = q0 == 0 ? Isa::Zero() : Isa::Load(partial + r * kW);
+    hi[r] = q0 == 0 ? Isa::Zero() : Isa::Load(partial + r * kW + Isa::kLanes);
+  }
   const float* a = g.a + row0 * g.k;
   const int64_t k = g.k;
   // The weights prefetch_steps rows of the panel ahead (past its end: the
   // next panel's), two cache lines a row on AVX-512, one on AVX2.
   const float* ahead = panel + g.prefetch_steps * kW;
-  for (int64_t q = 0; q < k; ++q) {
+  for (int64_t q = q0; q < q1; ++q) {
     if constexpr (kPrefetch) {
       __builtin_prefetch(ahead + q * kW, 0, 3);
       if constexpr (kW * sizeof(float) > 64) __builtin_prefetch(ahead + q * kW + 64 / sizeof(float), 0, 3);
@@ -155,6 +165,13 @@ void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0
       hi[r] = Isa::Fma(x, b1, hi[r]);
     }
   }
+  if (q1 < k) {
+    for (int r = 0; r < kR; ++r) {
+      Isa::Store(partial + r * kW, lo[r]);
+      Isa::Store(partial + r * kW + Isa::kLanes, hi[r]);
+    }
+    return;
+  }
   switch (g.activation) {
     case MatmulActivation::kNone:
       return FinishBlock<Isa, kR, MatmulActivation::kNone>(g, lo, hi, row0, col0, width);
@@ -166,28 +183,40 @@ void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0
 }
 
 template <class Isa, int kR, bool kPrefetch>
-void RowBlockUpTo(const PanelArgs& g, const float* panel, int64_t row0, int64_t rows, int64_t col0, int64_t width) {
+void RowBlockUpTo(const PanelArgs& g, const float* panel, int64_t row0, int64_t rows, int64_t col0, int64_t width,
+                  int64_t q0, int64_t q1, float* partial) {
   if constexpr (kR > 1) {
-    if (rows < kR) return RowBlockUpTo<Isa, kR - 1, kPrefetch>(g, panel, row0, rows, col0, width);
+    if (rows < kR) return RowBlockUpTo<Isa, kR - 1, kPrefetch>(g, panel, row0, rows, col0, width, q0, q1, partial);
   }
-  RowBlock<Isa, kR, kPrefetch>(g, panel, row0, col0, width);
+  RowBlock<Isa, kR, kPrefetch>(g, panel, row0, col0, width, q0, q1, partial);
 }
 
 // The thread's panels over A's rows a chunk at a time (row_chunk), each
-// chunk row block by row block.
+// chunk row block by row block; with k_slice, a panel's slices of k in
+// turn over groups of up to kMaxSlicedBlocks row blocks.
 template <class Isa, bool kPrefetch>
 void RunPanelsWith(const PanelArgs& g) {
   constexpr int64_t kW = 2 * Isa::kLanes;
+  alignas(64) float partial[kMaxSlicedBlocks * Isa::kRows * kW];
   const int64_t chunk = g.row_chunk > 0 ? g.row_chunk : g.m;
+  const int64_t slice = g.k_slice > 0 && g.k_slice < g.k ? g.k_slice : g.k;
+  const int64_t group = slice < g.k ? kMaxSlicedBlocks * Isa::kRows : chunk;
   for (int64_t chunk0 = 0; chunk0 < g.m; chunk0 += chunk) {
     const int64_t chunk_end = g.m - chunk0 < chunk ? g.m : chunk0 + chunk;
     for (int64_t p = g.panel_begin; p < g.panel_end; ++p) {
       const float* panel = g.panels + p * PanelRows(g.k) * kW;
       const int64_t col0 = p * kW;
       const int64_t width = g.n - col0 < kW ? g.n - col0 : kW;
-      for (int64_t row0 = chunk0; row0 < chunk_end; row0 += Isa::kRows) {
-        const int64_t rows = chunk_end - row0 < Isa::kRows ? chunk_end - row0 : Isa::kRows;
-        RowBlockUpTo<Isa, Isa::kRows, kPrefetch>(g, panel, row0, rows, col0, width);
+      for (int64_t group0 = chunk0; group0 < chunk_end; group0 += group) {
+        const int64_t group_end = chunk_end - group0 < group ? chunk_end : group0 + group;
+        for (int64_t q0 = 0; q0 < g.k; q0 += slice) {
+          const int64_t q1 = g.k - q0 < slice ? g.k : q0 + slice;
+          for (int64_t row0 = group0; row0 < group_end; row0 += Isa::kRows) {
+            const int64_t rows = group_end - row0 < Isa::kRows ? group_end - row0 : Isa::kRows;
+            RowBlockUpTo<Isa, Isa::kRows, kPrefetch>(g, panel, row0, rows, col0, width, q0, q1,
+                                                     partial + (row0 - group0) * kW);
+          }
+        }
       }
     }
   }

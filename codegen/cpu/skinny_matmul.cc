@@ -36,6 +36,19 @@ int64_t SkinnyMatmul::RowChunk(int64_t m, int64_t k, int64_t block_rows, int64_t
   return 0;
 }
 
+int64_t SkinnyMatmul::KSlice(int64_t chunk_rows, int64_t k, int64_t block_rows, int64_t panel_width,
+                             int64_t slice_bytes) {
+  const int64_t row_bytes = panel_width * static_cast<int64_t>(sizeof(float));
+  if (slice_bytes == 0) {
+    const int64_t blocks = (chunk_rows + block_rows - 1) / block_rows;
+    if (blocks < 2 || blocks > kMaxSlicedChunkBlocks) return 0;
+    slice_bytes = kSliceBytes;
+  }
+  if (slice_bytes < 0) return 0;
+  const int64_t rows = std::max<int64_t>(slice_bytes / row_bytes, 1);
+  return rows < k ? rows : 0;
+}
+
 bool SkinnyMatmul::Applies(const MatmulConfig& config) {
   return config.batch == 0 && config.m == kRuntimeDim && config.k > 0 && config.n > 0 && !config.pack_b;
 }
@@ -144,6 +157,12 @@ absl::Status SkinnyMatmul::Execute(const MatmulShape& shape, const MatmulOperand
   args.row_chunk = RowChunk(shape.m, cfg.k, block_rows, panel_width(),
                             thread_panels * skinny::PanelRows(cfg.k) * panel_width() * int64_t{sizeof(float)},
                             options_.row_chunk_bytes, caches);
+  const int64_t chunk_rows = args.row_chunk > 0 ? std::min(args.row_chunk, shape.m) : shape.m;
+  args.k_slice = KSlice(chunk_rows, cfg.k, block_rows, panel_width(), options_.slice_bytes);
+  // Sliced, the weights are prefetched a slice ahead: the rows after the
+  // current slice, which the first block reaches only after every block
+  // has taken this one.
+  if (args.k_slice > 0 && args.prefetch_steps > 0) args.prefetch_steps = args.k_slice;
   if (team <= 1) {
     args.panel_begin = 0, args.panel_end = panels;
     run(args);

@@ -22,7 +22,11 @@
 //     the residual to the finished block before it leaves the cache;
 //   - runs a long request's rows in chunks (RowChunk), each over all of a
 //     thread's panels, so the chunk of A the panels read stays in L2 instead
-//     of coming from L3 or memory once per panel.
+//     of coming from L3 or memory once per panel;
+//   - at 2..4 row blocks (7..24 rows on AVX2, 9..32 on AVX-512), runs each
+//     panel in slices of k (KSlice), every block over a slice before the
+//     next, so the blocks after the first read the slice from L1 while
+//     memory streams the next.
 //
 // The core is compiled once per instruction set (skinny_kernel.h) and chosen
 // at creation; Isa names it, so a test or a tuning run can ask for AVX2 on an
@@ -68,6 +72,9 @@ struct SkinnyOptions {
   // The bytes of A one chunk of rows may hold (RowChunk); <= 0: chosen from
   // this host's cache sizes and the request's rows.
   int64_t row_chunk_bytes = 0;
+  // The bytes of a panel one slice of k holds (KSlice): > 0 sets it, 0 lets
+  // KSlice choose, < 0 never slices.
+  int64_t slice_bytes = 0;
 };
 
 class SkinnyMatmul {
@@ -112,6 +119,22 @@ class SkinnyMatmul {
   // quarter of L3, an eighth of L3 (A from L3 instead of memory); else none.
   static int64_t RowChunk(int64_t m, int64_t k, int64_t block_rows, int64_t panel_width, int64_t panel_bytes,
                           int64_t chunk_bytes, const CacheSizes& caches);
+
+  // How many of a panel's k rows one slice holds (0: all of k, no
+  // slicing) for a chunk of `chunk_rows` rows in blocks of `block_rows`;
+  // `slice_bytes` as in SkinnyOptions. Unsliced, a panel's first row block
+  // streams it from memory, faster than memory can feed it at these rows,
+  // while the blocks after it re-read it from L2 and memory idles. In
+  // slices of kSliceBytes every block takes the slice from L1, and memory
+  // streams the next slice (prefetched a slice ahead) meanwhile. Measured
+  // on AVX2 (bench/RESULTS.md, "k in slices"): 0.79-0.95x the time at 8-16
+  // rows (2-3 blocks), 0.96-1.0x at 24 (4), 1.0-1.03x at 28-36 (5-6),
+  // where the panel's compute already hides its stream and the parked sums
+  // cost, and nothing at one block (decode), which reads each weight once
+  // either way. Hence slices for 2..kMaxSlicedChunkBlocks blocks only.
+  static constexpr int64_t kSliceBytes = 4096;
+  static constexpr int64_t kMaxSlicedChunkBlocks = 4;
+  static int64_t KSlice(int64_t chunk_rows, int64_t k, int64_t block_rows, int64_t panel_width, int64_t slice_bytes);
 
   const MatmulConfig& config() const { return config_; }
   Isa isa() const { return isa_; }

@@ -199,6 +199,75 @@ TEST(SkinnyMatmulTest, RowsInChunksMatchTheReference) {
   }
 }
 
+// C for m rows of `skinny` on the random data of `seed`, the residual (when
+// the configuration has one) added in place.
+std::vector<float> RunRows(const SkinnyMatmul& skinny, int64_t m, uint32_t seed) {
+  const MatmulConfig& cfg = skinny.config();
+  std::vector<float> a = RandomFloats(m * cfg.k, seed), b = RandomFloats(cfg.k * cfg.n, seed + 1);
+  std::vector<float> bias = RandomFloats(cfg.n, seed + 2), c = RandomFloats(m * cfg.n, seed + 3);
+  absl::StatusOr<PackedWeights> packed = skinny.PackB(b.data());
+  EXPECT_TRUE(packed.ok()) << packed.status();
+  if (!packed.ok()) return {};
+  MatmulOperands ops{a.data(), packed->data(), cfg.bias ? bias.data() : nullptr, cfg.residual ? c.data() : nullptr,
+                     c.data()};
+  absl::Status run = skinny.Execute({1, m, cfg.k, cfg.n}, ops);
+  EXPECT_TRUE(run.ok()) << run;
+  return c;
+}
+
+// Slicing k changes where a block's sums wait between slices, not the order
+// they are added in: every slicing gives the unsliced bits — slices of one
+// panel row, slices that leave a short last one, the default rule's, more
+// row blocks than one group of kMaxSlicedBlocks, tail blocks, every
+// epilogue, the residual in place, two threads, every core — and matches
+// the reference.
+TEST(SkinnyMatmulTest, SlicesOfKGiveTheUnslicedBits) {
+  ASSERT_FALSE(Cores().empty());
+  for (MatmulActivation act : {MatmulActivation::kNone, MatmulActivation::kGeluTanh}) {
+    MatmulConfig cfg = WeightGemm(150, 40);
+    cfg.bias = true;
+    cfg.residual = act == MatmulActivation::kNone;
+    cfg.activation = act;
+    for (Isa isa : Cores()) {
+      std::unique_ptr<SkinnyMatmul> unsliced = MakeOrDie(cfg, isa, {.threads = 2, .slice_bytes = -1});
+      ASSERT_NE(unsliced, nullptr);
+      const int64_t row_bytes = unsliced->panel_width() * static_cast<int64_t>(sizeof(float));
+      for (int64_t slice_bytes : {int64_t{0}, row_bytes, 23 * row_bytes, 149 * row_bytes}) {
+        std::unique_ptr<SkinnyMatmul> sliced = MakeOrDie(cfg, isa, {.threads = 2, .slice_bytes = slice_bytes});
+        ASSERT_NE(sliced, nullptr);
+        for (int64_t m : {1, 2, 7, 13, 36, 53, 70}) {
+          SCOPED_TRACE(absl::StrCat(IsaName(isa), " slices of ", slice_bytes, " bytes, m=", m));
+          const uint32_t seed = static_cast<uint32_t>(m * 10 + slice_bytes % 7);
+          const std::vector<float> want = RunRows(*unsliced, m, seed), got = RunRows(*sliced, m, seed);
+          ASSERT_EQ(got.size(), want.size());
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+          CheckRows(*sliced, m, seed, /*residual_in_place=*/true);
+        }
+      }
+    }
+  }
+}
+
+// KSlice's rule: a page of the panel a slice, for chunks of 2..4 row blocks.
+TEST(SkinnyMatmulTest, KSlicesOnlyChunksOfTwoToFourBlocks) {
+  // AVX2: 6-row blocks, 16-column panels (64 bytes a row): 64 rows a slice.
+  EXPECT_EQ(SkinnyMatmul::KSlice(6, 768, 6, 16, 0), 0);  // one block: decode
+  EXPECT_EQ(SkinnyMatmul::KSlice(7, 768, 6, 16, 0), 64);
+  EXPECT_EQ(SkinnyMatmul::KSlice(24, 768, 6, 16, 0), 64);
+  EXPECT_EQ(SkinnyMatmul::KSlice(25, 768, 6, 16, 0), 0);
+  // AVX-512: 8-row blocks, 32-column panels: 32 rows a slice.
+  EXPECT_EQ(SkinnyMatmul::KSlice(8, 768, 8, 32, 0), 0);
+  EXPECT_EQ(SkinnyMatmul::KSlice(9, 768, 8, 32, 0), 32);
+  EXPECT_EQ(SkinnyMatmul::KSlice(32, 768, 8, 32, 0), 32);
+  EXPECT_EQ(SkinnyMatmul::KSlice(33, 768, 8, 32, 0), 0);
+  // No slice as deep as k; set sizes take at least one row; < 0 never slices.
+  EXPECT_EQ(SkinnyMatmul::KSlice(12, 64, 6, 16, 0), 0);
+  EXPECT_EQ(SkinnyMatmul::KSlice(12, 65, 6, 16, 0), 64);
+  EXPECT_EQ(SkinnyMatmul::KSlice(100, 768, 6, 16, 1000), 15);
+  EXPECT_EQ(SkinnyMatmul::KSlice(100, 768, 6, 16, 1), 1);
+  EXPECT_EQ(SkinnyMatmul::KSlice(12, 768, 6, 16, -1), 0);
+}
+
 // RowChunk's rule on a machine with a 512 KiB L2 and a 32 MiB L3 (the
 // defaults), AVX2's 6-row blocks and 16-column panels.
 TEST(SkinnyMatmulTest, RowChunksKeepAInL2OrOutOfMemory) {
