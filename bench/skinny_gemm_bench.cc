@@ -15,10 +15,13 @@
 //
 //   build/bench/skinny_gemm_bench [--repeats 21] [--threads T] [--shapes bert,gpt2,llama]
 //                                 [--rows 1,2,4,8,16,32] [--prefetch 0,16,64] [--slice-bytes -1,0,4096]
+//                                 [--next-panel 0,1]
 //
 // --prefetch lists SkinnyOptions::prefetch_rows values and --slice-bytes
 // SkinnyOptions::slice_bytes values (-1: never slice k; 0: the default
-// rule, SkinnyMatmul::KSlice); each pair is its own engine.
+// rule, SkinnyMatmul::KSlice) and --next-panel
+// SkinnyOptions::prefetch_next_panel values (0, 1); each combination is its
+// own engine.
 #include <omp.h>
 
 #include <algorithm>
@@ -27,8 +30,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -104,12 +109,15 @@ void Fail(const absl::Status& s) {
   std::exit(1);
 }
 
-// Every (a, b) of two lists.
-std::vector<std::pair<int64_t, int64_t>> Pairs(const std::vector<int64_t>& as, const std::vector<int64_t>& bs) {
-  std::vector<std::pair<int64_t, int64_t>> pairs;
+// Every (a, b, c) of three lists.
+std::vector<std::tuple<int64_t, int64_t, int64_t>> Triples(const std::vector<int64_t>& as,
+                                                           const std::vector<int64_t>& bs,
+                                                           const std::vector<int64_t>& cs) {
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> triples;
   for (int64_t a : as)
-    for (int64_t b : bs) pairs.emplace_back(a, b);
-  return pairs;
+    for (int64_t b : bs)
+      for (int64_t c : cs) triples.emplace_back(a, b, c);
+  return triples;
 }
 
 int Main(int argc, char** argv) {
@@ -119,6 +127,7 @@ int Main(int argc, char** argv) {
   std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32};
   std::vector<int64_t> prefetches = {SkinnyOptions().prefetch_rows};
   std::vector<int64_t> slices = {SkinnyOptions().slice_bytes};
+  std::vector<int64_t> next_panels = {SkinnyOptions().prefetch_next_panel ? 1 : 0};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -136,13 +145,17 @@ int Main(int argc, char** argv) {
       cold_bytes = std::atoll(value().c_str());
     } else if (arg == "--shapes") {
       families = absl::StrSplit(value(), ',');
-    } else if (arg == "--rows" || arg == "--prefetch" || arg == "--slice-bytes") {
-      std::vector<int64_t>& list = arg == "--rows" ? rows : arg == "--prefetch" ? prefetches : slices;
+    } else if (arg == "--rows" || arg == "--prefetch" || arg == "--slice-bytes" || arg == "--next-panel") {
+      std::vector<int64_t>& list = arg == "--rows"          ? rows
+                                   : arg == "--prefetch"    ? prefetches
+                                   : arg == "--slice-bytes" ? slices
+                                                            : next_panels;
       list.clear();
       for (absl::string_view r : absl::StrSplit(value(), ',')) {
         int64_t v = 0;
-        const int64_t least = arg == "--rows" ? 1 : arg == "--prefetch" ? 0 : -1;
-        if (!absl::SimpleAtoi(r, &v) || v < least) {
+        const int64_t least = arg == "--rows" ? 1 : arg == "--slice-bytes" ? -1 : 0;
+        const int64_t most = arg == "--next-panel" ? 1 : std::numeric_limits<int64_t>::max();
+        if (!absl::SimpleAtoi(r, &v) || v < least || v > most) {
           std::fprintf(stderr, "skinny_gemm_bench: bad %s value '%s'\n", arg.c_str(), std::string(r).c_str());
           return 2;
         }
@@ -151,7 +164,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: skinny_gemm_bench [--repeats N] [--threads T] [--cold-bytes B] "
-                   "[--shapes bert,gpt2,llama] [--rows 1,2,4,...] [--prefetch 0,16,...] [--slice-bytes -1,0,4096,...]\n");
+                   "[--shapes bert,gpt2,llama] [--rows 1,2,4,...] [--prefetch 0,16,...] [--slice-bytes -1,0,4096,...] [--next-panel 0,1]\n");
       return arg == "--help" ? 0 : 2;
     }
   }
@@ -187,8 +200,9 @@ int Main(int argc, char** argv) {
     std::vector<float> a(max_m * cfg.k, 0.01f), bias(cfg.n, 0.1f), out(max_m * cfg.n);
     std::vector<Engine> engines;
 
-    for (const auto& [prefetch, slice] : Pairs(prefetches, slices)) {
-      auto skinny = SkinnyMatmul::Create(cfg, *isa, {.prefetch_rows = prefetch, .slice_bytes = slice});
+    for (const auto& [prefetch, slice, next_panel] : Triples(prefetches, slices, next_panels)) {
+      auto skinny = SkinnyMatmul::Create(
+          cfg, *isa, {.prefetch_rows = prefetch, .slice_bytes = slice, .prefetch_next_panel = next_panel != 0});
       if (!skinny.ok()) Fail(skinny.status());
       auto skinny_packed = std::make_shared<std::vector<PackedWeights>>();
       for (size_t c = 0; c < copies; ++c) {
@@ -198,7 +212,10 @@ int Main(int argc, char** argv) {
       }
       std::shared_ptr<SkinnyMatmul> sk = std::move(*skinny);
       engines.push_back({absl::StrCat("skinny/", codegen::cpu::IsaName(*isa), "/pf", prefetch,
-                                      slice < 0 ? "/unsliced" : slice > 0 ? absl::StrCat("/slice", slice) : ""),
+                                      slice < 0 ? "/unsliced" : slice > 0 ? absl::StrCat("/slice", slice) : "",
+                                      next_panel != SkinnyOptions().prefetch_next_panel
+                                          ? (next_panel ? "/next-panel" : "/no-next-panel")
+                                          : ""),
                          [](int64_t) { return true; },
                          [&, sk, skinny_packed](size_t c, int64_t m) {
                            MatmulOperands ops{a.data(), (*skinny_packed)[c].data(),

@@ -46,6 +46,11 @@ struct PanelArgs {
   // a slice before any takes the next, its sums kept between slices in a
   // small stack buffer (SkinnyMatmul::KSlice says when and how many).
   int64_t k_slice = 0;
+  // Unsliced, with 2 or more row blocks a panel: the blocks after the
+  // first prefetch the thread's next panel (into L2), spread evenly over
+  // their k loops, so its first block finds it there instead of waiting on
+  // memory (SkinnyOptions::prefetch_next_panel).
+  bool prefetch_next_panel = false;
 };
 
 // Most row blocks a slice runs over before the next slice (their partial

@@ -137,9 +137,17 @@ void FinishBlock(const PanelArgs& g, const typename Isa::V (&lo)[kR], const type
 // `partial` (kR rows of W floats); at q1 = k the block is finished into C,
 // else its sums go back to `partial`. Stored and reloaded floats are exact,
 // so the result is the same bits however k is sliced.
-template <class Isa, int kR, bool kPrefetch>
+// Where a row block's k loop prefetches the thread's next panel: the line
+// holding at + q * step at step q (step > 0 floats; several steps may fall
+// in one line, which the cache then already has).
+struct NextPanel {
+  const float* at = nullptr;
+  int64_t step = 0;
+};
+
+template <class Isa, int kR, bool kPrefetch, bool kNext>
 void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0, int64_t width, int64_t q0,
-              int64_t q1, float* partial) {
+              int64_t q1, float* partial, NextPanel next) {
   using V = typename Isa::V;
   constexpr int64_t kW = 2 * Isa::kLanes;
   V lo[kR], hi[kR];
@@ -157,6 +165,7 @@ void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0
       __builtin_prefetch(ahead + q * kW, 0, 3);
       if constexpr (kW * sizeof(float) > 64) __builtin_prefetch(ahead + q * kW + 64 / sizeof(float), 0, 3);
     }
+    if constexpr (kNext) __builtin_prefetch(next.at + q * next.step, 0, 2);
     V b0 = Isa::Load(panel + q * kW);
     V b1 = Isa::Load(panel + q * kW + Isa::kLanes);
     for (int r = 0; r < kR; ++r) {
@@ -184,11 +193,14 @@ void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0
 
 template <class Isa, int kR, bool kPrefetch>
 void RowBlockUpTo(const PanelArgs& g, const float* panel, int64_t row0, int64_t rows, int64_t col0, int64_t width,
-                  int64_t q0, int64_t q1, float* partial) {
+                  int64_t q0, int64_t q1, float* partial, NextPanel next) {
   if constexpr (kR > 1) {
-    if (rows < kR) return RowBlockUpTo<Isa, kR - 1, kPrefetch>(g, panel, row0, rows, col0, width, q0, q1, partial);
+    if (rows < kR) {
+      return RowBlockUpTo<Isa, kR - 1, kPrefetch>(g, panel, row0, rows, col0, width, q0, q1, partial, next);
+    }
   }
-  RowBlock<Isa, kR, kPrefetch>(g, panel, row0, col0, width, q0, q1, partial);
+  if (next.step > 0) return RowBlock<Isa, kR, kPrefetch, true>(g, panel, row0, col0, width, q0, q1, partial, next);
+  RowBlock<Isa, kR, kPrefetch, false>(g, panel, row0, col0, width, q0, q1, partial, next);
 }
 
 // The thread's panels over A's rows a chunk at a time (row_chunk), each
@@ -198,13 +210,23 @@ template <class Isa, bool kPrefetch>
 void RunPanelsWith(const PanelArgs& g) {
   constexpr int64_t kW = 2 * Isa::kLanes;
   alignas(64) float partial[kMaxSlicedBlocks * Isa::kRows * kW];
+  const int64_t panel_floats = PanelRows(g.k) * kW;
   const int64_t chunk = g.row_chunk > 0 ? g.row_chunk : g.m;
   const int64_t slice = g.k_slice > 0 && g.k_slice < g.k ? g.k_slice : g.k;
   const int64_t group = slice < g.k ? kMaxSlicedBlocks * Isa::kRows : chunk;
   for (int64_t chunk0 = 0; chunk0 < g.m; chunk0 += chunk) {
     const int64_t chunk_end = g.m - chunk0 < chunk ? g.m : chunk0 + chunk;
+    const int64_t blocks = (chunk_end - chunk0 + Isa::kRows - 1) / Isa::kRows;
+    // The next panel over the k loops of blocks 1..blocks-1, evenly.
+    const int64_t later_steps = (blocks - 1) * g.k;
+    const int64_t next_step = g.prefetch_next_panel && slice == g.k && blocks >= 2
+                                  ? (panel_floats + later_steps - 1) / later_steps
+                                  : 0;
     for (int64_t p = g.panel_begin; p < g.panel_end; ++p) {
-      const float* panel = g.panels + p * PanelRows(g.k) * kW;
+      const float* panel = g.panels + p * panel_floats;
+      const float* next = p + 1 < g.panel_end ? panel + panel_floats
+                          : chunk_end < g.m   ? g.panels + g.panel_begin * panel_floats
+                                              : nullptr;
       const int64_t col0 = p * kW;
       const int64_t width = g.n - col0 < kW ? g.n - col0 : kW;
       for (int64_t group0 = chunk0; group0 < chunk_end; group0 += group) {
@@ -213,8 +235,11 @@ void RunPanelsWith(const PanelArgs& g) {
           const int64_t q1 = g.k - q0 < slice ? g.k : q0 + slice;
           for (int64_t row0 = group0; row0 < group_end; row0 += Isa::kRows) {
             const int64_t rows = group_end - row0 < Isa::kRows ? group_end - row0 : Isa::kRows;
+            const int64_t block = (row0 - chunk0) / Isa::kRows;
+            NextPanel ahead;
+            if (next != nullptr && next_step > 0 && block > 0) ahead = {next + (block - 1) * g.k * next_step, next_step};
             RowBlockUpTo<Isa, Isa::kRows, kPrefetch>(g, panel, row0, rows, col0, width, q0, q1,
-                                                     partial + (row0 - group0) * kW);
+                                                     partial + (row0 - group0) * kW, ahead);
           }
         }
       }

@@ -145,6 +145,7 @@ absl::Status SkinnyMatmul::Execute(const MatmulShape& shape, const MatmulOperand
   args.scale = cfg.scale;
   args.activation = cfg.activation;
   args.prefetch_steps = options_.prefetch_rows;
+  args.prefetch_next_panel = options_.prefetch_next_panel;
   void (*run)(const skinny::PanelArgs&) = isa_ == Isa::kAvx512 ? skinny::RunPanelsAvx512 : skinny::RunPanelsAvx2;
   const int64_t panels = Panels();
   const int64_t block_rows = isa_ == Isa::kAvx512 ? skinny::kAvx512BlockRows : skinny::kAvx2BlockRows;

@@ -23,10 +23,12 @@
 //   - runs a long request's rows in chunks (RowChunk), each over all of a
 //     thread's panels, so the chunk of A the panels read stays in L2 instead
 //     of coming from L3 or memory once per panel;
-//   - at 2..4 row blocks (7..24 rows on AVX2, 9..32 on AVX-512), runs each
-//     panel in slices of k (KSlice), every block over a slice before the
-//     next, so the blocks after the first read the slice from L1 while
-//     memory streams the next.
+//   - from 2 row blocks a chunk up, streams the thread's next panel while
+//     this one's blocks after the first run (prefetch_next_panel), so no
+//     panel's first block waits on memory; at 2..3 blocks (7..18 rows on
+//     AVX2, 9..24 on AVX-512) runs each panel in slices of k instead
+//     (KSlice), every block over a slice before the next, so the blocks
+//     after the first read the slice from L1 while memory streams the next.
 //
 // The core is compiled once per instruction set (skinny_kernel.h) and chosen
 // at creation; Isa names it, so a test or a tuning run can ask for AVX2 on an
@@ -75,6 +77,11 @@ struct SkinnyOptions {
   // The bytes of a panel one slice of k holds (KSlice): > 0 sets it, 0 lets
   // KSlice choose, < 0 never slices.
   int64_t slice_bytes = 0;
+  // Whether a panel's row blocks after the first prefetch the thread's next
+  // panel (PanelArgs::prefetch_next_panel): measured on AVX2 at 0.90-1.0x
+  // the time at 32 rows, 0.93-0.97x at 48, 0.95-0.99x at 64, even from
+  // 128 up (bench/RESULTS.md, "the next panel").
+  bool prefetch_next_panel = true;
 };
 
 class SkinnyMatmul {
@@ -124,16 +131,18 @@ class SkinnyMatmul {
   // slicing) for a chunk of `chunk_rows` rows in blocks of `block_rows`;
   // `slice_bytes` as in SkinnyOptions. Unsliced, a panel's first row block
   // streams it from memory, faster than memory can feed it at these rows,
-  // while the blocks after it re-read it from L2 and memory idles. In
-  // slices of kSliceBytes every block takes the slice from L1, and memory
-  // streams the next slice (prefetched a slice ahead) meanwhile. Measured
-  // on AVX2 (bench/RESULTS.md, "k in slices"): 0.79-0.95x the time at 8-16
-  // rows (2-3 blocks), 0.96-1.0x at 24 (4), 1.0-1.03x at 28-36 (5-6),
-  // where the panel's compute already hides its stream and the parked sums
-  // cost, and nothing at one block (decode), which reads each weight once
-  // either way. Hence slices for 2..kMaxSlicedChunkBlocks blocks only.
+  // while the blocks after it re-read it from L2 and (without the next
+  // panel's prefetch) memory idles. In slices of kSliceBytes every block
+  // takes the slice from L1, and memory streams the next slice (prefetched
+  // a slice ahead) meanwhile. Measured on AVX2 (bench/RESULTS.md, "k in
+  // slices"): 0.71-0.84x the time at 8 rows (2 blocks) and 0.85-1.06x,
+  // median 0.97x, at 16 (3) against the unsliced kernel with the next
+  // panel prefetched; 1.03-1.12x at 24 (4 blocks) and no gain from 5 up,
+  // where the panel's compute hides its stream and the parked sums cost;
+  // nothing at one block (decode), which reads each weight once either way.
+  // Hence slices for 2..kMaxSlicedChunkBlocks blocks only.
   static constexpr int64_t kSliceBytes = 4096;
-  static constexpr int64_t kMaxSlicedChunkBlocks = 4;
+  static constexpr int64_t kMaxSlicedChunkBlocks = 3;
   static int64_t KSlice(int64_t chunk_rows, int64_t k, int64_t block_rows, int64_t panel_width, int64_t slice_bytes);
 
   const MatmulConfig& config() const { return config_; }

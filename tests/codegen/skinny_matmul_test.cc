@@ -216,12 +216,13 @@ std::vector<float> RunRows(const SkinnyMatmul& skinny, int64_t m, uint32_t seed)
 }
 
 // Slicing k changes where a block's sums wait between slices, not the order
-// they are added in: every slicing gives the unsliced bits — slices of one
-// panel row, slices that leave a short last one, the default rule's, more
-// row blocks than one group of kMaxSlicedBlocks, tail blocks, every
-// epilogue, the residual in place, two threads, every core — and matches
-// the reference.
-TEST(SkinnyMatmulTest, SlicesOfKGiveTheUnslicedBits) {
+// they are added in, and prefetching the next panel changes nothing it
+// computes: every slicing, with or without the next panel's prefetch,
+// chunked or not, gives the plain kernel's bits — slices of one panel row,
+// slices that leave a short last one, the default rule's, more row blocks
+// than one group of kMaxSlicedBlocks, tail blocks, every epilogue, the
+// residual in place, two threads, every core — and matches the reference.
+TEST(SkinnyMatmulTest, SlicesOfKAndTheNextPanelsPrefetchGiveThePlainBits) {
   ASSERT_FALSE(Cores().empty());
   for (MatmulActivation act : {MatmulActivation::kNone, MatmulActivation::kGeluTanh}) {
     MatmulConfig cfg = WeightGemm(150, 40);
@@ -229,16 +230,27 @@ TEST(SkinnyMatmulTest, SlicesOfKGiveTheUnslicedBits) {
     cfg.residual = act == MatmulActivation::kNone;
     cfg.activation = act;
     for (Isa isa : Cores()) {
-      std::unique_ptr<SkinnyMatmul> unsliced = MakeOrDie(cfg, isa, {.threads = 2, .slice_bytes = -1});
-      ASSERT_NE(unsliced, nullptr);
-      const int64_t row_bytes = unsliced->panel_width() * static_cast<int64_t>(sizeof(float));
-      for (int64_t slice_bytes : {int64_t{0}, row_bytes, 23 * row_bytes, 149 * row_bytes}) {
-        std::unique_ptr<SkinnyMatmul> sliced = MakeOrDie(cfg, isa, {.threads = 2, .slice_bytes = slice_bytes});
+      std::unique_ptr<SkinnyMatmul> plain =
+          MakeOrDie(cfg, isa, {.threads = 2, .slice_bytes = -1, .prefetch_next_panel = false});
+      ASSERT_NE(plain, nullptr);
+      const int64_t row_bytes = plain->panel_width() * static_cast<int64_t>(sizeof(float));
+      const int64_t two_blocks = 2 * (isa == Isa::kAvx512 ? 8 : 6) * cfg.k * static_cast<int64_t>(sizeof(float));
+      const std::vector<SkinnyOptions> variants = {
+          {.threads = 2},
+          {.threads = 2, .row_chunk_bytes = two_blocks, .slice_bytes = -1},
+          {.threads = 2, .slice_bytes = row_bytes},
+          {.threads = 2, .slice_bytes = 23 * row_bytes, .prefetch_next_panel = false},
+          {.threads = 2, .row_chunk_bytes = two_blocks, .slice_bytes = 149 * row_bytes},
+      };
+      for (const SkinnyOptions& options : variants) {
+        std::unique_ptr<SkinnyMatmul> sliced = MakeOrDie(cfg, isa, options);
         ASSERT_NE(sliced, nullptr);
         for (int64_t m : {1, 2, 7, 13, 36, 53, 70}) {
-          SCOPED_TRACE(absl::StrCat(IsaName(isa), " slices of ", slice_bytes, " bytes, m=", m));
-          const uint32_t seed = static_cast<uint32_t>(m * 10 + slice_bytes % 7);
-          const std::vector<float> want = RunRows(*unsliced, m, seed), got = RunRows(*sliced, m, seed);
+          SCOPED_TRACE(absl::StrCat(IsaName(isa), " slices of ", options.slice_bytes, " bytes, chunks of ",
+                                    options.row_chunk_bytes, " bytes, next panel ", options.prefetch_next_panel,
+                                    ", m=", m));
+          const uint32_t seed = static_cast<uint32_t>(m * 10 + options.slice_bytes % 7);
+          const std::vector<float> want = RunRows(*plain, m, seed), got = RunRows(*sliced, m, seed);
           ASSERT_EQ(got.size(), want.size());
           ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
           CheckRows(*sliced, m, seed, /*residual_in_place=*/true);
@@ -248,18 +260,18 @@ TEST(SkinnyMatmulTest, SlicesOfKGiveTheUnslicedBits) {
   }
 }
 
-// KSlice's rule: a page of the panel a slice, for chunks of 2..4 row blocks.
-TEST(SkinnyMatmulTest, KSlicesOnlyChunksOfTwoToFourBlocks) {
+// KSlice's rule: a page of the panel a slice, for chunks of 2..3 row blocks.
+TEST(SkinnyMatmulTest, KSlicesOnlyChunksOfTwoOrThreeBlocks) {
   // AVX2: 6-row blocks, 16-column panels (64 bytes a row): 64 rows a slice.
   EXPECT_EQ(SkinnyMatmul::KSlice(6, 768, 6, 16, 0), 0);  // one block: decode
   EXPECT_EQ(SkinnyMatmul::KSlice(7, 768, 6, 16, 0), 64);
-  EXPECT_EQ(SkinnyMatmul::KSlice(24, 768, 6, 16, 0), 64);
-  EXPECT_EQ(SkinnyMatmul::KSlice(25, 768, 6, 16, 0), 0);
+  EXPECT_EQ(SkinnyMatmul::KSlice(18, 768, 6, 16, 0), 64);
+  EXPECT_EQ(SkinnyMatmul::KSlice(19, 768, 6, 16, 0), 0);
   // AVX-512: 8-row blocks, 32-column panels: 32 rows a slice.
   EXPECT_EQ(SkinnyMatmul::KSlice(8, 768, 8, 32, 0), 0);
   EXPECT_EQ(SkinnyMatmul::KSlice(9, 768, 8, 32, 0), 32);
-  EXPECT_EQ(SkinnyMatmul::KSlice(32, 768, 8, 32, 0), 32);
-  EXPECT_EQ(SkinnyMatmul::KSlice(33, 768, 8, 32, 0), 0);
+  EXPECT_EQ(SkinnyMatmul::KSlice(24, 768, 8, 32, 0), 32);
+  EXPECT_EQ(SkinnyMatmul::KSlice(25, 768, 8, 32, 0), 0);
   // No slice as deep as k; set sizes take at least one row; < 0 never slices.
   EXPECT_EQ(SkinnyMatmul::KSlice(12, 64, 6, 16, 0), 0);
   EXPECT_EQ(SkinnyMatmul::KSlice(12, 65, 6, 16, 0), 64);
