@@ -14,10 +14,11 @@
 //     contiguous floats, zero past n: the whole matrix is one sequential
 //     stream, and each thread reads its own contiguous range of panels;
 //   - keeps a block of up to 8 (AVX-512) or 6 (AVX2) rows' accumulators for
-//     one panel in registers over all of k, so each weight is loaded once per
-//     row block and multiplied into every row of it; further row blocks of
-//     the same panel read it again from L2 (a panel is k * W * 4 bytes:
-//     96 KiB for k = 768);
+//     one panel in registers over all of k, so each weight is loaded once
+//     per row block and multiplied into every row of it; further row blocks
+//     of the same panel read it again from L2 (a panel is k * W * 4 bytes:
+//     96 KiB for k = 768); a chunk's rows are split into blocks as even as
+//     can be (a block of 1..3 rows is bound by its FMAs' latency);
 //   - applies scale, bias, GELU (erf or tanh form, math_coefficients.h) and
 //     the residual to the finished block before it leaves the cache;
 //   - runs a long request's rows in chunks (RowChunk), each over all of a
