@@ -34,6 +34,15 @@ MatmulConfig WeightGemm(int64_t k, int64_t n) {
   return cfg;
 }
 
+// `cfg` with a bias, `act`, and a residual where no activation comes first
+// (the epilogues the models use).
+MatmulConfig WithEpilogue(MatmulConfig cfg, MatmulActivation act) {
+  cfg.bias = true;
+  cfg.residual = act == MatmulActivation::kNone;
+  cfg.activation = act;
+  return cfg;
+}
+
 // The cores this CPU runs; the test machine (x86-64 with AVX2 at least) has
 // one or both, and a test over none would assert nothing.
 std::vector<Isa> Cores() {
@@ -180,10 +189,7 @@ TEST(SkinnyMatmulTest, SplitOverThreadsAndWideLikeAnLmHead) {
 TEST(SkinnyMatmulTest, RowsInChunksMatchTheReference) {
   ASSERT_FALSE(Cores().empty());
   for (MatmulActivation act : {MatmulActivation::kNone, MatmulActivation::kGeluErf}) {
-    MatmulConfig cfg = WeightGemm(40, 70);
-    cfg.bias = true;
-    cfg.residual = act == MatmulActivation::kNone;
-    cfg.activation = act;
+    const MatmulConfig cfg = WithEpilogue(WeightGemm(40, 70), act);
     for (Isa isa : Cores()) {
       const int64_t block_rows = isa == Isa::kAvx512 ? 8 : 6;
       for (int64_t blocks : {1, 2}) {
@@ -225,10 +231,7 @@ std::vector<float> RunRows(const SkinnyMatmul& skinny, int64_t m, uint32_t seed)
 TEST(SkinnyMatmulTest, SlicesOfKAndTheNextPanelsPrefetchGiveThePlainBits) {
   ASSERT_FALSE(Cores().empty());
   for (MatmulActivation act : {MatmulActivation::kNone, MatmulActivation::kGeluTanh}) {
-    MatmulConfig cfg = WeightGemm(150, 40);
-    cfg.bias = true;
-    cfg.residual = act == MatmulActivation::kNone;
-    cfg.activation = act;
+    const MatmulConfig cfg = WithEpilogue(WeightGemm(150, 40), act);
     for (Isa isa : Cores()) {
       std::unique_ptr<SkinnyMatmul> plain =
           MakeOrDie(cfg, isa, {.threads = 2, .slice_bytes = -1, .prefetch_next_panel = false});
