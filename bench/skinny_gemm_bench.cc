@@ -8,7 +8,8 @@
 // enough copies of each matrix to exceed the last-level cache
 // (--cold-bytes, default 256 MiB; each engine reads its copies in turn,
 // so between two reads of one copy at least that much other data passes
-// through the cache), and every call reads its weights from memory. Engines are interleaved call by call; each cell is the median of
+// through the cache), and every call reads its weights from memory.
+// Engines are interleaved call by call; each cell is the median of
 // --repeats calls. Printed per cell: milliseconds, weight bytes read per
 // second, and that as a fraction of the stream triad bandwidth measured at
 // start (bench/machine_probe.h). Time is wall-clock; note the load average.
@@ -164,7 +165,8 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: skinny_gemm_bench [--repeats N] [--threads T] [--cold-bytes B] "
-                   "[--shapes bert,gpt2,llama] [--rows 1,2,4,...] [--prefetch 0,16,...] [--slice-bytes -1,0,4096,...] [--next-panel 0,1]\n");
+                   "[--shapes bert,gpt2,llama] [--rows 1,2,4,...] [--prefetch 0,16,...] "
+                   "[--slice-bytes -1,0,4096,...] [--next-panel 0,1]\n");
       return arg == "--help" ? 0 : 2;
     }
   }

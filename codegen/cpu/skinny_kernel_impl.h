@@ -13,6 +13,9 @@
 // pass reads each packed weight once per row block, in the order it is
 // stored (the panels are one sequential stream per thread), A's rows are
 // broadcast a float at a time.
+// From two row blocks a chunk up (unsliced), the blocks after a panel's
+// first prefetch the thread's next panel over their k loops
+// (PanelArgs::prefetch_next_panel).
 // The epilogue (scale, bias, GELU, residual) runs on the finished block in
 // the vector registers (FinishBlock; the last panel's columns, when n is
 // not a multiple of W, through zero-padded stack rows).
@@ -133,11 +136,6 @@ void FinishBlock(const PanelArgs& g, const typename Isa::V (&lo)[kR], const type
   }
 }
 
-// Rows [row0, row0 + kR) times rows [q0, q1) of one panel (columns
-// [col0, col0 + width)). The sums start from zero at q0 = 0, else from
-// `partial` (kR rows of W floats); at q1 = k the block is finished into C,
-// else its sums go back to `partial`. Stored and reloaded floats are exact,
-// so the result is the same bits however k is sliced.
 // Where a row block's k loop prefetches the thread's next panel: the line
 // holding at + q * step at step q (step > 0 floats; several steps may fall
 // in one line, which the cache then already has).
@@ -146,6 +144,12 @@ struct NextPanel {
   int64_t step = 0;
 };
 
+// Rows [row0, row0 + kR) times rows [q0, q1) of one panel (columns
+// [col0, col0 + width)), prefetching `next` when kNext. The sums start
+// from zero at q0 = 0, else from `partial` (kR rows of W floats); at q1 = k
+// the block is finished into C, else its sums go back to `partial`. Stored
+// and reloaded floats are exact, so the result is the same bits however k
+// is sliced.
 template <class Isa, int kR, bool kPrefetch, bool kNext>
 void RowBlock(const PanelArgs& g, const float* panel, int64_t row0, int64_t col0, int64_t width, int64_t q0,
               int64_t q1, float* partial, NextPanel next) {
@@ -244,7 +248,9 @@ void RunPanelsWith(const PanelArgs& g) {
             const int64_t rows = slice < g.k ? std::min<int64_t>(Isa::kRows, group_end - row0)
                                              : len / count + (block < len % count ? 1 : 0);
             NextPanel ahead;
-            if (next != nullptr && next_step > 0 && block > 0) ahead = {next + (block - 1) * g.k * next_step, next_step};
+            if (next != nullptr && next_step > 0 && block > 0) {
+              ahead = {next + (block - 1) * g.k * next_step, next_step};
+            }
             RowBlockUpTo<Isa, Isa::kRows, kPrefetch>(g, panel, row0, rows, col0, width, q0, q1,
                                                      partial + (row0 - group0) * kW, ahead);
             row0 += rows;
