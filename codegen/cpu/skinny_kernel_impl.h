@@ -251,8 +251,9 @@ void RunPanelsWith(const PanelArgs& g) {
             if (next != nullptr && next_step > 0 && block > 0) {
               ahead = {next + (block - 1) * g.k * next_step, next_step};
             }
-            RowBlockUpTo<Isa, Isa::kRows, kPrefetch>(g, panel, row0, rows, col0, width, q0, q1,
-                                                     partial + (row0 - group0) * kW, ahead);
+            // Unsliced, a group is the whole chunk and no sums are parked.
+            float* parked = slice < g.k ? partial + (row0 - group0) * kW : nullptr;
+            RowBlockUpTo<Isa, Isa::kRows, kPrefetch>(g, panel, row0, rows, col0, width, q0, q1, parked, ahead);
             row0 += rows;
           }
         }
