@@ -56,7 +56,11 @@ struct TunerOptions {
   int threads = 0;
   std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512};  // ascending
   std::vector<int64_t> prefetch = {0, 16, 32, 64};
-  int64_t prefetch_at_rows = 8;
+  // One row block on either core (AVX2 blocks 6 rows, AVX-512 8): k is not
+  // sliced there (SkinnyMatmul::KSlice: from 2 blocks it is, and the
+  // prefetch runs a slice ahead whatever the distance), so the distance
+  // measured is the one the rows that use it (1..6 and past the slices) run.
+  int64_t prefetch_at_rows = 4;
   int repeats = 7;
   // Bytes of weight copies each engine cycles over (at least 2 copies):
   // DefaultColdBytes(), 4x the last-level cache; tools/tune_into_file.h

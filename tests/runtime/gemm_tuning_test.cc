@@ -453,6 +453,19 @@ TEST(GemmTunerTest, TheDefaultColdBytesAreFourCachesWithinBounds) {
   EXPECT_EQ(TunerOptions().cold_bytes, cold);
 }
 
+// The prefetch distance is measured at a row count whose k is not sliced on
+// either core: sliced rows prefetch a slice ahead whatever the distance, so
+// there every candidate but 0 would time the same.
+TEST(GemmTunerTest, ThePrefetchDistanceIsMeasuredWhereKIsNotSliced) {
+  const int64_t m = TunerOptions().prefetch_at_rows;
+  for (const auto& [block_rows, panel_width] : {std::pair<int64_t, int64_t>{6, 16}, {8, 32}}) {
+    for (int64_t k : {64, 768, 3072}) {
+      EXPECT_EQ(cpu::SkinnyMatmul::KSlice(m, k, block_rows, panel_width, cpu::SkinnyOptions().slice_bytes), 0)
+          << "m=" << m << " k=" << k << " blocks of " << block_rows;
+    }
+  }
+}
+
 TEST(GemmTunerTest, BadOptionsAndAnExhaustedBudgetAreReported) {
   if (!HostIsa()) GTEST_SKIP() << "this CPU has no skinny GEMM core (neither AVX-512F nor AVX2+FMA)";
   cpu::MatmulConfig a;
