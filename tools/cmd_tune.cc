@@ -57,7 +57,8 @@ constexpr char kUsage[] =
     "  without -o, into the compile cache dir (default $XDG_CACHE_HOME/shapeshift), where `run` finds it.\n"
     "  A FILE made here already keeps its other GEMMs. --isa picks the skinny GEMM's core (default: the\n"
     "  widest this CPU has); --threads the team (default OMP_NUM_THREADS); --budget-s bounds the run\n"
-    "  (GEMMs not reached keep the default, and are named). Each class is measured against both engines a\n"
+    "  (a GEMM whose measurement would end past it is cut, or not started: it keeps the default, is named,\n"
+    "  and the next tune or run goes on from where it stopped). Each class is measured against both engines a\n"
     "  run may serve its other rows on: oneDNN's runtime-M GEMM over the plain weights, and (AVX-512) its\n"
     "  blocked GEMM over the skinny GEMM's panels, which runs with a weights dir (run's default).\n"
     "  The model's weights go to an unlinked file in the weights dir, as for run (default: weights/ of the\n"
@@ -110,7 +111,10 @@ absl::StatusOr<runtime::TunerOptions> TunerOptionsFromFlags(const ParsedArgs& ar
 
 void PrintChoice(const runtime::GemmChoice& c) {
   const int64_t old_rows = cpu::SkinnyOptions().max_rows;
-  if (c.skinny_max_rows == 0) {
+  if (!c.complete()) {
+    std::printf("  %s: cut by the budget before %lld rows (default kept; the next tune or run goes on from there)\n",
+                c.config.c_str(), static_cast<long long>(c.resume_at_rows));
+  } else if (c.skinny_max_rows == 0) {
     std::printf("  %s: oneDNN for every row count (default: skinny GEMM for 1..%lld rows)\n", c.config.c_str(),
                 static_cast<long long>(old_rows));
   } else {
@@ -201,11 +205,13 @@ int RunTune(const std::vector<std::string>& raw) {
         gemms.push_back({{"config", config},
                          {"skinny_min_rows", choice.skinny_min_rows},
                          {"skinny_max_rows", choice.skinny_max_rows},
-                         {"prefetch_rows", choice.prefetch_rows}});
+                         {"prefetch_rows", choice.prefetch_rows},
+                         {"resume_at_rows", choice.resume_at_rows}});
       }
       out[long_rows == runtime::LongRows::kPanels ? "tuned_against_panels" : "tuned"] = gemms;
     }
     out["skipped"] = report->skipped;
+    out["cut"] = report->cut;
     out["inapplicable"] = report->inapplicable;
     out["gemms_in_file"] = kept.gemms.size();
     std::printf("%s\n", JsonText(out).c_str());

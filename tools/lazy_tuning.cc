@@ -36,13 +36,17 @@ void TuneMissing(const std::string& path, const std::string& model_arg,
   }
   if (!outcome->listed) return;  // the file names the model: its classes are all there
   std::string note =
-      outcome->measured == 0
+      outcome->measured == 0 && outcome->report.cut.empty()
           ? absl::StrCat("GEMM tuning: this model's ", outcome->model_classes, " GEMM class(es) were already in ", path)
           : absl::StrCat("GEMM tuning: measured ", outcome->measured, " of this model's ", outcome->model_classes,
                          " GEMM class(es) (those this machine's tuning lacked) against ", runtime::LongRowsName(long_rows), " in ",
                          absl::SixDigits(outcome->report.seconds), " s (budget ", budget_s, " s) into ", path,
                          "; its weight copies (", (outcome->report.peak_copy_bytes + (1 << 20) - 1) >> 20,
                          " MiB at most, for its largest class) count in this process's peak RSS");
+  if (!outcome->report.cut.empty()) {
+    absl::StrAppend(&note, "; cut by the budget (built-in defaults kept, a later run goes on from where each stopped): ",
+                    absl::StrJoin(outcome->report.cut, ", "));
+  }
   if (!outcome->report.skipped.empty()) {
     absl::StrAppend(&note, "; not reached within the budget (built-in defaults kept, a later run measures them): ",
                     absl::StrJoin(outcome->report.skipped, ", "));

@@ -48,6 +48,7 @@ void MergeReport(runtime::TuneReport report, runtime::LongRows long_rows, runtim
   if (!report.tuning.machine.cpu.empty()) into.tuning.machine = report.tuning.machine;
   for (auto& [config, choice] : report.tuning.Choices(long_rows)) into.tuning.Choices(long_rows)[config] = choice;
   into.skipped.insert(into.skipped.end(), report.skipped.begin(), report.skipped.end());
+  into.cut.insert(into.cut.end(), report.cut.begin(), report.cut.end());
   into.inapplicable.insert(into.inapplicable.end(), report.inapplicable.begin(), report.inapplicable.end());
   into.seconds += report.seconds;
   into.peak_copy_bytes = std::max(into.peak_copy_bytes, report.peak_copy_bytes);
@@ -110,8 +111,12 @@ absl::StatusOr<TuneOutcome> TuneIntoFile(const Graph& graph, const ShapeEnv& env
   for (runtime::LongRows long_rows : how.against) {
     std::map<std::string, runtime::GemmChoice>& choices = outcome.file.Choices(long_rows);
     std::vector<cpu::MatmulConfig> configs;
+    options.resume.clear();
     for (const cpu::MatmulConfig& c : gemms.configs) {
-      if (!how.only_missing || !choices.contains(cpu::DescribeConfig(c))) configs.push_back(c);
+      auto known = choices.find(cpu::DescribeConfig(c));
+      // A sweep an earlier run's budget cut goes on where it stopped.
+      if (known != choices.end() && !known->second.complete()) options.resume.insert(*known);
+      if (!how.only_missing || known == choices.end() || !known->second.complete()) configs.push_back(c);
     }
     options.long_rows = long_rows;
     if (budget_s > 0) options.budget_s = std::max(budget_s - outcome.report.seconds, 1e-9);
@@ -122,12 +127,14 @@ absl::StatusOr<TuneOutcome> TuneIntoFile(const Graph& graph, const ShapeEnv& env
       report = std::move(measured);
     }
     for (const auto& [config, choice] : report.tuning.Choices(long_rows)) choices[config] = choice;
-    outcome.measured += report.tuning.Choices(long_rows).size();
-    // Named only when nothing was left out: a later run measures the rest.
-    if (report.skipped.empty() && !how.memo.empty()) memo_new |= outcome.file.models.insert(memo_for(long_rows)).second;
+    outcome.measured += report.tuning.Choices(long_rows).size() - report.cut.size();
+    // Named only when nothing was left out or cut: a later run measures the rest.
+    if (report.skipped.empty() && report.cut.empty() && !how.memo.empty()) {
+      memo_new |= outcome.file.models.insert(memo_for(long_rows)).second;
+    }
     MergeReport(std::move(report), long_rows, outcome.report);
   }
-  if (outcome.measured == 0 && !memo_new) return outcome;
+  if (outcome.measured == 0 && outcome.report.cut.empty() && !memo_new) return outcome;
   if (absl::Status s = runtime::WriteTuningFile(outcome.file, path); !s.ok()) return s;
   outcome.written = true;
   return outcome;

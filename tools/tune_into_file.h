@@ -9,11 +9,13 @@
 // caller's graph is left as it was). An existing
 // file must be this machine's (runtime::CheckMachineKey): it is extended,
 // never silently replaced; one that is not a tuning file, or is another
-// machine's, is an error naming it. With `only_missing` the classes the file
-// already has are not measured again (nothing is measured when it has them
-// all). With a `memo` (ModelMemo), a model the file already names is not even
-// surveyed, and a model every class of which the file holds afterwards (none
-// left out by the budget) is named in it.
+// machine's, is an error naming it. A class whose sweep an earlier run's
+// budget cut (GemmChoice::resume_at_rows) goes on from where it stopped.
+// With `only_missing` the classes the file already has whole are not
+// measured again (nothing is measured when it has them all). With a `memo`
+// (ModelMemo), a model the file already names is not even surveyed, and a
+// model every class of which the file holds whole afterwards (none left out
+// or cut by the budget) is named in it.
 #ifndef SHAPESHIFT_TOOLS_TUNE_INTO_FILE_H_
 #define SHAPESHIFT_TOOLS_TUNE_INTO_FILE_H_
 
@@ -34,7 +36,7 @@ struct TuneOutcome {
   runtime::TuneReport report;  // this run's measurements, every engine's (empty when none were needed)
   bool listed = false;         // the model was compiled to list its classes (false: the file named it)
   size_t model_classes = 0;    // the model's GEMM classes (when listed)
-  size_t measured = 0;         // of them, measured now
+  size_t measured = 0;         // of them, measured whole now (report.cut: those the budget cut)
   bool written = false;        // `path` was (re)written
 };
 

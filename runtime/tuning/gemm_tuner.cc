@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -155,18 +157,46 @@ absl::StatusOr<std::unique_ptr<MatmulEngine<cpu::PanelRowsMatmul>>> CreatePanelE
 }
 
 // Medians of `engines` at `m`, interleaved call by call after one warm-up
-// round (code generation at a new m is not a request's cost).
-absl::StatusOr<std::vector<double>> Interleaved(const std::vector<ColdEngine*>& engines, int64_t m, int repeats) {
+// round (code generation at a new m is not a request's cost), over
+// RepeatsPerPoint(the rounds' own time) rounds.
+absl::StatusOr<std::vector<double>> Interleaved(const std::vector<ColdEngine*>& engines, int64_t m,
+                                                const TunerOptions& o) {
   std::vector<std::vector<double>> times(engines.size());
-  for (int r = -1; r < repeats; ++r) {
+  double spent = 0;
+  for (int r = -1; r < o.repeats; ++r) {
     for (size_t e = 0; e < engines.size(); ++e) {
       SS_ASSIGN_OR_RETURN(t, engines[e]->Time(m));
-      if (r >= 0) times[e].push_back(t);
+      if (r >= 0) times[e].push_back(t), spent += t;
     }
+    const int rounds = r + 1;
+    if (rounds >= std::min(o.min_repeats, o.repeats) && spent >= o.point_s) break;
   }
   std::vector<double> medians;
   for (std::vector<double>& t : times) medians.push_back(Median(std::move(t)));
   return medians;
+}
+
+// The budget: a deadline every step is checked against before it starts.
+class Deadline {
+ public:
+  explicit Deadline(double budget_s) : end_(budget_s > 0 ? Now() + budget_s : 0) {}
+  // Whether a step predicted to take `seconds` may start: always without a
+  // budget, and until the run's first point is measured (each run makes
+  // progress, so a sweep longer than any one budget still ends).
+  bool Allows(double seconds) const { return end_ == 0 || !progressed_ || Now() + seconds <= end_; }
+  void Progressed() { progressed_ = true; }
+
+ private:
+  double end_;
+  bool progressed_ = false;
+};
+
+// The seconds a point at `m` rows will take, from the class's last point
+// (its medians, warm-up and rounds): the time scaled up by rows (never
+// down: below the compute-bound rows a call costs its weights' reads).
+double PredictedSeconds(const GemmTiming& last, int64_t m, const TunerOptions& o) {
+  const double pair_s = (last.skinny_us + last.onednn_us) * 1e-6 * std::max(1.0, double(m) / double(last.m));
+  return pair_s * (1 + RepeatsPerPoint(pair_s, o));
 }
 
 absl::Status CheckOptions(const TunerOptions& o) {
@@ -182,6 +212,8 @@ absl::Status CheckOptions(const TunerOptions& o) {
   }
   if (o.prefetch_at_rows < 1 || o.prefetch_at_rows > 4096) return bad("prefetch_at_rows is outside 1..4096");
   if (o.repeats < 1 || o.repeats > 1000) return bad(absl::StrCat("repeats ", o.repeats, " is outside 1..1000"));
+  if (o.min_repeats < 1) return bad(absl::StrCat("min_repeats ", o.min_repeats, " is below 1"));
+  if (!(o.point_s >= 0)) return bad("point_s is negative");
   if (o.cold_bytes < 0 || o.cold_bytes > (int64_t{16} << 30)) return bad("cold_bytes is outside 0..16 GiB");
   if (o.budget_s < 0) return bad("the budget is negative");
   if (o.threads < 0) return bad("threads is negative");
@@ -191,92 +223,149 @@ absl::Status CheckOptions(const TunerOptions& o) {
 // The sweep goes on past a lost point and stops after two in a row.
 constexpr int kLossesInARowToStop = 2;
 
-// Against the blocked GEMM over the panels: a request of fewer rows than its
-// smallest chunk runs wholly on the skinny GEMM there too, so only the grid's
-// points from that chunk up are measured; the skinny GEMM keeps every row
-// count below it (skinny_max_rows at least the chunk - 1) and the points up
-// to SkinnyRangeEnd's.
-absl::StatusOr<GemmChoice> SweepAgainstPanels(SkinnyEngine& skinny, Operands* operands, const TunerOptions& o,
-                                              GemmChoice choice) {
-  SS_ASSIGN_OR_RETURN(panels, CreatePanelEngine(skinny, operands));
-  const int64_t chunk = cpu::PanelRowsMatmul::kChunkRows.back();
-  choice.skinny_min_rows = 1;
-  int losses = 0;
-  for (int64_t m : o.rows) {
-    if (m < chunk) continue;
-    SS_ASSIGN_OR_RETURN(t, Interleaved({&skinny, panels.get()}, m, o.repeats));
-    choice.measured.push_back({m, t[0] * 1e6, t[1] * 1e6});
-    losses = t[0] < t[1] ? 0 : losses + 1;
-    if (losses == kLossesInARowToStop) break;
+// The rows sweep's rule, point by point, so that a sweep the budget cut
+// goes on from its points in a later run. Against the runtime-M GEMM the
+// skinny GEMM's range starts at the first of the grid's first two points it
+// wins (oneDNN's gemv can win m = 1 alone) and the sweep ends when it loses
+// both; it ends at SkinnyRangeEnd's point of those from the start on.
+// Against the blocked GEMM over the panels only points from its smallest
+// chunk up are measured (below it both run the skinny GEMM, which keeps
+// every row count below the chunk). Either way the sweep stops after two
+// losses in a row.
+class RowsSweep {
+ public:
+  explicit RowsSweep(LongRows against) : against_(against) {}
+
+  // The smallest row count measured: the panels' smallest chunk, or 1.
+  int64_t first_rows() const {
+    return against_ == LongRows::kPanels ? cpu::PanelRowsMatmul::kChunkRows.back() : 1;
   }
-  choice.skinny_max_rows = std::max(chunk - 1, SkinnyRangeEnd(choice.measured));
-  return choice;
+  // Adds the next point; false when the sweep ends with it.
+  bool Add(const GemmTiming& t) {
+    points_.push_back(t);
+    const bool won = t.skinny_us < t.onednn_us;
+    if (against_ == LongRows::kPlain && !start_) {
+      if (won) start_ = points_.size() - 1;
+      return won || points_.size() < 2;
+    }
+    losses_ = won ? 0 : losses_ + 1;
+    return losses_ < kLossesInARowToStop;
+  }
+  // The range from the points so far.
+  void Decide(GemmChoice& choice) const {
+    choice.measured = points_;
+    choice.skinny_min_rows = 1;
+    if (against_ == LongRows::kPanels) {
+      choice.skinny_max_rows = std::max(first_rows() - 1, SkinnyRangeEnd(points_));
+      return;
+    }
+    choice.skinny_max_rows = 0;
+    if (!start_) return;
+    choice.skinny_max_rows = SkinnyRangeEnd(absl::MakeConstSpan(points_).subspan(*start_));
+    if (choice.skinny_max_rows > 0 && *start_ > 0) choice.skinny_min_rows = points_[*start_].m;
+  }
+
+ private:
+  LongRows against_;
+  std::vector<GemmTiming> points_;
+  std::optional<size_t> start_;  // (kPlain) the first point of the range
+  int losses_ = 0;
+};
+
+// The class's weights, plain and packed, and the operands its engines share.
+struct ClassCopies {
+  std::vector<std::vector<float>> plain;  // only where oneDNN's runtime-M GEMM reads them
+  std::unique_ptr<Operands> operands;
+  size_t copies = 0;
+};
+
+ClassCopies MakeCopies(const cpu::MatmulConfig& config, const TunerOptions& o) {
+  const int64_t plain_bytes = config.k * config.n * static_cast<int64_t>(sizeof(float));
+  ClassCopies c;
+  c.copies = static_cast<size_t>(std::max<int64_t>(2, (o.cold_bytes + plain_bytes - 1) / plain_bytes));
+  c.plain.resize(o.long_rows == LongRows::kPlain ? c.copies : 0);
+  for (size_t i = 0; i < c.plain.size(); ++i) FillCopy(config, i, c.plain[i]);
+  const int64_t max_m = std::max(o.rows.back(), o.prefetch_at_rows);
+  c.operands = std::make_unique<Operands>(Operands{&config, std::vector<float>(max_m * config.k, 0.01f),
+                                                   std::vector<float>(config.n, 0.1f),
+                                                   std::vector<float>(max_m * config.n)});
+  return c;
 }
 
-absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerOptions& o, int threads,
-                                   int64_t& copy_bytes) {
-  const int64_t plain_bytes = config.k * config.n * static_cast<int64_t>(sizeof(float));
-  const size_t copies = static_cast<size_t>(std::max<int64_t>(2, (o.cold_bytes + plain_bytes - 1) / plain_bytes));
-  // The plain copies only where oneDNN's runtime-M GEMM reads them.
-  std::vector<std::vector<float>> plain(o.long_rows == LongRows::kPlain ? copies : 0);
-  for (size_t c = 0; c < plain.size(); ++c) FillCopy(config, c, plain[c]);
-  const int64_t max_m = std::max(o.rows.back(), o.prefetch_at_rows);
-  Operands operands{&config, std::vector<float>(max_m * config.k, 0.01f), std::vector<float>(config.n, 0.1f),
-                    std::vector<float>(max_m * config.n)};
-
-  GemmChoice choice;
-  choice.config = cpu::DescribeConfig(config);
-  // The prefetch distance, skinny against skinny.
+// The skinny GEMM at the fastest of o.prefetch's distances (at
+// o.prefetch_at_rows, skinny against skinny), or at `resume`'s.
+absl::StatusOr<std::unique_ptr<SkinnyEngine>> PickPrefetch(ClassCopies& c, const TunerOptions& o, int threads,
+                                                           const GemmChoice* resume, int64_t& prefetch_rows,
+                                                           int64_t& copy_bytes) {
+  const std::vector<int64_t> candidates_rows = resume ? std::vector<int64_t>{resume->prefetch_rows} : o.prefetch;
   std::vector<std::unique_ptr<SkinnyEngine>> candidates;
   std::vector<ColdEngine*> engines;
   std::shared_ptr<const PackedCopies> packed;
-  for (int64_t p : o.prefetch) {
-    SS_ASSIGN_OR_RETURN(e, CreateSkinnyEngine(copies, plain, packed, &operands, o.isa,
+  for (int64_t p : candidates_rows) {
+    SS_ASSIGN_OR_RETURN(e, CreateSkinnyEngine(c.copies, c.plain, packed, c.operands.get(), o.isa,
                                               {.threads = threads, .prefetch_rows = p}));
     if (packed == nullptr) {
       // Held from here to the class's end: the plain copies, the packed ones
       // and (without plain copies) the scratch they were packed from.
-      copy_bytes = static_cast<int64_t>(plain.size()) * plain_bytes + (plain.empty() ? plain_bytes : 0);
+      const cpu::MatmulConfig& config = *c.operands->config;
+      const int64_t plain_bytes = config.k * config.n * static_cast<int64_t>(sizeof(float));
+      copy_bytes = static_cast<int64_t>(c.plain.size()) * plain_bytes + (c.plain.empty() ? plain_bytes : 0);
       for (const cpu::PackedWeights& w : *e->packed_copies()) copy_bytes += w.bytes();
     }
     packed = e->packed_copies();
     engines.push_back(e.get());
     candidates.push_back(std::move(e));
   }
-  SS_ASSIGN_OR_RETURN(by_prefetch, Interleaved(engines, o.prefetch_at_rows, o.repeats));
-  const size_t best = std::min_element(by_prefetch.begin(), by_prefetch.end()) - by_prefetch.begin();
-  choice.prefetch_rows = o.prefetch[best];
-  std::unique_ptr<SkinnyEngine> skinny = std::move(candidates[best]);
-  candidates.clear();
+  size_t best = 0;
+  if (candidates.size() > 1) {
+    SS_ASSIGN_OR_RETURN(by_prefetch, Interleaved(engines, o.prefetch_at_rows, o));
+    best = std::min_element(by_prefetch.begin(), by_prefetch.end()) - by_prefetch.begin();
+  }
+  prefetch_rows = candidates_rows[best];
+  return std::move(candidates[best]);
+}
 
-  if (o.long_rows == LongRows::kPanels) return SweepAgainstPanels(*skinny, &operands, o, std::move(choice));
+// One class: its prefetch distance, then its rows sweep against o.long_rows'
+// engine, each point only if `deadline` allows it (else the choice comes back
+// with resume_at_rows set). `resume`: the cut sweep an earlier run left.
+absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerOptions& o, int threads,
+                                   const GemmChoice* resume, Deadline& deadline, int64_t& copy_bytes) {
+  ClassCopies copies = MakeCopies(config, o);
+  Operands* operands = copies.operands.get();
+  GemmChoice choice;
+  choice.config = cpu::DescribeConfig(config);
+  SS_ASSIGN_OR_RETURN(skinny, PickPrefetch(copies, o, threads, resume, choice.prefetch_rows, copy_bytes));
+  std::unique_ptr<ColdEngine> other;
+  if (o.long_rows == LongRows::kPanels) {
+    SS_ASSIGN_OR_RETURN(panels, CreatePanelEngine(*skinny, operands));
+    other = std::move(panels);
+  } else {
+    SS_ASSIGN_OR_RETURN(onednn, CreateOnednnEngine(copies.plain, operands));
+    other = std::move(onednn);
+  }
 
-  // The rows sweep, skinny against oneDNN.
-  SS_ASSIGN_OR_RETURN(onednn, CreateOnednnEngine(plain, &operands));
-  // The skinny GEMM's range starts at the first of the grid's first two
-  // points it wins (oneDNN's gemv can win m = 1 alone) and ends at
-  // SkinnyRangeEnd's point of those from the start on.
-  size_t start = o.rows.size();
-  int losses = 0;
-  for (size_t i = 0; i < o.rows.size(); ++i) {
-    const int64_t m = o.rows[i];
-    SS_ASSIGN_OR_RETURN(t, Interleaved({skinny.get(), onednn.get()}, m, o.repeats));
-    choice.measured.push_back({m, t[0] * 1e6, t[1] * 1e6});
-    const bool won = t[0] < t[1];
-    if (start == o.rows.size()) {
-      if (won) start = i;
-      if (!won && i >= 1) break;  // lost at both of the first two points
-      continue;
+  RowsSweep sweep(o.long_rows);
+  bool going = true;
+  int64_t from = sweep.first_rows();
+  if (resume) {
+    for (const GemmTiming& t : resume->measured) going = going && sweep.Add(t);
+    from = std::max(from, resume->resume_at_rows);
+  }
+  std::optional<GemmTiming> last;
+  if (resume && !resume->measured.empty()) last = resume->measured.back();
+  for (int64_t m : o.rows) {
+    if (!going) break;
+    if (m < from) continue;
+    if (last && !deadline.Allows(PredictedSeconds(*last, m, o))) {
+      choice.resume_at_rows = m;
+      break;
     }
-    losses = won ? 0 : losses + 1;
-    if (losses == kLossesInARowToStop) break;
+    SS_ASSIGN_OR_RETURN(t, Interleaved({skinny.get(), other.get()}, m, o));
+    deadline.Progressed();
+    last = GemmTiming{m, t[0] * 1e6, t[1] * 1e6};
+    going = sweep.Add(*last);
   }
-  choice.skinny_min_rows = 1;
-  choice.skinny_max_rows = 0;
-  if (start < o.rows.size()) {
-    choice.skinny_max_rows = SkinnyRangeEnd(absl::MakeConstSpan(choice.measured).subspan(start));
-    if (choice.skinny_max_rows > 0) choice.skinny_min_rows = start == 0 ? 1 : o.rows[start];
-  }
+  sweep.Decide(choice);
   return choice;
 }
 
@@ -290,6 +379,12 @@ int64_t SkinnyRangeEnd(absl::Span<const GemmTiming> points) {
     if (gain > best) best = gain, end = p.m;
   }
   return end;
+}
+
+int RepeatsPerPoint(double round_s, const TunerOptions& o) {
+  const int least = std::min(o.min_repeats, o.repeats);
+  const double enough = round_s > 0 ? std::ceil(o.point_s / round_s) : o.repeats;
+  return static_cast<int>(std::clamp<double>(enough, least, o.repeats));
 }
 
 int64_t DefaultColdBytes() {
@@ -309,6 +404,7 @@ absl::StatusOr<TuneReport> TuneGemms(absl::Span<const cpu::MatmulConfig> configs
   const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   TeamScope team(threads);
   const double start = Now();
+  Deadline deadline(options.budget_s);
   TuneReport report;
   report.tuning.machine = HostMachineKey(options.isa, threads);
   for (const cpu::MatmulConfig& config : configs) {
@@ -318,16 +414,20 @@ absl::StatusOr<TuneReport> TuneGemms(absl::Span<const cpu::MatmulConfig> configs
       report.inapplicable.push_back(name);
       continue;
     }
-    if (options.budget_s > 0 && !report.tuning.Choices(options.long_rows).empty() && Now() - start > options.budget_s) {
+    if (!deadline.Allows(0)) {
       report.skipped.push_back(name);
       continue;
     }
+    auto resumed = options.resume.find(name);
+    const GemmChoice* resume =
+        resumed == options.resume.end() || resumed->second.complete() ? nullptr : &resumed->second;
     int64_t copy_bytes = 0;
-    absl::StatusOr<GemmChoice> choice = TuneOne(config, options, threads, copy_bytes);
+    absl::StatusOr<GemmChoice> choice = TuneOne(config, options, threads, resume, deadline, copy_bytes);
     report.peak_copy_bytes = std::max(report.peak_copy_bytes, copy_bytes);
     if (!choice.ok()) {
       return absl::Status(choice.status().code(), absl::StrCat("tune ", name, ": ", choice.status().message()));
     }
+    if (!choice->complete()) report.cut.push_back(name);
     if (options.on_choice) options.on_choice(*choice);
     report.tuning.Choices(options.long_rows).emplace(name, *std::move(choice));
   }

@@ -9,7 +9,7 @@
 // over enough copies of the matrix to exceed the last-level cache,
 // TunerOptions::cold_bytes); the two engines are interleaved call by call;
 // each figure is the median of `repeats` calls after a warm-up call per row
-// count. First the prefetch distance: every TunerOptions::prefetch value at
+// count (fewer on a point whose calls are long: RepeatsPerPoint). First the prefetch distance: every TunerOptions::prefetch value at
 // m = TunerOptions::prefetch_at_rows, the fastest kept. Then the rows grid,
 // ascending: the skinny GEMM's range starts at the first of the grid's first
 // two points where it is faster than oneDNN (oneDNN's gemv path can win
@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,16 +62,32 @@ struct TunerOptions {
   // prefetch runs a slice ahead whatever the distance), so the distance
   // measured is the one the rows that use it (1..6 and past the slices) run.
   int64_t prefetch_at_rows = 4;
+  // Calls per engine at each point after its warm-up: `repeats`, or fewer
+  // (never below min_repeats) once a point's calls have taken point_s
+  // seconds. A wide class's long rows (the LM head at 512 rows: 0.2 s a
+  // call) would otherwise spend seconds on one point whose calls vary by a
+  // few percent.
   int repeats = 7;
+  int min_repeats = 3;
+  double point_s = 0.25;
   // Bytes of weight copies each engine cycles over (at least 2 copies):
   // DefaultColdBytes(), 4x the last-level cache; tools/tune_into_file.h
   // lowers it to the model's own GEMM weight bytes. The measurement's memory
   // is about twice this (plain and packed copies; once against the panels).
   int64_t cold_bytes = DefaultColdBytes();
-  // Seconds for the whole run; 0 = no limit. The first class is always
-  // measured; a later one not started within the budget is left out of the
-  // tuning (it keeps the built-in default) and named in TuneReport::skipped.
+  // Seconds for the whole run; 0 = no limit. Every step (a class's start,
+  // each point of its sweep) starts only if it is predicted to end within
+  // the budget (a point's time from the class's last point, scaled by rows),
+  // except the run's first class, which always measures its prefetch
+  // distance and first point, so every run makes progress. A class not
+  // started is left out (TuneReport::skipped); a class whose sweep is cut is
+  // returned with GemmChoice::resume_at_rows set (TuneReport::cut): not
+  // applied until a later run, given it in `resume`, completes it.
   double budget_s = 0;
+  // Sweeps an earlier run's budget cut, by DescribeConfig: a class found
+  // here keeps its prefetch distance and points and is measured from its
+  // resume_at_rows on.
+  std::map<std::string, GemmChoice> resume;
   // What the skinny GEMM is measured against (gemm_tuning.h): oneDNN's
   // runtime-M GEMM over the plain weights, or its blocked GEMM over the
   // panels (then only row counts from the smallest panel chunk up are
@@ -85,6 +102,7 @@ struct TunerOptions {
 struct TuneReport {
   GemmTuning tuning;
   std::vector<std::string> skipped;  // classes the budget left out (DescribeConfig)
+  std::vector<std::string> cut;      // classes whose sweep the budget cut (in `tuning`, incomplete)
   std::vector<std::string> inapplicable;  // classes the skinny GEMM has no path for
   double seconds = 0;
   // The most bytes of weight copies (plain, packed and the scratch they are
@@ -103,6 +121,11 @@ struct TuneReport {
 // loss that outweighs the wins before it does. 0: no prefix saves anything.
 // The sweep measures past a lost point and stops after two in a row.
 int64_t SkinnyRangeEnd(absl::Span<const GemmTiming> points);
+
+// The rounds (one call per engine) a point runs after its warm-up when a
+// round takes `round_s` seconds: `repeats`, or as few as reach point_s, but
+// at least min_repeats (and at most repeats).
+int RepeatsPerPoint(double round_s, const TunerOptions& o);
 
 // Errors: INVALID_ARGUMENT for options out of range (naming the option),
 // FAILED_PRECONDITION when this CPU cannot run `isa`, and whatever an engine

@@ -93,7 +93,7 @@ LongRows LongRowsFor(bool long_rows_on_panels, codegen::cpu::SkinnyMatmul::Isa i
 const GemmChoice* GemmTuning::Find(const codegen::cpu::MatmulConfig& config, LongRows long_rows) const {
   const std::map<std::string, GemmChoice>& choices = Choices(long_rows);
   auto it = choices.find(codegen::cpu::DescribeConfig(config));
-  return it == choices.end() ? nullptr : &it->second;
+  return it == choices.end() || !it->second.complete() ? nullptr : &it->second;
 }
 
 codegen::cpu::SkinnyOptions SkinnyOptionsFor(const GemmTuning* tuning, const codegen::cpu::MatmulConfig& config,
@@ -122,6 +122,7 @@ json ChoicesJson(const std::map<std::string, GemmChoice>& choices) {
                          {"skinny_max_rows", choice.skinny_max_rows},
                          {"prefetch_rows", choice.prefetch_rows},
                          {"measured", measured}});
+    if (!choice.complete()) gemms.back()["resume_at_rows"] = choice.resume_at_rows;
   }
   return gemms;
 }
@@ -194,13 +195,27 @@ absl::StatusOr<GemmChoice> ParseChoice(const json& g, const char* list, size_t i
     return absl::InvalidArgumentError(absl::StrCat(where, "prefetch_rows ", prefetch, " is outside 0..1024"));
   }
   GemmChoice choice{config, min_rows, max_rows, prefetch, {}};
-  if (!g.contains("measured")) return choice;
-  if (!g.at("measured").is_array()) return absl::InvalidArgumentError(absl::StrCat(where, "measured is not a list"));
-  for (const json& t : g.at("measured")) {
+  const json& measured = g.contains("measured") ? g.at("measured") : json::array();
+  if (!measured.is_array()) return absl::InvalidArgumentError(absl::StrCat(where, "measured is not a list"));
+  for (const json& t : measured) {
     SS_ASSIGN_OR_RETURN(m, Field<int64_t>(t, "m", absl::StrCat(where, "measured.")));
     SS_ASSIGN_OR_RETURN(skinny_us, Field<double>(t, "skinny_us", absl::StrCat(where, "measured.")));
     SS_ASSIGN_OR_RETURN(onednn_us, Field<double>(t, "onednn_us", absl::StrCat(where, "measured.")));
+    if (m < 1 || m > kMaxSkinnyRows || (!choice.measured.empty() && m <= choice.measured.back().m)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "measured m ", m, " is outside 1..", kMaxSkinnyRows, " or not ascending"));
+    }
     choice.measured.push_back({m, skinny_us, onednn_us});
+  }
+  if (g.contains("resume_at_rows")) {
+    SS_ASSIGN_OR_RETURN(resume, Field<int64_t>(g, "resume_at_rows", where));
+    // Past the points measured: a later run goes on from there.
+    const int64_t after = choice.measured.empty() ? 0 : choice.measured.back().m;
+    if (resume <= after || resume > kMaxSkinnyRows) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "resume_at_rows ", resume, " is outside ", after + 1, "..", kMaxSkinnyRows));
+    }
+    choice.resume_at_rows = resume;
   }
   return choice;
 }

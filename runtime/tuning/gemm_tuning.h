@@ -21,7 +21,8 @@
 //                "onednn": "3.x.y", "compiler": ...},
 //    "gemms": [{"config": "matmul[m=?, k=768, n=768, bias]",
 //               "skinny_min_rows": 1, "skinny_max_rows": 128, "prefetch_rows": 32,
-//               "measured": [{"m": 1, "skinny_us": ..., "onednn_us": ...}, ...]}],
+//               "measured": [{"m": 1, "skinny_us": ..., "onednn_us": ...}, ...],
+//               "resume_at_rows": 256 (only where a budget cut the sweep)}],
 //    "panel_gemms": [...the same, measured against the blocked GEMM over the panels...],
 //    "models": ["/abs/bert.onnx, 438012345 bytes, modified 1733500000123456789", ...]}
 // "models" (optional) lists the models every class of which the file holds:
@@ -76,6 +77,14 @@ struct GemmChoice {
   int64_t skinny_max_rows = 0;  // (0: never)
   int64_t prefetch_rows = 0;    // SkinnyOptions::prefetch_rows
   std::vector<GemmTiming> measured;
+  // 0: the rows sweep ran to its end. Else the tuner's budget cut it before
+  // this grid point: the choice is not applied (Find skips it; the class
+  // keeps the built-in defaults), and a later tuning run goes on from here
+  // with the points and the prefetch distance measured so far
+  // (TunerOptions::resume), so a class whose sweep costs more than one
+  // run's budget is still measured whole, over several runs.
+  int64_t resume_at_rows = 0;
+  bool complete() const { return resume_at_rows == 0; }
 };
 
 // What a Program runs the rows the skinny GEMM does not take on, which is
@@ -107,7 +116,8 @@ struct GemmTuning {
   const std::map<std::string, GemmChoice>& Choices(LongRows long_rows) const {
     return long_rows == LongRows::kPanels ? panel_gemms : gemms;
   }
-  // The choice for `config` against `long_rows`, or null when the file has none.
+  // The choice for `config` against `long_rows`, or null when the file has
+  // none or only a sweep the budget cut (GemmChoice::resume_at_rows).
   const GemmChoice* Find(const codegen::cpu::MatmulConfig& config, LongRows long_rows) const;
 };
 

@@ -228,6 +228,7 @@ TEST(GemmTuningTest, TheFileRoundTripsThroughDisk) {
   tuning.gemms["matmul[m=?, k=8, n=16]"] = {"matmul[m=?, k=8, n=16]", 2, 96, 32, {{1, 4.5, 3.5}, {128, 9, 8}}};
   tuning.gemms["matmul[m=?, k=16, n=8, bias]"] = {"matmul[m=?, k=16, n=8, bias]", 1, 0, 0, {{1, 4, 3}}};
   tuning.panel_gemms["matmul[m=?, k=8, n=16]"] = {"matmul[m=?, k=8, n=16]", 1, 128, 16, {{32, 9, 8.5}}};
+  tuning.panel_gemms["matmul[m=?, k=8, n=8]"] = {"matmul[m=?, k=8, n=8]", 1, 32, 16, {{32, 9, 9.5}}, 48};
   tuning.models = {"builtin:bert", "/m/a \"b\".onnx, 10 bytes, modified 7"};
   const std::string path = TempPath("roundtrip.json");
   ASSERT_TRUE(WriteTuningFile(tuning, path).ok());
@@ -240,8 +241,11 @@ TEST(GemmTuningTest, TheFileRoundTripsThroughDisk) {
   EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").skinny_min_rows, 2);
   EXPECT_EQ(back->gemms.at("matmul[m=?, k=8, n=16]").measured.size(), 2u);
   EXPECT_EQ(back->models, tuning.models);
-  ASSERT_EQ(back->panel_gemms.size(), 1u);
+  ASSERT_EQ(back->panel_gemms.size(), 2u);
   EXPECT_EQ(back->Find(cpu::MatmulConfig{.k = 8, .n = 16}, LongRows::kPanels)->skinny_max_rows, 128);
+  // A sweep the budget cut is kept to go on from, and never applied.
+  EXPECT_EQ(back->panel_gemms.at("matmul[m=?, k=8, n=8]").resume_at_rows, 48);
+  EXPECT_EQ(back->Find(cpu::MatmulConfig{.k = 8, .n = 8}, LongRows::kPanels), nullptr);
   std::remove(path.c_str());
 }
 
@@ -276,6 +280,15 @@ TEST(GemmTuningTest, HostileFilesAreErrorsNamingTheFileAndEntry) {
       {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_max_rows": 8, "prefetch_rows": 0})"),
        "skinny_min_rows is missing"},
       {file(absl::StrCat(good, ",", good)), "appears twice"},
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_min_rows": 1, "skinny_max_rows": 8, "prefetch_rows": 0,)"
+            R"( "measured": [{"m": 8, "skinny_us": 1, "onednn_us": 2}], "resume_at_rows": 8})"),
+       "resume_at_rows 8 is outside 9..4096"},
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_min_rows": 1, "skinny_max_rows": 8, "prefetch_rows": 0,)"
+            R"( "resume_at_rows": "later"})"),
+       "resume_at_rows is not an integer"},
+      {file(R"({"config": "matmul[m=?, k=8, n=8]", "skinny_min_rows": 1, "skinny_max_rows": 8, "prefetch_rows": 0,)"
+            R"( "measured": [{"m": 8, "skinny_us": 1, "onednn_us": 2}, {"m": 4, "skinny_us": 1, "onednn_us": 2}]})"),
+       "measured m 4 is outside 1..4096 or not ascending"},
       {file(good).substr(0, file(good).size() - 1) + R"(, "models": "builtin:bert"})", "models is not a list"},
       {file(good).substr(0, file(good).size() - 1) + R"(, "models": ["builtin:bert", 7]})", "models[1] is not a string"},
       {file(good).substr(0, file(good).size() - 1) + R"(, "panel_gemms": {}})", "panel_gemms is not a list"},
@@ -315,6 +328,40 @@ TEST(GemmTuningTest, ReadingRefusesMissingFilesDirectoriesFifosAndHugeFiles) {
   std::remove(huge.c_str());
 }
 
+// The decision from the choice's own timings against the runtime-M GEMM:
+// the range starts at the first of the grid's first two points won and ends
+// where the points from there on save the most, summed as relative gains;
+// the sweep stops after two losses in a row (or at both of the first two
+// points), or runs the whole grid.
+void ExpectDecidedByTheRule(const GemmChoice& choice, const TunerOptions& options) {
+  SCOPED_TRACE(choice.config);
+  ASSERT_FALSE(choice.measured.empty());
+  EXPECT_TRUE(choice.complete());
+  for (size_t i = 0; i < choice.measured.size(); ++i) EXPECT_EQ(choice.measured[i].m, options.rows[i]);
+  size_t start = choice.measured.size();
+  for (size_t i = 0; i < std::min<size_t>(2, choice.measured.size()); ++i) {
+    const GemmTiming& t = choice.measured[i];
+    EXPECT_GT(t.skinny_us, 0);
+    EXPECT_GT(t.onednn_us, 0);
+    if (t.skinny_us < t.onednn_us) {
+      start = i;
+      break;
+    }
+  }
+  int64_t hi = 0;
+  double gain = 0, best = 0;
+  for (size_t i = start; i < choice.measured.size(); ++i) {
+    gain += choice.measured[i].onednn_us / choice.measured[i].skinny_us - 1;
+    if (gain > best) best = gain, hi = choice.measured[i].m;
+  }
+  EXPECT_EQ(choice.skinny_max_rows, hi);
+  EXPECT_EQ(choice.skinny_min_rows, hi == 0 || start == 0 ? 1 : choice.measured[start].m);
+  const size_t n = choice.measured.size();
+  const std::vector<GemmTiming>& measured = choice.measured;  // (clang 14 lambdas cannot capture a binding)
+  auto lost = [&measured](size_t i) { return measured[i].skinny_us >= measured[i].onednn_us; };
+  EXPECT_TRUE(choice.measured.back().m == options.rows.back() || (n >= 2 && lost(n - 1) && lost(n - 2)));
+}
+
 TEST(GemmTunerTest, MeasuresEveryClassAndDecidesFromItsOwnTimings) {
   if (!HostIsa()) GTEST_SKIP() << "this CPU has no skinny GEMM core (neither AVX-512F nor AVX2+FMA)";
   cpu::MatmulConfig a;
@@ -335,35 +382,8 @@ TEST(GemmTunerTest, MeasuresEveryClassAndDecidesFromItsOwnTimings) {
   ASSERT_EQ(report->tuning.gemms.size(), 2u);
   EXPECT_TRUE(CheckMachineKey(report->tuning.machine, HostMachineKey(*HostIsa(), omp_get_max_threads())).ok());
   for (const auto& [config, choice] : report->tuning.gemms) {
-    ASSERT_FALSE(choice.measured.empty()) << config;
     EXPECT_TRUE(choice.prefetch_rows == 0 || choice.prefetch_rows == 16) << config;
-    // The decision from the file's own timings: the range starts at the
-    // first of the grid's first two points won and ends where the points
-    // from there on save the most, summed as relative gains.
-    size_t start = choice.measured.size();
-    for (size_t i = 0; i < std::min<size_t>(2, choice.measured.size()); ++i) {
-      const GemmTiming& t = choice.measured[i];
-      EXPECT_GT(t.skinny_us, 0);
-      EXPECT_GT(t.onednn_us, 0);
-      if (t.skinny_us < t.onednn_us) {
-        start = i;
-        break;
-      }
-    }
-    int64_t hi = 0;
-    double gain = 0, best = 0;
-    for (size_t i = start; i < choice.measured.size(); ++i) {
-      gain += choice.measured[i].onednn_us / choice.measured[i].skinny_us - 1;
-      if (gain > best) best = gain, hi = choice.measured[i].m;
-    }
-    EXPECT_EQ(choice.skinny_max_rows, hi) << config;
-    EXPECT_EQ(choice.skinny_min_rows, hi == 0 || start == 0 ? 1 : choice.measured[start].m) << config;
-    // The sweep stops after two losses in a row (or at both of the first
-    // two points), or runs the whole grid.
-    const size_t n = choice.measured.size();
-    const std::vector<GemmTiming>& measured = choice.measured;  // (clang 14 lambdas cannot capture a binding)
-    auto lost = [&measured](size_t i) { return measured[i].skinny_us >= measured[i].onednn_us; };
-    EXPECT_TRUE(choice.measured.back().m == options.rows.back() || (n >= 2 && lost(n - 1) && lost(n - 2))) << config;
+    ExpectDecidedByTheRule(choice, options);
   }
 }
 
@@ -494,6 +514,77 @@ TEST(GemmTunerTest, BadOptionsAndAnExhaustedBudgetAreReported) {
   EXPECT_EQ(report->tuning.gemms.size(), 1u);
   EXPECT_EQ(report->skipped, std::vector<std::string>{cpu::DescribeConfig(b)});
   EXPECT_EQ(report->inapplicable, std::vector<std::string>{cpu::DescribeConfig(batched)});
+}
+
+// A budget spent after the run's first point cuts the sweep there: the
+// class comes back incomplete (not applied: Find skips it), and each later
+// run, given it to resume, measures at least one more point with the
+// prefetch distance chosen first, until the sweep is whole and decided by
+// the same rule as one uncut run.
+TEST(GemmTunerTest, ABudgetCutsASweepAndLaterRunsGoOnFromItsPoints) {
+  if (!HostIsa()) GTEST_SKIP() << "this CPU has no skinny GEMM core (neither AVX-512F nor AVX2+FMA)";
+  cpu::MatmulConfig a;
+  a.k = 64, a.n = 96, a.bias = true;
+  const std::string name = cpu::DescribeConfig(a);
+  TunerOptions options;
+  options.isa = *HostIsa();
+  options.rows = {1, 2, 4, 8, 16, 32};
+  options.prefetch = {0, 16};
+  options.repeats = 1;
+  options.cold_bytes = 1 << 20;
+  options.budget_s = 1e-9;  // spent by the first point
+  absl::StatusOr<TuneReport> first = TuneGemms({a}, options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->cut, std::vector<std::string>{name});
+  EXPECT_TRUE(first->skipped.empty());
+  GemmChoice choice = first->tuning.gemms.at(name);
+  ASSERT_EQ(choice.measured.size(), 1u);
+  EXPECT_EQ(choice.measured[0].m, 1);
+  EXPECT_EQ(choice.resume_at_rows, 2);
+  EXPECT_FALSE(choice.complete());
+  EXPECT_EQ(first->tuning.Find(a, LongRows::kPlain), nullptr);  // the defaults serve meanwhile
+  EXPECT_EQ(SkinnyOptionsFor(&first->tuning, a, LongRows::kPlain, 1).max_rows, cpu::SkinnyOptions().max_rows);
+
+  // A distance outside options.prefetch: only a resumed sweep can have it.
+  choice.prefetch_rows = 32;
+  const GemmTiming kept = choice.measured[0];
+  for (int run = 0; run < 10 && !choice.complete(); ++run) {
+    const size_t before = choice.measured.size();
+    options.resume = {{name, choice}};
+    absl::StatusOr<TuneReport> next = TuneGemms({a}, options);
+    ASSERT_TRUE(next.ok()) << next.status();
+    choice = next->tuning.gemms.at(name);
+    EXPECT_EQ(choice.prefetch_rows, 32);
+    ASSERT_EQ(choice.measured.size(), before + 1);  // one point a run, at this budget
+    EXPECT_EQ(choice.measured[0].skinny_us, kept.skinny_us);  // earlier points kept, not measured again
+    EXPECT_EQ(next->cut.empty(), choice.complete());
+  }
+  ExpectDecidedByTheRule(choice, options);
+
+  // Without a budget the resumed sweep runs to its end in one run.
+  choice = first->tuning.gemms.at(name);
+  options.budget_s = 0;
+  options.resume = {{name, choice}};
+  absl::StatusOr<TuneReport> whole = TuneGemms({a}, options);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_TRUE(whole->cut.empty());
+  ExpectDecidedByTheRule(whole->tuning.gemms.at(name), options);
+  EXPECT_NE(whole->tuning.Find(a, LongRows::kPlain), nullptr);
+}
+
+// A point's rounds: all `repeats` while a round is short, as few as reach
+// point_s when rounds are long, never below min_repeats or above repeats.
+TEST(GemmTunerTest, LongPointsRunFewerRoundsDownToTheMinimum) {
+  TunerOptions o;
+  o.repeats = 7, o.min_repeats = 3, o.point_s = 0.25;
+  EXPECT_EQ(RepeatsPerPoint(0.001, o), 7);
+  EXPECT_EQ(RepeatsPerPoint(0.05, o), 5);
+  EXPECT_EQ(RepeatsPerPoint(0.2, o), 3);
+  EXPECT_EQ(RepeatsPerPoint(2.0, o), 3);
+  o.repeats = 2;  // --repeats below the minimum wins
+  EXPECT_EQ(RepeatsPerPoint(2.0, o), 2);
+  o.repeats = 7, o.point_s = 0;  // every round counts: the minimum
+  EXPECT_EQ(RepeatsPerPoint(0.001, o), 3);
 }
 
 }  // namespace

@@ -325,8 +325,10 @@ TEST(TuneCliTest, AModelsFirstRunTunesItsClassesOnceIntoTheCacheDir) {
   }
 }
 
-// A budget the first class already exceeds: the rest keep the defaults and
-// the model is not named, so the next run measures what is left.
+// A budget the first point already exceeds: the first class's sweep is cut
+// after it, the rest are not started; all keep the defaults and the model is
+// not named, so the next run goes on with the first class from its point and
+// measures the rest.
 TEST(TuneCliTest, ClassesTheBudgetLeftOutAreMeasuredByTheNextRun) {
   if (!HasSkinnyCore()) GTEST_SKIP() << "no skinny GEMM core on this CPU: nothing to tune";
   const std::string dir = FreshDir("lazy-tuning-budget");
@@ -335,22 +337,34 @@ TEST(TuneCliTest, ClassesTheBudgetLeftOutAreMeasuredByTheNextRun) {
   ASSERT_EQ(first.exit_code, 0) << first.output;
   nlohmann::json r = nlohmann::json::parse(first.output);
   EXPECT_TRUE(r["check_passed"].get<bool>());
-  EXPECT_THAT(r["notes"].dump(), HasSubstr("measured 1 of this model's 4 GEMM class(es)"));
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("measured 0 of this model's 4 GEMM class(es)"));
+  EXPECT_THAT(r["notes"].dump(), HasSubstr("cut by the budget (built-in defaults kept, a later run goes on"));
   EXPECT_THAT(r["notes"].dump(), HasSubstr("not reached within the budget"));
-  int tuned_classes = 0;
-  for (const auto& g : r["short_request_gemms"]) tuned_classes += g["tuned"].get<bool>();
-  EXPECT_EQ(tuned_classes, 1) << first.output;
+  for (const auto& g : r["short_request_gemms"]) EXPECT_FALSE(g["tuned"].get<bool>()) << g;
   absl::StatusOr<runtime::GemmTuning> partial = runtime::ReadTuningFile(r["tuning_file"].get<std::string>());
   ASSERT_TRUE(partial.ok()) << partial.status();
   EXPECT_TRUE(partial->models.empty());
+  const std::map<std::string, runtime::GemmChoice>& cut =
+      partial->gemms.empty() ? partial->panel_gemms : partial->gemms;
+  ASSERT_EQ(cut.size(), 1u);
+  const runtime::GemmChoice first_class = cut.begin()->second;
+  ASSERT_EQ(first_class.measured.size(), 1u);
+  EXPECT_GT(first_class.resume_at_rows, first_class.measured[0].m);
 
   CliResult second = run("--cache-dir " + dir);
   ASSERT_EQ(second.exit_code, 0) << second.output;
   nlohmann::json s = nlohmann::json::parse(second.output);
-  EXPECT_THAT(s["notes"].dump(), HasSubstr("measured 3 of this model's 4 GEMM class(es)"));
+  EXPECT_THAT(s["notes"].dump(), HasSubstr("measured 4 of this model's 4 GEMM class(es)"));
   for (const auto& g : s["short_request_gemms"]) EXPECT_TRUE(g["tuned"].get<bool>()) << g;
   absl::StatusOr<runtime::GemmTuning> full = runtime::ReadTuningFile(s["tuning_file"].get<std::string>());
   ASSERT_TRUE(full.ok()) << full.status();
+  // The cut class went on from its point: measured once, kept, and whole.
+  const runtime::GemmChoice& resumed =
+      (full->gemms.empty() ? full->panel_gemms : full->gemms).at(first_class.config);
+  EXPECT_TRUE(resumed.complete());
+  EXPECT_EQ(resumed.prefetch_rows, first_class.prefetch_rows);
+  ASSERT_GE(resumed.measured.size(), 2u);
+  EXPECT_EQ(resumed.measured[0].skinny_us, first_class.measured[0].skinny_us);
   EXPECT_THAT(full->models,
               ::testing::ElementsAre("builtin:bert, against " + shapeshift::testing::HostTunedAgainstOnPanelsRequest()));
 }
