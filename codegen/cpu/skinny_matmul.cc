@@ -36,12 +36,13 @@ int64_t SkinnyMatmul::RowChunk(int64_t m, int64_t k, int64_t block_rows, int64_t
   return 0;
 }
 
-int64_t SkinnyMatmul::KSlice(int64_t chunk_rows, int64_t k, int64_t block_rows, int64_t panel_width,
-                             int64_t slice_bytes) {
+int64_t SkinnyMatmul::KSlice(Isa isa, int64_t chunk_rows, int64_t k, int64_t slice_bytes) {
+  const int64_t block_rows = isa == Isa::kAvx512 ? skinny::kAvx512BlockRows : skinny::kAvx2BlockRows;
+  const int64_t panel_width = isa == Isa::kAvx512 ? skinny::kAvx512PanelWidth : skinny::kAvx2PanelWidth;
   const int64_t row_bytes = panel_width * static_cast<int64_t>(sizeof(float));
   if (slice_bytes == 0) {
     const int64_t blocks = (chunk_rows + block_rows - 1) / block_rows;
-    if (blocks < 2 || blocks > kMaxSlicedChunkBlocks) return 0;
+    if (blocks < 2 || blocks > MaxSlicedChunkBlocks(isa)) return 0;
     slice_bytes = kSliceBytes;
   }
   if (slice_bytes < 0) return 0;
@@ -159,7 +160,7 @@ absl::Status SkinnyMatmul::Execute(const MatmulShape& shape, const MatmulOperand
                             thread_panels * skinny::PanelRows(cfg.k) * panel_width() * int64_t{sizeof(float)},
                             options_.row_chunk_bytes, caches);
   const int64_t chunk_rows = args.row_chunk > 0 ? std::min(args.row_chunk, shape.m) : shape.m;
-  args.k_slice = KSlice(chunk_rows, cfg.k, block_rows, panel_width(), options_.slice_bytes);
+  args.k_slice = KSlice(isa_, chunk_rows, cfg.k, options_.slice_bytes);
   // Sliced, the weights are prefetched a slice ahead: the rows after the
   // current slice, which the first block reaches only after every block
   // has taken this one.

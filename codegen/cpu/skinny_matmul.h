@@ -26,10 +26,11 @@
 //     of coming from L3 or memory once per panel;
 //   - from 2 row blocks a chunk up, streams the thread's next panel while
 //     this one's blocks after the first run (prefetch_next_panel), so no
-//     panel's first block waits on memory; at 2..3 blocks (7..18 rows on
-//     AVX2, 9..24 on AVX-512) runs each panel in slices of k instead
-//     (KSlice), every block over a slice before the next, so the blocks
-//     after the first read the slice from L1 while memory streams the next.
+//     panel's first block waits on memory; on the AVX2 core, at 2..3
+//     blocks (7..18 rows), runs each panel in slices of k instead (KSlice),
+//     every block over a slice before the next, so the blocks after the
+//     first read the slice from L1 while memory streams the next (on the
+//     AVX-512 core slices measured slower: none).
 //
 // The core is compiled once per instruction set (skinny_kernel.h) and chosen
 // at creation; Isa names it, so a test or a tuning run can ask for AVX2 on an
@@ -129,22 +130,25 @@ class SkinnyMatmul {
                           int64_t chunk_bytes, const CacheSizes& caches);
 
   // How many of a panel's k rows one slice holds (0: all of k, no
-  // slicing) for a chunk of `chunk_rows` rows in blocks of `block_rows`;
-  // `slice_bytes` as in SkinnyOptions. Unsliced, a panel's first row block
-  // streams it from memory, faster than memory can feed it at these rows,
-  // while the blocks after it re-read it from L2 and (without the next
-  // panel's prefetch) memory idles. In slices of kSliceBytes every block
-  // takes the slice from L1, and memory streams the next slice (prefetched
-  // a slice ahead) meanwhile. Measured on AVX2 (bench/RESULTS.md, "k in
-  // slices"): 0.71-0.84x the time at 8 rows (2 blocks) and 0.85-1.06x,
-  // median 0.97x, at 16 (3) against the unsliced kernel with the next
-  // panel prefetched; 1.03-1.12x at 24 (4 blocks) and no gain from 5 up,
-  // where the panel's compute hides its stream and the parked sums cost;
-  // nothing at one block (decode), which reads each weight once either way.
-  // Hence slices for 2..kMaxSlicedChunkBlocks blocks only.
+  // slicing) for a chunk of `chunk_rows` rows on the `isa` core (its row
+  // blocks and panel width); `slice_bytes` as in SkinnyOptions. Unsliced, a
+  // panel's first row block streams it from memory, faster than memory can
+  // feed it at these rows, while the blocks after it re-read it from L2 and
+  // (without the next panel's prefetch) memory idles. In slices of
+  // kSliceBytes every block takes the slice from L1, and memory streams the
+  // next slice (prefetched a slice ahead) meanwhile. Measured (bench/
+  // RESULTS.md, "k in slices" and "k slices on the AVX-512 core") against the
+  // unsliced kernel with the next panel prefetched: on the AVX2 core
+  // 0.71-0.84x the time at 8 rows (2 blocks), median 0.97x at 16 (3),
+  // 1.03-1.12x at 24 (4) and no gain from 5 blocks up; on the AVX-512 core
+  // (8-row blocks, 32-column panels: a 4 KiB slice is only 32 k rows)
+  // 1.0-1.3x the time at 10-20 rows and 1.26-1.43x at 24 on every shape
+  // measured, never faster. Nothing at one block (decode), which reads each
+  // weight once either way. Hence slices for chunks of 2..
+  // MaxSlicedChunkBlocks(isa) blocks: 3 on AVX2, none on AVX-512.
   static constexpr int64_t kSliceBytes = 4096;
-  static constexpr int64_t kMaxSlicedChunkBlocks = 3;
-  static int64_t KSlice(int64_t chunk_rows, int64_t k, int64_t block_rows, int64_t panel_width, int64_t slice_bytes);
+  static constexpr int64_t MaxSlicedChunkBlocks(Isa isa) { return isa == Isa::kAvx2 ? 3 : 0; }
+  static int64_t KSlice(Isa isa, int64_t chunk_rows, int64_t k, int64_t slice_bytes);
 
   const MatmulConfig& config() const { return config_; }
   Isa isa() const { return isa_; }

@@ -478,10 +478,10 @@ TEST(GemmTunerTest, TheDefaultColdBytesAreFourCachesWithinBounds) {
 // there every candidate but 0 would time the same.
 TEST(GemmTunerTest, ThePrefetchDistanceIsMeasuredWhereKIsNotSliced) {
   const int64_t m = TunerOptions().prefetch_at_rows;
-  for (const auto& [block_rows, panel_width] : {std::pair<int64_t, int64_t>{6, 16}, {8, 32}}) {
+  for (cpu::SkinnyMatmul::Isa isa : {cpu::SkinnyMatmul::Isa::kAvx2, cpu::SkinnyMatmul::Isa::kAvx512}) {
     for (int64_t k : {64, 768, 3072}) {
-      EXPECT_EQ(cpu::SkinnyMatmul::KSlice(m, k, block_rows, panel_width, cpu::SkinnyOptions().slice_bytes), 0)
-          << "m=" << m << " k=" << k << " blocks of " << block_rows;
+      EXPECT_EQ(cpu::SkinnyMatmul::KSlice(isa, m, k, cpu::SkinnyOptions().slice_bytes), 0)
+          << "m=" << m << " k=" << k << " on " << cpu::IsaName(isa);
     }
   }
 }
