@@ -203,7 +203,9 @@ absl::Status CheckOptions(const TunerOptions& o) {
   auto bad = [](const std::string& what) { return absl::InvalidArgumentError(absl::StrCat("tune: ", what)); };
   if (o.rows.empty()) return bad("the rows grid is empty");
   for (size_t i = 0; i < o.rows.size(); ++i) {
-    if (o.rows[i] < 1 || o.rows[i] > 4096) return bad(absl::StrCat("rows value ", o.rows[i], " is outside 1..4096"));
+    if (o.rows[i] < 1 || o.rows[i] > kMaxSkinnyRows) {
+      return bad(absl::StrCat("rows value ", o.rows[i], " is outside 1..", kMaxSkinnyRows));
+    }
     if (i > 0 && o.rows[i] <= o.rows[i - 1]) return bad("the rows grid is not ascending");
   }
   if (o.prefetch.empty()) return bad("the prefetch list is empty");
@@ -251,18 +253,20 @@ class RowsSweep {
     losses_ = won ? 0 : losses_ + 1;
     return losses_ < kLossesInARowToStop;
   }
-  // The range from the points so far.
-  void Decide(GemmChoice& choice) const {
+  // The range from the points so far; `whole_grid`: they run to the grid's
+  // end (SkinnyRowsPastTheGrid).
+  void Decide(GemmChoice& choice, bool whole_grid) const {
     choice.measured = points_;
     choice.skinny_min_rows = 1;
     if (against_ == LongRows::kPanels) {
       choice.skinny_max_rows = std::max(first_rows() - 1, SkinnyRangeEnd(points_));
-      return;
+    } else {
+      choice.skinny_max_rows = 0;
+      if (!start_) return;
+      choice.skinny_max_rows = SkinnyRangeEnd(absl::MakeConstSpan(points_).subspan(*start_));
+      if (choice.skinny_max_rows > 0 && *start_ > 0) choice.skinny_min_rows = points_[*start_].m;
     }
-    choice.skinny_max_rows = 0;
-    if (!start_) return;
-    choice.skinny_max_rows = SkinnyRangeEnd(absl::MakeConstSpan(points_).subspan(*start_));
-    if (choice.skinny_max_rows > 0 && *start_ > 0) choice.skinny_min_rows = points_[*start_].m;
+    choice.skinny_max_rows = SkinnyRowsPastTheGrid(points_, choice.skinny_max_rows, whole_grid);
   }
 
  private:
@@ -365,7 +369,7 @@ absl::StatusOr<GemmChoice> TuneOne(const cpu::MatmulConfig& config, const TunerO
     last = GemmTiming{m, t[0] * 1e6, t[1] * 1e6};
     going = sweep.Add(*last);
   }
-  sweep.Decide(choice);
+  sweep.Decide(choice, going && choice.complete());
   return choice;
 }
 
@@ -379,6 +383,13 @@ int64_t SkinnyRangeEnd(absl::Span<const GemmTiming> points) {
     if (gain > best) best = gain, end = p.m;
   }
   return end;
+}
+
+int64_t SkinnyRowsPastTheGrid(absl::Span<const GemmTiming> points, int64_t range_end, bool whole_grid) {
+  const size_t n = points.size();
+  auto won = [&](size_t i) { return points[i].skinny_us < points[i].onednn_us; };
+  if (!whole_grid || n < 2 || !won(n - 1) || !won(n - 2) || range_end != points.back().m) return range_end;
+  return std::max(range_end, kMaxSkinnyRows);
 }
 
 int RepeatsPerPoint(double round_s, const TunerOptions& o) {

@@ -55,7 +55,8 @@ struct TunerOptions {
   // The OpenMP team the engines run with (and the tuning is keyed on);
   // 0 = the calling thread's omp_get_max_threads().
   int threads = 0;
-  std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512};  // ascending
+  // Ascending; past the last point, SkinnyRowsPastTheGrid.
+  std::vector<int64_t> rows = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024};
   std::vector<int64_t> prefetch = {0, 16, 32, 64};
   // One row block on either core (AVX2 blocks 6 rows, AVX-512 8): k is not
   // sliced there (SkinnyMatmul::KSlice: from 2 blocks it is, and the
@@ -121,6 +122,14 @@ struct TuneReport {
 // loss that outweighs the wins before it does. 0: no prefix saves anything.
 // The sweep measures past a lost point and stops after two in a row.
 int64_t SkinnyRangeEnd(absl::Span<const GemmTiming> points);
+
+// Where the skinny GEMM's range ends once the sweep is decided: `range_end`
+// (SkinnyRangeEnd's), or kMaxSkinnyRows when the points run to the grid's
+// end (`whole_grid`), the range ends at the last one and the skinny GEMM
+// won it and the one before: past a few hundred rows both engines are
+// compute-bound, so the ratio of the last points holds (BERT-base at 1024
+// and 4096 rows on the AVX-512 core, against the panels: bench/RESULTS.md).
+int64_t SkinnyRowsPastTheGrid(absl::Span<const GemmTiming> points, int64_t range_end, bool whole_grid);
 
 // The rounds (one call per engine) a point runs after its warm-up when a
 // round takes `round_s` seconds: `repeats`, or as few as reach point_s, but

@@ -34,7 +34,6 @@ constexpr int64_t kMaxFileBytes = int64_t{16} << 20;
 // The row counts a choice may give the skinny GEMM: it computes any m, but a
 // request of more rows than this is a prefill, where oneDNN's blocked GEMM
 // belongs; a larger figure in a file is a damaged or hand-made file.
-constexpr int64_t kMaxSkinnyRows = 4096;
 
 std::string CpuModelName() {
   std::ifstream in("/proc/cpuinfo");

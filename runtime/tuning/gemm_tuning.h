@@ -64,6 +64,10 @@ MachineKey HostMachineKey(codegen::cpu::SkinnyMatmul::Isa isa, int threads);
 // first field that differs and both values.
 absl::Status CheckMachineKey(const MachineKey& file, const MachineKey& host);
 
+// The most rows a tuning file gives the skinny GEMM (skinny_max_rows) and
+// the largest row count it holds a timing for.
+inline constexpr int64_t kMaxSkinnyRows = 4096;
+
 // One timing behind a decision: medians over the tuner's repeats.
 struct GemmTiming {
   int64_t m = 0;

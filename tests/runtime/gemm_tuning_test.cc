@@ -354,11 +354,16 @@ void ExpectDecidedByTheRule(const GemmChoice& choice, const TunerOptions& option
     gain += choice.measured[i].onednn_us / choice.measured[i].skinny_us - 1;
     if (gain > best) best = gain, hi = choice.measured[i].m;
   }
-  EXPECT_EQ(choice.skinny_max_rows, hi);
-  EXPECT_EQ(choice.skinny_min_rows, hi == 0 || start == 0 ? 1 : choice.measured[start].m);
   const size_t n = choice.measured.size();
   const std::vector<GemmTiming>& measured = choice.measured;  // (clang 14 lambdas cannot capture a binding)
   auto lost = [&measured](size_t i) { return measured[i].skinny_us >= measured[i].onednn_us; };
+  // A range to the grid's end, its last two points won, goes on to the
+  // file's limit.
+  if (n == options.rows.size() && n >= 2 && !lost(n - 1) && !lost(n - 2) && hi == measured.back().m) {
+    hi = kMaxSkinnyRows;
+  }
+  EXPECT_EQ(choice.skinny_max_rows, hi);
+  EXPECT_EQ(choice.skinny_min_rows, hi == 0 || start == 0 ? 1 : choice.measured[start].m);
   EXPECT_TRUE(choice.measured.back().m == options.rows.back() || (n >= 2 && lost(n - 1) && lost(n - 2)));
 }
 
@@ -427,7 +432,30 @@ TEST(GemmTunerTest, AgainstThePanelsOnlyRowsFromTheSmallestChunkUpAreMeasured) {
   ASSERT_FALSE(choice.measured.empty());
   for (const GemmTiming& t : choice.measured) EXPECT_GE(t.m, chunk);
   EXPECT_EQ(choice.skinny_min_rows, 1);
-  EXPECT_EQ(choice.skinny_max_rows, std::max(chunk - 1, SkinnyRangeEnd(choice.measured)));
+  int64_t hi = std::max(chunk - 1, SkinnyRangeEnd(choice.measured));
+  const size_t n = choice.measured.size();
+  auto won = [&choice](size_t i) { return choice.measured[i].skinny_us < choice.measured[i].onednn_us; };
+  if (choice.measured.back().m == options.rows.back() && n >= 2 && won(n - 1) && won(n - 2) &&
+      hi == choice.measured.back().m) {
+    hi = kMaxSkinnyRows;  // a range to the grid's end, its last two points won
+  }
+  EXPECT_EQ(choice.skinny_max_rows, hi);
+}
+
+// Past the grid: a range that runs to its last point, won with the one
+// before it, goes on to kMaxSkinnyRows; one whose last point was lost, that
+// ends before it, or whose sweep stopped short of the grid's end, does not.
+TEST(GemmTunerTest, ARangeWonToTheGridsEndGoesOnToTheLimit) {
+  auto at = [](int64_t m, double skinny, double other) { return GemmTiming{m, skinny, other}; };
+  const std::vector<GemmTiming> won = {at(256, 95, 100), at(512, 90, 100), at(1024, 92, 100)};
+  EXPECT_EQ(SkinnyRowsPastTheGrid(won, 1024, true), kMaxSkinnyRows);
+  EXPECT_EQ(SkinnyRowsPastTheGrid(won, 1024, false), 1024);  // a sweep cut or stopped: measured rows only
+  EXPECT_EQ(SkinnyRowsPastTheGrid(won, 512, true), 512);     // a range that ends before the last point
+  // The last point lost, or the one before it: the range stays.
+  EXPECT_EQ(SkinnyRowsPastTheGrid({at(512, 90, 100), at(1024, 101, 100)}, 512, true), 512);
+  EXPECT_EQ(SkinnyRowsPastTheGrid({at(512, 101, 100), at(1024, 80, 100)}, 1024, true), 1024);
+  EXPECT_EQ(SkinnyRowsPastTheGrid({at(1024, 80, 100)}, 1024, true), 1024);  // one point is no trend
+  EXPECT_EQ(SkinnyRowsPastTheGrid({}, 0, true), 0);
 }
 
 // What the measurement adds to the peak RSS is reported from the copies it
