@@ -44,7 +44,8 @@ void TuneMissing(const std::string& path, const std::string& model_arg,
                          "; its weight copies (", (outcome->report.peak_copy_bytes + (1 << 20) - 1) >> 20,
                          " MiB at most, for its largest class) count in this process's peak RSS");
   if (!outcome->report.cut.empty()) {
-    absl::StrAppend(&note, "; cut by the budget (built-in defaults kept, a later run goes on from where each stopped): ",
+    absl::StrAppend(&note,
+                    "; cut by the budget (built-in defaults kept, a later run goes on from where each stopped): ",
                     absl::StrJoin(outcome->report.cut, ", "));
   }
   if (!outcome->report.skipped.empty()) {

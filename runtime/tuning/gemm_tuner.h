@@ -9,7 +9,8 @@
 // over enough copies of the matrix to exceed the last-level cache,
 // TunerOptions::cold_bytes); the two engines are interleaved call by call;
 // each figure is the median of `repeats` calls after a warm-up call per row
-// count (fewer on a point whose calls are long: RepeatsPerPoint). First the prefetch distance: every TunerOptions::prefetch value at
+// count (fewer on a point whose calls are long: RepeatsPerPoint). First the
+// prefetch distance: every TunerOptions::prefetch value at
 // m = TunerOptions::prefetch_at_rows, the fastest kept. Then the rows grid,
 // ascending: the skinny GEMM's range starts at the first of the grid's first
 // two points where it is faster than oneDNN (oneDNN's gemv path can win
