@@ -12,6 +12,18 @@
 #include "codegen/cpu/skinny_kernel.h"
 
 namespace shapeshift::codegen::cpu {
+namespace {
+
+// Each core's register block: rows per block and columns per panel.
+int64_t BlockRows(SkinnyMatmul::Isa isa) {
+  return isa == SkinnyMatmul::Isa::kAvx512 ? skinny::kAvx512BlockRows : skinny::kAvx2BlockRows;
+}
+int64_t PanelWidth(SkinnyMatmul::Isa isa) {
+  return isa == SkinnyMatmul::Isa::kAvx512 ? skinny::kAvx512PanelWidth : skinny::kAvx2PanelWidth;
+}
+
+}  // namespace
+
 const char* IsaName(SkinnyMatmul::Isa isa) { return isa == SkinnyMatmul::Isa::kAvx512 ? "avx512" : "avx2"; }
 
 bool SkinnyMatmul::Supported(Isa isa) {
@@ -37,9 +49,8 @@ int64_t SkinnyMatmul::RowChunk(int64_t m, int64_t k, int64_t block_rows, int64_t
 }
 
 int64_t SkinnyMatmul::KSlice(Isa isa, int64_t chunk_rows, int64_t k, int64_t slice_bytes) {
-  const int64_t block_rows = isa == Isa::kAvx512 ? skinny::kAvx512BlockRows : skinny::kAvx2BlockRows;
-  const int64_t panel_width = isa == Isa::kAvx512 ? skinny::kAvx512PanelWidth : skinny::kAvx2PanelWidth;
-  const int64_t row_bytes = panel_width * static_cast<int64_t>(sizeof(float));
+  const int64_t block_rows = BlockRows(isa);
+  const int64_t row_bytes = PanelWidth(isa) * static_cast<int64_t>(sizeof(float));
   if (slice_bytes == 0) {
     const int64_t blocks = (chunk_rows + block_rows - 1) / block_rows;
     if (blocks < 2 || blocks > MaxSlicedChunkBlocks(isa)) return 0;
@@ -74,7 +85,7 @@ absl::StatusOr<std::unique_ptr<SkinnyMatmul>> SkinnyMatmul::Create(const MatmulC
 }
 
 int64_t SkinnyMatmul::panel_width() const {
-  return isa_ == Isa::kAvx512 ? skinny::kAvx512PanelWidth : skinny::kAvx2PanelWidth;
+  return PanelWidth(isa_);
 }
 
 int64_t SkinnyMatmul::Panels() const { return (config_.n + panel_width() - 1) / panel_width(); }
@@ -149,7 +160,7 @@ absl::Status SkinnyMatmul::Execute(const MatmulShape& shape, const MatmulOperand
   args.prefetch_next_panel = options_.prefetch_next_panel;
   void (*run)(const skinny::PanelArgs&) = isa_ == Isa::kAvx512 ? skinny::RunPanelsAvx512 : skinny::RunPanelsAvx2;
   const int64_t panels = Panels();
-  const int64_t block_rows = isa_ == Isa::kAvx512 ? skinny::kAvx512BlockRows : skinny::kAvx2BlockRows;
+  const int64_t block_rows = BlockRows(isa_);
   static const CacheSizes caches = HostCacheSizes();
   // The whole team or none (parallel_run.h's TeamFor says why): threads past
   // the last panel get an empty range.

@@ -246,7 +246,7 @@ class RowsSweep {
   bool Add(const GemmTiming& t) {
     points_.push_back(t);
     const bool won = t.skinny_us < t.onednn_us;
-    if (against_ == LongRows::kPlain && !start_) {
+    if (against_ == LongRows::kPlain && start_ == kNoStart) {
       if (won) start_ = points_.size() - 1;
       return won || points_.size() < 2;
     }
@@ -262,9 +262,9 @@ class RowsSweep {
       choice.skinny_max_rows = std::max(first_rows() - 1, SkinnyRangeEnd(points_));
     } else {
       choice.skinny_max_rows = 0;
-      if (!start_) return;
-      choice.skinny_max_rows = SkinnyRangeEnd(absl::MakeConstSpan(points_).subspan(*start_));
-      if (choice.skinny_max_rows > 0 && *start_ > 0) choice.skinny_min_rows = points_[*start_].m;
+      if (start_ == kNoStart) return;
+      choice.skinny_max_rows = SkinnyRangeEnd(absl::MakeConstSpan(points_).subspan(start_));
+      if (choice.skinny_max_rows > 0 && start_ > 0) choice.skinny_min_rows = points_[start_].m;
     }
     choice.skinny_max_rows = SkinnyRowsPastTheGrid(points_, choice.skinny_max_rows, whole_grid);
   }
@@ -272,7 +272,8 @@ class RowsSweep {
  private:
   LongRows against_;
   std::vector<GemmTiming> points_;
-  std::optional<size_t> start_;  // (kPlain) the first point of the range
+  static constexpr size_t kNoStart = ~size_t{0};
+  size_t start_ = kNoStart;  // (kPlain) the first point of the range, once won
   int losses_ = 0;
 };
 
@@ -281,12 +282,13 @@ struct ClassCopies {
   std::vector<std::vector<float>> plain;  // only where oneDNN's runtime-M GEMM reads them
   std::unique_ptr<Operands> operands;
   size_t copies = 0;
+  int64_t plain_bytes = 0;  // one plain copy
 };
 
 ClassCopies MakeCopies(const cpu::MatmulConfig& config, const TunerOptions& o) {
-  const int64_t plain_bytes = config.k * config.n * static_cast<int64_t>(sizeof(float));
   ClassCopies c;
-  c.copies = static_cast<size_t>(std::max<int64_t>(2, (o.cold_bytes + plain_bytes - 1) / plain_bytes));
+  c.plain_bytes = config.k * config.n * static_cast<int64_t>(sizeof(float));
+  c.copies = static_cast<size_t>(std::max<int64_t>(2, (o.cold_bytes + c.plain_bytes - 1) / c.plain_bytes));
   c.plain.resize(o.long_rows == LongRows::kPlain ? c.copies : 0);
   for (size_t i = 0; i < c.plain.size(); ++i) FillCopy(config, i, c.plain[i]);
   const int64_t max_m = std::max(o.rows.back(), o.prefetch_at_rows);
@@ -311,9 +313,7 @@ absl::StatusOr<std::unique_ptr<SkinnyEngine>> PickPrefetch(ClassCopies& c, const
     if (packed == nullptr) {
       // Held from here to the class's end: the plain copies, the packed ones
       // and (without plain copies) the scratch they were packed from.
-      const cpu::MatmulConfig& config = *c.operands->config;
-      const int64_t plain_bytes = config.k * config.n * static_cast<int64_t>(sizeof(float));
-      copy_bytes = static_cast<int64_t>(c.plain.size()) * plain_bytes + (c.plain.empty() ? plain_bytes : 0);
+      copy_bytes = static_cast<int64_t>(c.plain.size()) * c.plain_bytes + (c.plain.empty() ? c.plain_bytes : 0);
       for (const cpu::PackedWeights& w : *e->packed_copies()) copy_bytes += w.bytes();
     }
     packed = e->packed_copies();
