@@ -3,6 +3,8 @@
 
 Input layout (written by run.sh):
   RESULTS/machine.json                      lscpu model, versions, date
+  RESULTS/probe-start.json, probe-end.json  build/bench/machine_probe before and after the runs
+                                            (FMA peak, triad bandwidth), when it was built
   RESULTS/<model>/<engine>.round<K>.json    peer_bench.py output, one per process
   RESULTS/<model>/<engine>.npz              outputs of the last round (agreement)
   RESULTS/<model>/shapeshift.round<K>.json  shapeshift_bench.py output, one per round, when the
@@ -12,17 +14,26 @@ Figures are absolute, with ratios shapeshift / peer (below 1 means shapeshift
 is faster or smaller). Where there is no shapeshift result the column says so;
 a number is never made up. Several rounds of one engine are combined by the
 median of each figure (run.sh interleaves rounds to spread machine noise).
+
+With the probe's figures, each latency is also put against the machine: the
+request's floor (peer_costs.py: its FLOPs at the FMA peak or its bytes at the
+triad bandwidth, whichever is longer; the higher of the two probes' figures)
+over the engine's median, the fraction of the machine it used.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import pathlib
 import statistics
 import sys
 
 import numpy as np
+
+import peer_costs
+import peer_inputs as pi
 
 PEERS = ("ort", "torch-eager", "torch-compile-dynamic", "torch-compile-default")
 SHAPESHIFT = "shapeshift"
@@ -65,9 +76,29 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines + [""]
 
 
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """The machine's best measured FP32 FMA peak and triad bandwidth."""
+    fma_peak_gflops: float
+    triad_gbytes_s: float
+
+
+def load_limits(results: pathlib.Path) -> tuple[Limits | None, list[str]]:
+    """The higher of the probes' figures (what the machine delivered when
+    least disturbed), and one line per probe for the report's header."""
+    probes = {p.stem: json.loads(p.read_text()) for p in sorted(results.glob("probe-*.json"))}
+    lines = [f"- {name}: FMA peak {p['fma_peak_gflops']:.1f} GFLOP/s, triad {p['triad_gbytes_s']:.1f} GB/s "
+             f"({p['threads']} threads)" for name, p in probes.items()]
+    if not probes:
+        return None, ["- machine probe: not run (build/bench/machine_probe was not built): no floors"]
+    return Limits(max(p["fma_peak_gflops"] for p in probes.values()),
+                  max(p["triad_gbytes_s"] for p in probes.values())), lines
+
+
 class ModelResults:
-    def __init__(self, model_dir: pathlib.Path):
+    def __init__(self, model_dir: pathlib.Path, limits: Limits | None = None):
         self.name = model_dir.name
+        self.limits = limits
         self.dir = model_dir
         self.rounds = {e: load_rounds(model_dir, e) for e in PEERS}
         self.engines = [e for e in PEERS if self.rounds[e]]
@@ -111,7 +142,7 @@ class ModelResults:
         if self.rounds["ort"]:
             lines.append(f"ORT model file: `{self.rounds['ort'][0]['model_file']}`")
         lines.append("")
-        lines += self.latency_table() + self.trace_table() + self.cold_table()
+        lines += self.latency_table() + self.limits_table() + self.trace_table() + self.cold_table()
         lines += self.memory_table() + self.agreement_table()
         return lines
 
@@ -136,6 +167,36 @@ class ModelResults:
                 ss = self.shapeshift_note
             rows.append([str(batch), str(length)] + cells + [ss] + self.ratio_cells(pick("median_ms")))
         return ["### Latency (warm; median over repeats, median over rounds)", ""] + table(header, rows)
+
+    def limits_table(self) -> list[str]:
+        """Each cell's floor (peer_costs.py) and the fraction of it each
+        engine reached: floor / median latency (1.0: at the machine's limit)."""
+        spec = pi.ALL_MODELS.get(self.name)
+        runs = [r for e in self.engines for r in self.rounds[e]]
+        if self.limits is None or spec is None or not runs:
+            return []
+        size = pi.sizes(spec.family, bool(runs[0].get("tiny")))
+        shapes = sorted({(row["batch"], row["length"]) for r in runs for row in r["latency"]})
+        engines = list(self.engines) + ([SHAPESHIFT] if self.shapeshift else [])
+        peak, triad = self.limits.fma_peak_gflops, self.limits.triad_gbytes_s
+        rows = []
+        for batch, length in shapes:
+            cost = peer_costs.request_cost(spec, size, batch, length)
+            if cost is None:
+                return []
+            floor_ms = 1e3 * cost.floor_s(peak, triad)
+
+            def median(r, b=batch, n=length):
+                return next(row["median_ms"] for row in r["latency"] if row["batch"] == b and row["length"] == n)
+
+            fractions = [self.figure(e, median) for e in engines]
+            rows.append([str(batch), str(length), f"{cost.flops * 1e-9:.3g}", f"{cost.bytes * 1e-6:.4g}",
+                         f"{floor_ms:.3g} ({cost.bound(peak, triad)})"]
+                        + [f"{floor_ms / ms:.2f}" if ms else "—" for ms in fractions])
+        header = ["batch", "length", "GFLOP", "MB", "floor ms (bound)"] + [f"{e} of floor" for e in engines]
+        title = (f"### Against the machine (floor: FLOPs at {peak:.0f} GFLOP/s or bytes at {triad:.1f} GB/s, "
+                 "the longer; engine's figure: floor / median latency)")
+        return [title, ""] + table(header, rows)
 
     def trace_table(self) -> list[str]:
         metrics = [
@@ -225,9 +286,11 @@ def main() -> int:
     lines = ["# shapeshift vs peers", ""]
     for key, value in machine.items():
         lines.append(f"- {key}: {value}")
+    limits, probe_lines = load_limits(args.results)
+    lines += probe_lines
     lines += ["", "Ratios are shapeshift / peer: below 1 means shapeshift is faster or smaller.", ""]
     for model_dir in sorted(p for p in args.results.iterdir() if p.is_dir()):
-        lines += ModelResults(model_dir).section()
+        lines += ModelResults(model_dir, limits).section()
     text = "\n".join(lines) + "\n"
     if args.out:
         args.out.write_text(text)

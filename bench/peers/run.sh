@@ -9,7 +9,7 @@
 #                      [--repeats N] [--trace-requests N] [--exporter torchscript|dynamo]
 #                      [--seqs 8,16,...] [--batches 1,8] [--results DIR]
 #
-# Results (JSON per process, npz outputs, the trace, report.md) go to
+# Results (JSON per process, npz outputs, the trace, the machine probes, report.md) go to
 # ${XDG_CACHE_HOME:-~/.cache}/shapeshift/peer-results/<UTC time> unless --results
 # is given; models to ${XDG_CACHE_HOME:-~/.cache}/shapeshift/models. Nothing is
 # written into the repository. Benchmarks want a quiet machine: the load average
@@ -95,6 +95,16 @@ json.dump({
 }, open(path, "w"), indent=1)
 PY
 
+# The machine's FMA peak and triad bandwidth before and after the runs
+# (build/bench/machine_probe, built with the benches): report.py puts each
+# latency against the floor they give. Without the probe, no floor is shown.
+probe_bin="${repo}/build/bench/machine_probe"
+probe() {
+  [[ -x "${probe_bin}" ]] || return 0
+  "${probe_bin}" > "${results}/probe-$1.json" || rm -f "${results}/probe-$1.json"
+}
+probe start
+
 IFS=, read -r -a engine_list <<< "${engines}"
 IFS=, read -r -a model_list <<< "${models}"
 for model in "${model_list[@]}"; do
@@ -127,6 +137,8 @@ for model in "${model_list[@]}"; do
     done
   done
 done
+
+probe end
 
 "${python}" "${here}/report.py" "${results}" --out "${results}/report.md"
 cat "${results}/report.md"

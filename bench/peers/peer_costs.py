@@ -1,0 +1,89 @@
+"""What one benchmark request must cost at least, from the models' size table.
+
+A request's floor on a machine is the larger of its FLOPs at the machine's
+measured FP32 FMA peak and its bytes at the measured stream-triad bandwidth
+(bench/machine_probe.h; run.sh records both). report.py divides it by each
+engine's median latency: the fraction of the machine that engine used.
+
+FLOPs count what the request needs, not what an engine happens to compute:
+  - every constant-weight GEMM, 2 flops per multiply-add, per token: the
+    attention's projections (q and o: hidden x hidden; k and v: hidden x
+    key/value heads x head dim), the MLP (two matrices, three when gated), and
+    a decoder's LM head (hidden x vocab), applied to every position of a
+    prefill (the exported graphs return logits for all of them);
+  - the attention's two products (scores and probabilities times values):
+    2 x hidden multiply-adds per (query, allowed key) pair and layer (head dim
+    times query heads, for each product); a causal
+    prefill allows key j for query i only when j <= i (S (S + 1) / 2 pairs),
+    a decode step with a cache of P allows all P + 1 keys;
+  - biases, normalizations, softmax and activations are left out (a few
+    flops per element, under 1% of any cell here).
+The embedding lookups and BERT's pooler (one row per sequence) are not GEMMs
+over the tokens and are left out too.
+
+Bytes count the one read of every GEMM weight (f32) a request cannot avoid,
+and, with past key/values, the cache read once and written once as the
+`present` outputs (plain ONNX semantics: a fresh tensor each step).
+Activations are not counted: they fit in the caches at these sizes or move
+far fewer bytes than the weights.
+
+Needs only the standard library and peer_inputs (numpy), like report.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import peer_inputs as pi
+
+F32 = 4  # bytes
+
+# Families whose MLP is gated (gate, up, down: three hidden x intermediate
+# matrices); the others have two (up, down).
+GATED_MLP = frozenset({"llama", "qwen2", "mistral", "gemma"})
+# Families costed here; others have no floor (the report shows none).
+COSTED = frozenset({"bert", "distilbert", "roberta", "gpt2", "llama"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Cost:
+    flops: float
+    bytes: float
+
+    def floor_s(self, fma_peak_gflops: float, triad_gbytes_s: float) -> float:
+        return max(self.flops / (fma_peak_gflops * 1e9), self.bytes / (triad_gbytes_s * 1e9))
+
+    def bound(self, fma_peak_gflops: float, triad_gbytes_s: float) -> str:
+        compute = self.flops / (fma_peak_gflops * 1e9)
+        return "compute" if compute >= self.bytes / (triad_gbytes_s * 1e9) else "memory"
+
+
+def layer_weights(family: str, size: pi.Sizes) -> int:
+    """Multiply-adds per token of one layer's constant-weight GEMMs (= their
+    weight elements)."""
+    kv_width = size.key_value_heads * size.head_dim
+    attention = 2 * size.hidden * size.hidden + 2 * size.hidden * kv_width
+    mlp = (3 if family in GATED_MLP else 2) * size.hidden * size.intermediate
+    return attention + mlp
+
+
+def request_cost(spec: pi.ModelSpec, size: pi.Sizes, batch: int, length: int) -> Cost | None:
+    """The floor's work for one benchmark request (pi.request_shape says what
+    `length` is), or None for a family not costed here."""
+    if spec.family not in COSTED or spec.kind not in ("encoder", "decoder"):
+        return None
+    shape = pi.request_shape(spec, length)
+    seq, past = shape["seq"], shape["past"]
+    weights = size.layers * layer_weights(spec.family, size)
+    if spec.is_decoder:
+        weights += size.hidden * size.vocab  # the LM head, on every position
+    if spec.is_decoder and not spec.with_past:
+        pairs = seq * (seq + 1) // 2  # causal prefill
+    else:
+        pairs = seq * (past + seq)  # an encoder sees every key; a step sees its cache and itself
+    flops = 2.0 * batch * (seq * weights + size.layers * 2 * size.hidden * pairs)
+    cache = 0
+    if spec.with_past:
+        per_token = size.layers * 2 * size.key_value_heads * size.head_dim  # keys and values
+        cache = batch * per_token * (past + (past + seq))  # past read, present written
+    return Cost(flops=flops, bytes=float(F32 * (weights + cache)))
