@@ -14,7 +14,10 @@
 # `--steps 1 --repeats 3` times prefills only. Results (one JSON per run,
 # report.md) go to ${XDG_CACHE_HOME:-~/.cache}/shapeshift/decode-results/<UTC
 # time> unless --results is given. Wants a quiet machine: the load average is
-# recorded per run.
+# recorded per run. With build/bench/machine_probe built, the FMA peak and
+# triad bandwidth are measured before and after the runs (probe-start.json,
+# probe-end.json) and the report puts prefill and step against the floor
+# they give (peer_costs.py; the step's at the run's middle cache length).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -47,6 +50,14 @@ results="${results:-${XDG_CACHE_HOME:-$HOME/.cache}/shapeshift/decode-results/$(
 mkdir -p "${results}"
 "${here}/setup.sh"
 
+repo="$(cd "${here}/../.." && pwd)"
+probe_bin="${repo}/build/bench/machine_probe"
+probe() {
+  [[ -x "${probe_bin}" ]] || return 0
+  "${probe_bin}" > "${results}/probe-$1.json" || rm -f "${results}/probe-$1.json"
+}
+probe start
+
 IFS=, read -r -a engine_list <<< "${engines}"
 IFS=, read -r -a prompt_list <<< "${prompts}"
 for ((round = 0; round < rounds; round++)); do
@@ -64,11 +75,18 @@ for ((round = 0; round < rounds; round++)); do
   done
 done
 
-"${python}" - "${results}" > "${results}/report.md" <<'PY'
+probe end
+
+PYTHONPATH="${here}" "${python}" - "${results}" > "${results}/report.md" <<'PY'
 import collections, json, pathlib, statistics, sys
+import peer_costs, peer_inputs as pi
 runs = collections.defaultdict(list)
+probes = []
 for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
     r = json.loads(path.read_text())
+    if path.name.startswith("probe-"):
+        probes.append(r)
+        continue
     runs[(f'{r["batch"]}x{r["prompt"]}', r["engine"])].append(r)
 prompts = sorted({p for p, _ in runs}, key=lambda p: [int(x) for x in p.split("x")])
 engines = sorted({e for _, e in runs}, key=lambda e: (e != "shapeshift", e != "ort", e))
@@ -77,8 +95,24 @@ def med(rs, f):
     return statistics.median(vals) if vals else None
 def fmt(x, digits=1):
     return "—" if x is None else f"{x:.{digits}f}"
-print("| prompt | engine | prefill ms | step ms (median) | p90 | tokens/s | peak RSS MB | ids = ORT's | prefill ss/peer | step ss/peer |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+peak = max((p["fma_peak_gflops"] for p in probes), default=None)
+triad = max((p["triad_gbytes_s"] for p in probes), default=None)
+def floors(r):
+    """(prefill, step) floors in ms: peer_costs.cost at the probes' best
+    figures; the step's at the middle of the cache lengths its steps saw."""
+    if peak is None or r["model"] not in pi.ALL_MODELS:
+        return None, None
+    spec = pi.ALL_MODELS[r["model"]]
+    size = pi.sizes(spec.family, bool(r.get("tiny")))
+    prefill = peer_costs.cost(spec, size, r["batch"], r["prompt"], 0)
+    step = peer_costs.cost(spec, size, r["batch"], 1, r["prompt"] + max(r["steps"] - 1, 0) // 2)
+    if prefill is None:
+        return None, None
+    return 1e3 * prefill.floor_s(peak, triad), 1e3 * step.floor_s(peak, triad)
+def of_floor(floor, ms):
+    return None if floor is None or not ms else floor / ms
+print("| prompt | engine | prefill ms | step ms (median) | p90 | tokens/s | peak RSS MB | ids = ORT's | prefill ss/peer | step ss/peer | prefill of floor | step of floor |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for p in prompts:
     ss = runs.get((p, "shapeshift"), [])
     ort_ids = runs[(p, "ort")][0]["tokens"] if (p, "ort") in runs else None
@@ -97,10 +131,18 @@ for p in prompts:
         ss_step = med(ss, lambda r: r["step_ms"]["median"] if r["step_ms"] else None)
         ratio_pre = None if e == "shapeshift" or ss_pre is None or not pre else ss_pre / pre
         ratio_step = None if e == "shapeshift" or ss_step is None or not step else ss_step / step
+        floor_pre, floor_step = floors(rs[0])
         print(f"| {p} | {e} | {fmt(pre)} | {fmt(step, 2)} | {fmt(p90, 2)} | {fmt(tps)} | {fmt(rss, 0)} | {same} | "
-              f"{fmt(ratio_pre, 2)} | {fmt(ratio_step, 2)} |")
+              f"{fmt(ratio_pre, 2)} | {fmt(ratio_step, 2)} | {fmt(of_floor(floor_pre, pre), 2)} | "
+              f"{fmt(of_floor(floor_step, step), 2)} |")
 loads = [r["load_average_at_start"] for rs in runs.values() for r in rs]
 print(f"\nload average at each run's start: {min(loads):.2f}..{max(loads):.2f}; runs per cell: "
       f"{max(len(rs) for rs in runs.values())}")
+if peak is None:
+    print("floors: none (build/bench/machine_probe was not built)")
+else:
+    print(f"floors (peer_costs.py): FLOPs at {peak:.1f} GFLOP/s or bytes at {triad:.1f} GB/s, the longer "
+          f"(the higher of {len(probes)} probe(s)); of floor = floor / measured (above 1: the run had more "
+          "bandwidth than the probes caught; this host's moves by 1.5x within minutes)")
 PY
 cat "${results}/report.md"

@@ -67,23 +67,28 @@ def layer_weights(family: str, size: pi.Sizes) -> int:
     return attention + mlp
 
 
-def request_cost(spec: pi.ModelSpec, size: pi.Sizes, batch: int, length: int) -> Cost | None:
-    """The floor's work for one benchmark request (pi.request_shape says what
-    `length` is), or None for a family not costed here."""
+def cost(spec: pi.ModelSpec, size: pi.Sizes, batch: int, seq: int, past: int = 0) -> Cost | None:
+    """The floor's work for `seq` new tokens per sequence after `past` cached
+    ones (a prefill: past 0; a decode step: seq 1), or None for a family not
+    costed here."""
     if spec.family not in COSTED or spec.kind not in ("encoder", "decoder"):
         return None
-    shape = pi.request_shape(spec, length)
-    seq, past = shape["seq"], shape["past"]
     weights = size.layers * layer_weights(spec.family, size)
     if spec.is_decoder:
         weights += size.hidden * size.vocab  # the LM head, on every position
-    if spec.is_decoder and not spec.with_past:
-        pairs = seq * (seq + 1) // 2  # causal prefill
+        pairs = seq * past + seq * (seq + 1) // 2  # token i sees the cache and tokens 0..i
     else:
-        pairs = seq * (past + seq)  # an encoder sees every key; a step sees its cache and itself
+        pairs = seq * seq  # an encoder sees every key
     flops = 2.0 * batch * (seq * weights + size.layers * 2 * size.hidden * pairs)
     cache = 0
     if spec.with_past:
         per_token = size.layers * 2 * size.key_value_heads * size.head_dim  # keys and values
         cache = batch * per_token * (past + (past + seq))  # past read, present written
     return Cost(flops=flops, bytes=float(F32 * (weights + cache)))
+
+
+def request_cost(spec: pi.ModelSpec, size: pi.Sizes, batch: int, length: int) -> Cost | None:
+    """cost() of one peer-grid request (pi.request_shape says what `length`
+    is: a prefill's sequence, or with past the cache of a one-token step)."""
+    shape = pi.request_shape(spec, length)
+    return cost(spec, size, batch, shape["seq"], shape["past"])

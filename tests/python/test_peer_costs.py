@@ -57,6 +57,17 @@ def test_llama_counts_grouped_query_projections_and_the_gated_mlp():
     assert c.bytes / 4 == pytest.approx(1.0345e9, rel=1e-3)
 
 
+def test_a_prefill_with_past_of_a_decoder_is_causal_over_the_cache_and_itself():
+    # 16 prompt tokens, no cache: 16 x 17 / 2 = 136 pairs; the presents of 16 tokens written.
+    spec = pi.ALL_MODELS["llama-past"]
+    c = peer_costs.cost(spec, pi.sizes("llama", False), 1, 16, 0)
+    assert c.flops == 2 * (16 * 1_034_420_224 + 22 * 2 * 2048 * 136)
+    assert c.bytes == 4 * (1_034_420_224 + 22 * 2 * 256 * 16)
+    # 4 tokens after 10 cached: 4 x 10 + 4 x 5 / 2 = 50 pairs.
+    assert peer_costs.cost(spec, pi.sizes("llama", False), 1, 4, 10).flops == 2 * (
+        4 * 1_034_420_224 + 22 * 2 * 2048 * 50)
+
+
 def test_the_floor_is_the_longer_of_compute_and_memory():
     c = peer_costs.Cost(flops=2e9, bytes=1e9)
     assert c.floor_s(200.0, 50.0) == pytest.approx(0.02)  # memory: 1 GB at 50 GB/s
