@@ -81,12 +81,11 @@ PYTHONPATH="${here}" "${python}" - "${results}" > "${results}/report.md" <<'PY'
 import collections, json, pathlib, statistics, sys
 import peer_costs, peer_inputs as pi
 runs = collections.defaultdict(list)
-probes = []
-for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
-    r = json.loads(path.read_text())
+results = pathlib.Path(sys.argv[1])
+for path in sorted(results.glob("*.json")):
     if path.name.startswith("probe-"):
-        probes.append(r)
         continue
+    r = json.loads(path.read_text())
     runs[(f'{r["batch"]}x{r["prompt"]}', r["engine"])].append(r)
 prompts = sorted({p for p, _ in runs}, key=lambda p: [int(x) for x in p.split("x")])
 engines = sorted({e for _, e in runs}, key=lambda e: (e != "shapeshift", e != "ort", e))
@@ -95,12 +94,12 @@ def med(rs, f):
     return statistics.median(vals) if vals else None
 def fmt(x, digits=1):
     return "—" if x is None else f"{x:.{digits}f}"
-peak = max((p["fma_peak_gflops"] for p in probes), default=None)
-triad = max((p["triad_gbytes_s"] for p in probes), default=None)
+probes = peer_costs.load_probes(results)
+limits = peer_costs.best_limits(probes)
 def floors(r):
     """(prefill, step) floors in ms: peer_costs.cost at the probes' best
     figures; the step's at the middle of the cache lengths its steps saw."""
-    if peak is None or r["model"] not in pi.ALL_MODELS:
+    if limits is None or r["model"] not in pi.ALL_MODELS:
         return None, None
     spec = pi.ALL_MODELS[r["model"]]
     size = pi.sizes(spec.family, bool(r.get("tiny")))
@@ -108,7 +107,7 @@ def floors(r):
     step = peer_costs.cost(spec, size, r["batch"], 1, r["prompt"] + max(r["steps"] - 1, 0) // 2)
     if prefill is None:
         return None, None
-    return 1e3 * prefill.floor_s(peak, triad), 1e3 * step.floor_s(peak, triad)
+    return 1e3 * prefill.floor_s(limits), 1e3 * step.floor_s(limits)
 def of_floor(floor, ms):
     return None if floor is None or not ms else floor / ms
 print("| prompt | engine | prefill ms | step ms (median) | p90 | tokens/s | peak RSS MB | ids = ORT's | prefill ss/peer | step ss/peer | prefill of floor | step of floor |")
@@ -138,10 +137,11 @@ for p in prompts:
 loads = [r["load_average_at_start"] for rs in runs.values() for r in rs]
 print(f"\nload average at each run's start: {min(loads):.2f}..{max(loads):.2f}; runs per cell: "
       f"{max(len(rs) for rs in runs.values())}")
-if peak is None:
+if limits is None:
     print("floors: none (build/bench/machine_probe was not built)")
 else:
-    print(f"floors (peer_costs.py): FLOPs at {peak:.1f} GFLOP/s or bytes at {triad:.1f} GB/s, the longer "
+    print(f"floors (peer_costs.py): FLOPs at {limits.fma_peak_gflops:.1f} GFLOP/s or bytes at "
+          f"{limits.triad_gbytes_s:.1f} GB/s, the longer "
           f"(the higher of {len(probes)} probe(s)); of floor = floor / measured (above 1: the run had more "
           "bandwidth than the probes caught; this host's moves by 1.5x within minutes)")
 PY

@@ -27,12 +27,16 @@ and, with past key/values, the cache read once and written once as the
 Activations are not counted: they fit in the caches at these sizes or move
 far fewer bytes than the weights.
 
-Needs only the standard library and peer_inputs (numpy), like report.py.
+The limits come from the run's probes (load_probes, best_limits), so the
+two reports (report.py, decode_run.sh's) take them by one rule. Needs only
+the standard library and peer_inputs (numpy), like report.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import pathlib
 
 import peer_inputs as pi
 
@@ -50,12 +54,40 @@ class Cost:
     flops: float
     bytes: float
 
-    def floor_s(self, fma_peak_gflops: float, triad_gbytes_s: float) -> float:
-        return max(self.flops / (fma_peak_gflops * 1e9), self.bytes / (triad_gbytes_s * 1e9))
+    def floor_s(self, limits: "Limits") -> float:
+        return max(self.compute_s(limits), self.memory_s(limits))
 
-    def bound(self, fma_peak_gflops: float, triad_gbytes_s: float) -> str:
-        compute = self.flops / (fma_peak_gflops * 1e9)
-        return "compute" if compute >= self.bytes / (triad_gbytes_s * 1e9) else "memory"
+    def bound(self, limits: "Limits") -> str:
+        return "compute" if self.compute_s(limits) >= self.memory_s(limits) else "memory"
+
+    def compute_s(self, limits: "Limits") -> float:
+        return self.flops / (limits.fma_peak_gflops * 1e9)
+
+    def memory_s(self, limits: "Limits") -> float:
+        return self.bytes / (limits.triad_gbytes_s * 1e9)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """The machine's FP32 FMA peak and triad bandwidth a floor is taken at."""
+    fma_peak_gflops: float
+    triad_gbytes_s: float
+
+
+def load_probes(results: pathlib.Path) -> dict[str, dict]:
+    """The machine_probe outputs a run saved as RESULTS/probe-<when>.json,
+    by <when> (run.sh and decode_run.sh take one before and one after)."""
+    return {p.stem.removeprefix("probe-"): json.loads(p.read_text()) for p in sorted(results.glob("probe-*.json"))}
+
+
+def best_limits(probes: dict[str, dict]) -> Limits | None:
+    """The higher of the probes' figures: what the machine delivered when
+    least disturbed (a floor taken there makes every engine's fraction
+    lower, never higher); None without probes."""
+    if not probes:
+        return None
+    return Limits(max(p["fma_peak_gflops"] for p in probes.values()),
+                  max(p["triad_gbytes_s"] for p in probes.values()))
 
 
 def layer_weights(family: str, size: pi.Sizes) -> int:

@@ -24,7 +24,6 @@ over the engine's median, the fraction of the machine it used.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import pathlib
 import statistics
@@ -76,27 +75,16 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines + [""]
 
 
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    """The machine's best measured FP32 FMA peak and triad bandwidth."""
-    fma_peak_gflops: float
-    triad_gbytes_s: float
-
-
-def load_limits(results: pathlib.Path) -> tuple[Limits | None, list[str]]:
-    """The higher of the probes' figures (what the machine delivered when
-    least disturbed), and one line per probe for the report's header."""
-    probes = {p.stem: json.loads(p.read_text()) for p in sorted(results.glob("probe-*.json"))}
-    lines = [f"- {name}: FMA peak {p['fma_peak_gflops']:.1f} GFLOP/s, triad {p['triad_gbytes_s']:.1f} GB/s "
-             f"({p['threads']} threads)" for name, p in probes.items()]
+def probe_lines(probes: dict[str, dict]) -> list[str]:
+    """One line per probe for the report's header."""
     if not probes:
-        return None, ["- machine probe: not run (build/bench/machine_probe was not built): no floors"]
-    return Limits(max(p["fma_peak_gflops"] for p in probes.values()),
-                  max(p["triad_gbytes_s"] for p in probes.values())), lines
+        return ["- machine probe: not run (build/bench/machine_probe was not built): no floors"]
+    return [f"- probe-{name}: FMA peak {p['fma_peak_gflops']:.1f} GFLOP/s, triad {p['triad_gbytes_s']:.1f} GB/s "
+            f"({p['threads']} threads)" for name, p in probes.items()]
 
 
 class ModelResults:
-    def __init__(self, model_dir: pathlib.Path, limits: Limits | None = None):
+    def __init__(self, model_dir: pathlib.Path, limits: peer_costs.Limits | None = None):
         self.name = model_dir.name
         self.limits = limits
         self.dir = model_dir
@@ -178,23 +166,24 @@ class ModelResults:
         size = pi.sizes(spec.family, bool(runs[0].get("tiny")))
         shapes = sorted({(row["batch"], row["length"]) for r in runs for row in r["latency"]})
         engines = list(self.engines) + ([SHAPESHIFT] if self.shapeshift else [])
-        peak, triad = self.limits.fma_peak_gflops, self.limits.triad_gbytes_s
+        limits = self.limits
         rows = []
         for batch, length in shapes:
             cost = peer_costs.request_cost(spec, size, batch, length)
             if cost is None:
                 return []
-            floor_ms = 1e3 * cost.floor_s(peak, triad)
+            floor_ms = 1e3 * cost.floor_s(limits)
 
             def median(r, b=batch, n=length):
                 return next(row["median_ms"] for row in r["latency"] if row["batch"] == b and row["length"] == n)
 
             fractions = [self.figure(e, median) for e in engines]
             rows.append([str(batch), str(length), f"{cost.flops * 1e-9:.3g}", f"{cost.bytes * 1e-6:.4g}",
-                         f"{floor_ms:.3g} ({cost.bound(peak, triad)})"]
+                         f"{floor_ms:.3g} ({cost.bound(limits)})"]
                         + [f"{floor_ms / ms:.2f}" if ms else "—" for ms in fractions])
         header = ["batch", "length", "GFLOP", "MB", "floor ms (bound)"] + [f"{e} of floor" for e in engines]
-        title = (f"### Against the machine (floor: FLOPs at {peak:.0f} GFLOP/s or bytes at {triad:.1f} GB/s, "
+        title = (f"### Against the machine (floor: FLOPs at {limits.fma_peak_gflops:.0f} GFLOP/s or bytes at "
+                 f"{limits.triad_gbytes_s:.1f} GB/s, "
                  "the longer; engine's figure: floor / median latency)")
         return [title, ""] + table(header, rows)
 
@@ -286,8 +275,9 @@ def main() -> int:
     lines = ["# shapeshift vs peers", ""]
     for key, value in machine.items():
         lines.append(f"- {key}: {value}")
-    limits, probe_lines = load_limits(args.results)
-    lines += probe_lines
+    probes = peer_costs.load_probes(args.results)
+    limits = peer_costs.best_limits(probes)
+    lines += probe_lines(probes)
     lines += ["", "Ratios are shapeshift / peer: below 1 means shapeshift is faster or smaller.", ""]
     for model_dir in sorted(p for p in args.results.iterdir() if p.is_dir()):
         lines += ModelResults(model_dir, limits).section()

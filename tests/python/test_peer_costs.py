@@ -70,10 +70,22 @@ def test_a_prefill_with_past_of_a_decoder_is_causal_over_the_cache_and_itself():
 
 def test_the_floor_is_the_longer_of_compute_and_memory():
     c = peer_costs.Cost(flops=2e9, bytes=1e9)
-    assert c.floor_s(200.0, 50.0) == pytest.approx(0.02)  # memory: 1 GB at 50 GB/s
-    assert c.bound(200.0, 50.0) == "memory"
-    assert c.floor_s(20.0, 50.0) == pytest.approx(0.1)  # compute: 2 GFLOP at 20 GFLOP/s
-    assert c.bound(20.0, 50.0) == "compute"
+    fast_compute = peer_costs.Limits(fma_peak_gflops=200.0, triad_gbytes_s=50.0)
+    assert c.floor_s(fast_compute) == pytest.approx(0.02)  # memory: 1 GB at 50 GB/s
+    assert c.bound(fast_compute) == "memory"
+    slow_compute = peer_costs.Limits(fma_peak_gflops=20.0, triad_gbytes_s=50.0)
+    assert c.floor_s(slow_compute) == pytest.approx(0.1)  # compute: 2 GFLOP at 20 GFLOP/s
+    assert c.bound(slow_compute) == "compute"
+
+
+def test_the_limits_are_the_best_figures_any_probe_caught(tmp_path):
+    assert peer_costs.best_limits(peer_costs.load_probes(tmp_path)) is None
+    (tmp_path / "probe-start.json").write_text('{"threads": 2, "fma_peak_gflops": 192.7, "triad_gbytes_s": 29.4}')
+    (tmp_path / "probe-end.json").write_text('{"threads": 2, "fma_peak_gflops": 233.1, "triad_gbytes_s": 27.0}')
+    (tmp_path / "ort-1x16-r0.json").write_text('{"engine": "ort"}')  # a run's result, not a probe
+    probes = peer_costs.load_probes(tmp_path)
+    assert sorted(probes) == ["end", "start"]
+    assert peer_costs.best_limits(probes) == peer_costs.Limits(fma_peak_gflops=233.1, triad_gbytes_s=29.4)
 
 
 def test_families_not_modelled_have_no_floor():
