@@ -50,13 +50,7 @@ results="${results:-${XDG_CACHE_HOME:-$HOME/.cache}/shapeshift/decode-results/$(
 mkdir -p "${results}"
 "${here}/setup.sh"
 
-repo="$(cd "${here}/../.." && pwd)"
-probe_bin="${repo}/build/bench/machine_probe"
-probe() {
-  [[ -x "${probe_bin}" ]] || return 0
-  "${probe_bin}" > "${results}/probe-$1.json" || rm -f "${results}/probe-$1.json"
-}
-probe start
+"${here}/probe.sh" "${results}" start
 
 IFS=, read -r -a engine_list <<< "${engines}"
 IFS=, read -r -a prompt_list <<< "${prompts}"
@@ -75,7 +69,7 @@ for ((round = 0; round < rounds; round++)); do
   done
 done
 
-probe end
+"${here}/probe.sh" "${results}" end
 
 PYTHONPATH="${here}" "${python}" - "${results}" > "${results}/report.md" <<'PY'
 import collections, json, pathlib, statistics, sys

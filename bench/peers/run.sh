@@ -96,14 +96,8 @@ json.dump({
 PY
 
 # The machine's FMA peak and triad bandwidth before and after the runs
-# (build/bench/machine_probe, built with the benches): report.py puts each
-# latency against the floor they give. Without the probe, no floor is shown.
-probe_bin="${repo}/build/bench/machine_probe"
-probe() {
-  [[ -x "${probe_bin}" ]] || return 0
-  "${probe_bin}" > "${results}/probe-$1.json" || rm -f "${results}/probe-$1.json"
-}
-probe start
+# (probe.sh): report.py puts each latency against the floor they give.
+"${here}/probe.sh" "${results}" start
 
 IFS=, read -r -a engine_list <<< "${engines}"
 IFS=, read -r -a model_list <<< "${models}"
@@ -138,7 +132,7 @@ for model in "${model_list[@]}"; do
   done
 done
 
-probe end
+"${here}/probe.sh" "${results}" end
 
 "${python}" "${here}/report.py" "${results}" --out "${results}/report.md"
 cat "${results}/report.md"
