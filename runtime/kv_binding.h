@@ -34,6 +34,10 @@ struct KvPairInfo {
   // Empty when the pair can be bound; else why not, naming the step that
   // reads or writes the cache in a way a strided buffer cannot serve.
   std::string why_not;
+  // Unbound (plain ONNX semantics): true when the attention that reads the
+  // present copies the past into it as it reads it (one pass over the past),
+  // false when the Concat copies it and the readers read the copy.
+  bool past_copied_by_attention = false;
   bool bindable() const { return why_not.empty(); }
 };
 

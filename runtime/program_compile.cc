@@ -96,6 +96,7 @@ class ProgramBuilder {
     if (survey_) return absl::OkStatus();
     if (absl::Status s = PlanOutputs(); !s.ok()) return s;
     CheckKvPairReaders();
+    DeferPastCopies();
     if (absl::Status s = PlanGuards(); !s.ok()) return s;
     SS_ASSIGN_OR_RETURN(arena_slot, Slot(pipeline_.memory.arena_bytes));
     impl_.arena_slot = arena_slot;
@@ -278,29 +279,34 @@ class ProgramBuilder {
     return it->second;
   }
 
+  // The buffers a step reads or writes; without strided_cache_reads, not
+  // the presents it reads as a possibly bound, strided cache (a GEMM's B, an
+  // attention's K and V with a KV pair).
+  static std::vector<int> BuffersOf(const Step& step, bool strided_cache_reads) {
+    if (const auto* k = std::get_if<KernelStep>(&step)) return k->buffers;
+    if (const auto* m = std::get_if<MatmulStep>(&step)) {
+      std::vector<int> touched = {m->a, m->bias, m->residual, m->c};
+      if (strided_cache_reads || m->b_kv_pair < 0) touched.push_back(m->b);
+      return touched;
+    }
+    if (const auto* g = std::get_if<GatherStep>(&step)) return {g->table, g->indices, g->output};
+    if (const auto* c = std::get_if<IndexCheckStep>(&step)) return {c->indices};
+    const auto& a = std::get<AttentionStep>(step);
+    std::vector<int> touched = {a.q, a.mask, a.out};
+    if (strided_cache_reads || a.k_kv_pair < 0) touched.push_back(a.k);
+    if (strided_cache_reads || a.v_kv_pair < 0) touched.push_back(a.v);
+    return touched;
+  }
+
   // A bound cache is a strided buffer: only its Concat's slab copies and the
   // GEMMs that read the present as a strided B (AddStep(MatmulCall)) know
   // that. Any other step touching a pair's past or present makes the pair
   // unbindable, named in why_not.
   void CheckKvPairReaders() {
     for (size_t i = 0; i < impl_.steps.size(); ++i) {
-      std::vector<int> touched;
+      const std::vector<int> touched = BuffersOf(impl_.steps[i], /*strided_cache_reads=*/false);
       int own_pair = -1;
-      if (const auto* k = std::get_if<KernelStep>(&impl_.steps[i])) {
-        touched = k->buffers;
-        own_pair = k->kv_pair;
-      } else if (const auto* m = std::get_if<MatmulStep>(&impl_.steps[i])) {
-        touched = {m->a, m->bias, m->residual, m->c};
-        if (m->b_kv_pair < 0) touched.push_back(m->b);
-      } else if (const auto* g = std::get_if<GatherStep>(&impl_.steps[i])) {
-        touched = {g->table, g->indices, g->output};
-      } else if (const auto* c = std::get_if<IndexCheckStep>(&impl_.steps[i])) {
-        touched = {c->indices};
-      } else if (const auto* a = std::get_if<AttentionStep>(&impl_.steps[i])) {
-        touched = {a->q, a->mask, a->out};
-        if (a->k_kv_pair < 0) touched.push_back(a->k);
-        if (a->v_kv_pair < 0) touched.push_back(a->v);
-      }
+      if (const auto* k = std::get_if<KernelStep>(&impl_.steps[i])) own_pair = k->kv_pair;
       for (size_t p = 0; p < impl_.kv_pairs.size(); ++p) {
         KvPair& pair = impl_.kv_pairs[p];
         if (!pair.why_not.empty() || own_pair == static_cast<int>(p)) continue;
@@ -568,6 +574,85 @@ class ProgramBuilder {
     return absl::OkStatus();
   }
 
+  // Where attention `call` could copy pair `p`'s past itself, K or V (the
+  // operand's `strides` and `dim`): the present it reads is the dense
+  // [batch, kv_heads, kv_len, dim] f32 output and the past the dense
+  // [batch, kv_heads, rows, dim] f32 input, all proven, not guarded. Else
+  // buffer -1. Whether it does is DeferPastCopies' decision.
+  absl::StatusOr<AttentionStep::PastSource> PastSourceFor(int p, const lower::AttentionCall& call,
+                                                          const std::array<SymExpr, 3>& strides, int64_t dim) {
+    const KvPair& pair = impl_.kv_pairs[p];
+    const GraphValue* past = graph_.inputs()[pair.input];
+    const GraphValue* present = graph_.outputs()[pair.output];
+    const std::vector<SymExpr>& ps = past->type().shape;
+    const std::vector<SymExpr>& ts = present->type().shape;
+    if (ps.size() != 4 || ts.size() != 4 || pair.axis != 2 || past->type().dtype != DType::kF32 ||
+        present->type().dtype != DType::kF32) {
+      return AttentionStep::PastSource{};
+    }
+    auto eq = [&](SymExpr a, SymExpr b) { return env_.CanProveEqual(a, b); };
+    const bool dense_present = eq(ts[0], call.batch) && eq(ts[1], call.kv_heads) && eq(ts[2], call.kv_len) &&
+                               eq(ts[3], SymExpr(dim)) && eq(strides[2], ts[3]) && eq(strides[1], ts[2] * ts[3]) &&
+                               eq(strides[0], ts[1] * ts[2] * ts[3]);
+    if (!dense_present || !eq(ps[0], ts[0]) || !eq(ps[1], ts[1]) || !eq(ps[3], ts[3])) {
+      return AttentionStep::PastSource{};
+    }
+    AttentionStep::PastSource source;
+    SS_ASSIGN_OR_RETURN(buffer, Buffer(past));
+    source.buffer = buffer;
+    const SymExpr past_strides[3] = {ps[1] * ps[2] * ps[3], ps[2] * ps[3], ps[3]};
+    for (int i = 0; i < 3; ++i) {
+      SS_ASSIGN_OR_RETURN(slot, Slot(past_strides[i]));
+      source.strides[i] = slot;
+    }
+    SS_ASSIGN_OR_RETURN(rows, Slot(ps[2]));
+    source.rows = rows;
+    return source;
+  }
+
+  // The plain form's copy of a past moved into the attention that reads the
+  // present next (cpu::PastCopy): the past then crosses memory once, read
+  // as it is copied, instead of being copied and the copy read again. Only
+  // where the pair's Concat copies the past in one kernel step and no step
+  // between it and the attention touches the present except the Concat's
+  // copy of the new positions; otherwise the Concat copies as before.
+  void DeferPastCopies() {
+    for (size_t i = 0; i < impl_.steps.size(); ++i) {
+      auto* a = std::get_if<AttentionStep>(&impl_.steps[i]);
+      if (a == nullptr) continue;
+      // One copy covers K's and V's first rows: the same count (one tape
+      // slot, so one expression) or V's past stays with its Concat.
+      if (a->k_past.buffer >= 0 && a->v_past.buffer >= 0 && a->k_past.rows != a->v_past.rows) {
+        a->v_past = AttentionStep::PastSource{};
+      }
+      for (auto [pair, source] : {std::pair{a->k_kv_pair, &a->k_past}, std::pair{a->v_kv_pair, &a->v_past}}) {
+        if (source->buffer < 0) continue;
+        if (!DeferPastCopy(pair, i)) *source = AttentionStep::PastSource{};
+      }
+    }
+  }
+
+  bool DeferPastCopy(int pair, size_t attention) {
+    KernelStep* copy = nullptr;
+    size_t at = 0;
+    for (size_t i = 0; i < attention; ++i) {
+      auto* k = std::get_if<KernelStep>(&impl_.steps[i]);
+      if (k == nullptr || k->kv_pair != pair || !k->kv_past) continue;
+      if (copy != nullptr || k->past_by_attention) return false;
+      copy = k, at = i;
+    }
+    if (copy == nullptr) return false;
+    const int present = impl_.kv_pairs[pair].output_buffer;
+    for (size_t i = at + 1; i < attention; ++i) {
+      if (const auto* k = std::get_if<KernelStep>(&impl_.steps[i]); k != nullptr && k->kv_pair == pair) continue;
+      const std::vector<int> touched = BuffersOf(impl_.steps[i], /*strided_cache_reads=*/true);
+      if (std::find(touched.begin(), touched.end(), present) != touched.end()) return false;
+    }
+    copy->past_by_attention = true;
+    impl_.kv_pairs[pair].past_by_attention = true;
+    return true;
+  }
+
   absl::Status AddStep(const lower::AttentionCall& call) {
     if (impl_.device != nullptr) {  // the CUDA attention kernel (codegen/cuda/attention_kernel.h)
       ++kernel_calls_;
@@ -609,9 +694,13 @@ class ProgramBuilder {
     // bound, its strides follow the caller's capacity (RunStep).
     if (auto it = present_pair_.find(call.k); it != present_pair_.end() && !call.k_seq_major) {
       step.k_kv_pair = it->second;
+      SS_ASSIGN_OR_RETURN(source, PastSourceFor(it->second, call, call.k_strides, call.head_dim));
+      step.k_past = source;
     }
     if (auto it = present_pair_.find(call.v); it != present_pair_.end() && !call.v_seq_major) {
       step.v_kv_pair = it->second;
+      SS_ASSIGN_OR_RETURN(source, PastSourceFor(it->second, call, call.v_strides, call.v_head_dim));
+      step.v_past = source;
     }
     impl_.steps.push_back(std::move(step));
     step_origin_.push_back(absl::StrCat("group #", current_group_, " (fused attention at node '", call.node_name, "')"));
@@ -770,7 +859,8 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Compile(Graph& graph, ShapeEnv
   program->short_request_gemms_ = builder.TakeShortRequestGemms();
   for (const KvPair& pair : program->impl_->kv_pairs) {
     program->kv_pairs_.push_back(KvPairInfo{graph.inputs()[pair.input]->name(), graph.outputs()[pair.output]->name(),
-                                            pair.input, pair.output, pair.axis, pair.why_not});
+                                            pair.input, pair.output, pair.axis, pair.why_not,
+                                            pair.past_by_attention});
   }
   program->plan_text_ = pipeline.fusion.ToString() + pipeline.memory.ToString();
   program->arena_bytes_ = pipeline.memory.arena_bytes;

@@ -51,6 +51,9 @@ struct KernelStep {
   int kv_pair = -1;
   bool kv_past = false;
   int kv_extent_dim = -1;
+  // The copy of the past that the attention reading the present makes
+  // instead (AttentionStep::k_past): never run.
+  bool past_by_attention = false;
 };
 
 // Below this many output elements a kernel runs on the calling thread: an
@@ -121,6 +124,17 @@ struct AttentionStep {
   // to a caller's buffer its batch and head strides follow the buffer's
   // capacity instead of T. -1: not a present.
   int k_kv_pair = -1, v_kv_pair = -1;
+  // Unbound, that pair's Concat copy of the past is made here, while the
+  // attention reads it (cpu::PastCopy; its slab kernel is marked
+  // past_by_attention): the past input's buffer, its strides and its rows
+  // as tape slots. -1: the Concat copies it (program_compile.cc,
+  // DeferPastCopies, says when the attention cannot).
+  struct PastSource {
+    int buffer = -1;
+    std::array<int, 3> strides{};
+    int rows = -1;
+  };
+  PastSource k_past, v_past;
 };
 
 using Step = std::variant<KernelStep, MatmulStep, GatherStep, IndexCheckStep, AttentionStep>;
@@ -143,6 +157,7 @@ struct KvPair {
   int64_t axis = 0;
   int position_slot = -1;  // tape slot: elements of one position (the output's dims after axis)
   std::string why_not;     // non-empty: this program cannot bind the pair, and why
+  bool past_by_attention = false;  // unbound, the attention reading the present copies the past
 };
 
 struct OutputSpec {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -46,11 +47,18 @@ void GatherRows(int64_t begin, int64_t end, void* const* buffers, const int64_t*
 // Per KV pair of a request: the bound buffer's capacity, or -1 (plain).
 using PairCapacities = std::vector<int64_t>;
 
+// A KV Concat's copy of the past that has nothing to do: the past is
+// already in the bound buffer, or the attention copies it.
+bool Skipped(const Step& step, const PairCapacities& capacity) {
+  const auto* k = std::get_if<KernelStep>(&step);
+  if (k == nullptr || !k->kv_past) return false;
+  return k->past_by_attention || (k->kv_pair >= 0 && capacity[k->kv_pair] >= 0);
+}
+
 absl::Status RunStep(const KernelStep& step, void* const* buffers, const int64_t* slots,
                      const PairCapacities& capacity, std::vector<void*>& call_buffers,
                      std::vector<int64_t>& call_dims) {
   const bool bound = step.kv_pair >= 0 && capacity[step.kv_pair] >= 0;
-  if (bound && step.kv_past) return absl::OkStatus();  // the past is already in the buffer
   for (size_t i = 0; i < step.buffers.size(); ++i) call_buffers[i] = buffers[step.buffers[i]];
   for (size_t i = 0; i < step.dim_slots.size(); ++i) call_dims[i] = slots[step.dim_slots[i]];
   if (bound) call_dims[step.kv_extent_dim] = capacity[step.kv_pair];
@@ -170,6 +178,17 @@ absl::Status RunStep(const AttentionStep& step, void* const* buffers, const int6
     args.v.head_stride = capacity[step.v_kv_pair] * args.v_head_dim;
     args.v.batch_stride = args.kv_heads * args.v.head_stride;
   }
+  // Unbound, a present's past copied by the attention (its Concat's copy
+  // skipped: KernelStep::past_by_attention).
+  cpu::PastCopy past;
+  bool copies = false;
+  for (auto [source, pair, op] : {std::tuple{&step.k_past, step.k_kv_pair, &past.k},
+                                  std::tuple{&step.v_past, step.v_kv_pair, &past.v}}) {
+    if (source->buffer < 0 || capacity[pair] >= 0) continue;
+    *op = operand(source->buffer, source->strides);
+    past.rows = slots[source->rows];
+    copies = true;
+  }
   args.out = operand(step.out, step.out_strides);
   if (step.mask >= 0) {
     args.mask = operand(step.mask, step.mask_strides);
@@ -180,7 +199,7 @@ absl::Status RunStep(const AttentionStep& step, void* const* buffers, const int6
   args.window = step.window;
   args.fill = step.fill;
   args.nan_to_zero = step.nan_to_zero;
-  if (absl::Status s = cpu::RunFusedAttention(args); !s.ok()) {
+  if (absl::Status s = cpu::RunFusedAttention(args, copies ? &past : nullptr); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("attention at node '", step.node_name, "': ", s.message()));
   }
   return absl::OkStatus();
@@ -424,6 +443,7 @@ absl::StatusOr<std::vector<Tensor>> Program::Execute(absl::Span<const TensorView
   StepProfile* const profile = ctx.step_profile_.get();
   const auto request_start = profile != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   for (const Step& step : p.steps) {
+    if (Skipped(step, capacity)) continue;
     const auto step_start = profile != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     absl::Status s;
     if (const auto* k = std::get_if<KernelStep>(&step)) {

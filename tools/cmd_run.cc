@@ -491,17 +491,22 @@ nlohmann::ordered_json KvCachesJson(const runtime::Program& program) {
                    {"output", pair.output},
                    {"axis", pair.axis},
                    {"bindable", pair.bindable()},
-                   {"why_not", pair.why_not}});
+                   {"why_not", pair.why_not},
+                   {"past_copied_by", pair.past_copied_by_attention ? "attention" : "concat"}});
   }
   return out;
 }
 
 void PrintKvCaches(const nlohmann::ordered_json& pairs) {
   if (pairs.empty()) return;
-  int64_t bindable = 0;
-  for (const auto& p : pairs) bindable += p["bindable"].get<bool>() ? 1 : 0;
-  std::printf("kv caches: %zu past/present pair(s), %lld bindable in place\n", pairs.size(),
-              static_cast<long long>(bindable));
+  int64_t bindable = 0, by_attention = 0;
+  for (const auto& p : pairs) {
+    bindable += p["bindable"].get<bool>() ? 1 : 0;
+    by_attention += p["past_copied_by"] == "attention" ? 1 : 0;
+  }
+  std::printf("kv caches: %zu past/present pair(s), %lld bindable in place; unbound, %lld past(s) copied by the "
+              "attention as it reads them\n",
+              pairs.size(), static_cast<long long>(bindable), static_cast<long long>(by_attention));
   for (const auto& p : pairs) {
     if (p["bindable"].get<bool>()) continue;
     std::printf("  %s -> %s: not bindable: %s\n", Escaped(p["input"].get<std::string>()).c_str(),

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/cpu/fused_attention_impl.h"
@@ -56,6 +57,8 @@ struct Portable {
   static void Store(float* p, V v) {
     for (int i = 0; i < kLanes; ++i) p[i] = v.x[i];
   }
+  static void Stream(float* p, V v) { Store(p, v); }
+  static void Fence() {}
   static V Add(V a, V b) {
     return Map([&](int i) { return a.x[i] + b.x[i]; });
   }
@@ -122,20 +125,34 @@ void RunItemsPortableImpl(const AttentionArgs& args, int64_t begin, int64_t end)
   RunItems<Portable>(args, begin, end);
 }
 
-void RunDecodeItemsPortableImpl(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end) {
-  RunDecodeItems<Portable>(args, heads_per_item, begin, end);
+void RunDecodeItemsPortableImpl(const AttentionArgs& args, const PastCopy* past, int64_t heads_per_item,
+                                int64_t begin, int64_t end) {
+  RunDecodeItems<Portable>(args, past, heads_per_item, begin, end);
 }
 
 }  // namespace
 
 void RunItemsPortable(const AttentionArgs& args, int64_t begin, int64_t end) { RunItemsPortableImpl(args, begin, end); }
-void RunDecodeItemsPortable(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end) {
-  RunDecodeItemsPortableImpl(args, heads_per_item, begin, end);
+void RunDecodeItemsPortable(const AttentionArgs& args, const PastCopy* past, int64_t heads_per_item, int64_t begin,
+                            int64_t end) {
+  RunDecodeItemsPortableImpl(args, past, heads_per_item, begin, end);
 }
 
 }  // namespace attention
 
 namespace {
+
+attention::CoreShape ShapeOf(AttentionIsa isa) {
+  switch (isa) {
+    case AttentionIsa::kAvx512:
+      return attention::kAvx512Shape;
+    case AttentionIsa::kAvx2:
+      return attention::kAvx2Shape;
+    case AttentionIsa::kPortable:
+      break;
+  }
+  return attention::kPortableShape;
+}
 
 bool IsaSupported(AttentionIsa isa) {
   switch (isa) {
@@ -171,6 +188,57 @@ bool MaskRowsIdentical(const AttentionArgs& a) {
   return true;
 }
 
+// The PastCopy's fields against the attention's: INVALID_ARGUMENT naming
+// the first bad one. Rows of an operand with data are read (its strides
+// non-negative) and written into K or V (which must not broadcast them).
+absl::Status CheckPastCopy(const AttentionArgs& a, const PastCopy& past) {
+  if (past.rows < 0 || past.rows > a.kv_len) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("past copy: rows = ", past.rows, " is outside [0, kv_len = ", a.kv_len, "]"));
+  }
+  for (const auto& [name, from, to] : {std::tuple{"k", &past.k, &a.k}, std::tuple{"v", &past.v, &a.v}}) {
+    if (from->data == nullptr || past.rows == 0 || a.batch == 0) continue;
+    if (from->batch_stride < 0 || from->head_stride < 0 || from->row_stride < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("past copy: ", name, " has a negative stride"));
+    }
+    if (to->data == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("past copy: ", name, ".data is null, but rows are copied into it"));
+    }
+    if ((a.batch > 1 && to->batch_stride == 0) || (a.kv_heads > 1 && to->head_stride == 0) ||
+        (past.rows > 1 && to->row_stride == 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("past copy: ", name, " is written, but its ", name, " broadcasts (a stride of 0)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The PastCopy before the attention, for the paths that do not make it as
+// they read: each (batch, KV head)'s rows, a (batch, KV head) per item.
+void CopyPastFirst(const AttentionArgs& a, const PastCopy& past) {
+  if (a.batch == 0 || past.rows == 0) return;
+  const int64_t items = a.batch * a.kv_heads;
+  const double floats = static_cast<double>(items) * past.rows * (a.head_dim + a.v_head_dim);
+  auto copy = [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item / a.kv_heads, h = item % a.kv_heads;
+      for (const auto& [from, to, d] : {std::tuple{&past.k, &a.k, a.head_dim}, std::tuple{&past.v, &a.v, a.v_head_dim}}) {
+        if (from->data == nullptr) continue;
+        const float* src = from->data + b * from->batch_stride + h * from->head_stride;
+        float* dst = to->data + b * to->batch_stride + h * to->head_stride;
+        for (int64_t j = 0; j < past.rows; ++j) std::copy_n(src + j * from->row_stride, d, dst + j * to->row_stride);
+      }
+    }
+  };
+  const int team = floats < static_cast<double>(kSerialGemmMacs) ? 1 : TeamFor(items);
+  if (team <= 1) return copy(0, items);
+#pragma omp parallel num_threads(team)
+  {
+    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    copy(items * t / n, items * (t + 1) / n);
+  }
+}
+
 }  // namespace
 
 AttentionIsa SelectedAttentionIsa() {
@@ -191,15 +259,28 @@ const char* AttentionIsaName(AttentionIsa isa) {
   return "unknown";
 }
 
-absl::Status RunFusedAttention(const AttentionArgs& args) { return RunFusedAttentionOn(SelectedAttentionIsa(), args); }
+absl::Status RunFusedAttention(const AttentionArgs& args, const PastCopy* past) {
+  return RunFusedAttentionOn(SelectedAttentionIsa(), args, past);
+}
 
-absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& given) {
+absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& given, const PastCopy* past) {
   if (absl::Status s = CheckAttentionArgs(given); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("FusedAttention: ", s.message()));
+  }
+  if (past != nullptr) {
+    if (absl::Status s = CheckPastCopy(given, *past); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("FusedAttention: ", s.message()));
+    }
+    if (past->rows == 0 || (past->k.data == nullptr && past->v.data == nullptr)) past = nullptr;
   }
   if (!IsaSupported(isa)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "FusedAttention: this CPU (or SHAPESHIFT_MAX_CPU_ISA) rules out the ", AttentionIsaName(isa), " core"));
+  }
+  // Only the decode path copies the past as it reads it.
+  if (past != nullptr && (given.q_len == 0 || !attention::UseDecode(ShapeOf(isa), given))) {
+    CopyPastFirst(given, *past);
+    past = nullptr;
   }
   if (given.batch == 0 || given.q_len == 0) return absl::OkStatus();
   if (given.kv_len == 0) {
@@ -216,15 +297,12 @@ absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& given) {
     return absl::OkStatus();
   }
   AttentionArgs args = given;
-  attention::CoreShape shape = attention::kPortableShape;
+  const attention::CoreShape shape = ShapeOf(isa);
   void (*run)(const AttentionArgs&, int64_t, int64_t) = attention::RunItemsPortable;
-  void (*run_decode)(const AttentionArgs&, int64_t, int64_t, int64_t) = attention::RunDecodeItemsPortable;
-  if (isa == AttentionIsa::kAvx512) {
-    shape = attention::kAvx512Shape, run = attention::RunItemsAvx512, run_decode = attention::RunDecodeItemsAvx512;
-  }
-  if (isa == AttentionIsa::kAvx2) {
-    shape = attention::kAvx2Shape, run = attention::RunItemsAvx2, run_decode = attention::RunDecodeItemsAvx2;
-  }
+  void (*run_decode)(const AttentionArgs&, const PastCopy*, int64_t, int64_t, int64_t) =
+      attention::RunDecodeItemsPortable;
+  if (isa == AttentionIsa::kAvx512) run = attention::RunItemsAvx512, run_decode = attention::RunDecodeItemsAvx512;
+  if (isa == AttentionIsa::kAvx2) run = attention::RunItemsAvx2, run_decode = attention::RunDecodeItemsAvx2;
 
   // Multiply-adds, in double (no overflow): below kSerialGemmMacs a fork
   // costs more than a second thread saves.
@@ -247,14 +325,14 @@ absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& given) {
     const int64_t items = args.batch * args.heads / heads_per_item;
     const int team = serial ? 1 : TeamFor(items);
     if (team <= 1) {
-      run_decode(args, heads_per_item, 0, items);
+      run_decode(args, past, heads_per_item, 0, items);
       return absl::OkStatus();
     }
 #pragma omp parallel num_threads(team)
     {
       const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
       const int64_t begin = items * t / n, end = items * (t + 1) / n;
-      if (begin < end) run_decode(args, heads_per_item, begin, end);
+      if (begin < end) run_decode(args, past, heads_per_item, begin, end);
     }
     return absl::OkStatus();
   }

@@ -32,6 +32,9 @@ struct Avx2 {
   static V LoadU(const float* p) { return _mm256_loadu_ps(p); }
   static V LoadPartial(const float* p, int n) { return _mm256_maskload_ps(p, LaneMask(0, n)); }
   static void Store(float* p, V v) { _mm256_store_ps(p, v); }
+  // A store past the caches (p aligned to the vector), ordered by Fence.
+  static void Stream(float* p, V v) { _mm256_stream_ps(p, v); }
+  static void Fence() { _mm_sfence(); }
   static V Add(V a, V b) { return _mm256_add_ps(a, b); }
   static V Sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
@@ -117,8 +120,9 @@ struct Avx2 {
 }  // namespace
 
 void RunItemsAvx2(const AttentionArgs& args, int64_t begin, int64_t end) { RunItems<Avx2>(args, begin, end); }
-void RunDecodeItemsAvx2(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end) {
-  RunDecodeItems<Avx2>(args, heads_per_item, begin, end);
+void RunDecodeItemsAvx2(const AttentionArgs& args, const PastCopy* past, int64_t heads_per_item, int64_t begin,
+                          int64_t end) {
+  RunDecodeItems<Avx2>(args, past, heads_per_item, begin, end);
 }
 
 }  // namespace shapeshift::codegen::cpu::attention

@@ -32,6 +32,9 @@ struct Avx512 {
   // Lanes [0, n) from p (nothing past them is read), the rest 0.
   static V LoadPartial(const float* p, int n) { return _mm512_maskz_loadu_ps(LaneMask(0, n), p); }
   static void Store(float* p, V v) { _mm512_store_ps(p, v); }
+  // A store past the caches (p aligned to the vector), ordered by Fence.
+  static void Stream(float* p, V v) { _mm512_stream_ps(p, v); }
+  static void Fence() { _mm_sfence(); }
   static V Add(V a, V b) { return _mm512_add_ps(a, b); }
   static V Sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
@@ -144,8 +147,9 @@ struct Avx512 {
 }  // namespace
 
 void RunItemsAvx512(const AttentionArgs& args, int64_t begin, int64_t end) { RunItems<Avx512>(args, begin, end); }
-void RunDecodeItemsAvx512(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end) {
-  RunDecodeItems<Avx512>(args, heads_per_item, begin, end);
+void RunDecodeItemsAvx512(const AttentionArgs& args, const PastCopy* past, int64_t heads_per_item, int64_t begin,
+                          int64_t end) {
+  RunDecodeItems<Avx512>(args, past, heads_per_item, begin, end);
 }
 
 }  // namespace shapeshift::codegen::cpu::attention

@@ -588,6 +588,15 @@ class Tile {
 // registers, V's rows read in place. Each row's
 // arithmetic depends only on the row, never on which rows share its item,
 // so the grouping (chosen from the team size) does not change the result.
+//
+// With a PastCopy (fused_attention.h) the keys below its rows are read from
+// the past instead of K and V, and the item that runs a KV head's first
+// query heads also copies each block's past rows into K and V (streaming
+// stores) just before reading them: the past is read from memory once, and
+// nothing reads the copy back. A block that straddles the end of the past
+// is gathered into the workspace (its rows from both sources), so every
+// block is read through one pointer and row stride and the blocks, and
+// with them every sum, are the ones K and V alone would give.
 inline constexpr int64_t kDecodeBlock = 64;
 inline constexpr int kDecodePvRows = 2;
 inline constexpr int kDecodePvSplit = 2;
@@ -601,16 +610,21 @@ class Decode {
   static_assert(kDecodeBlock % L == 0);
 
   static int64_t PaddedDim(int64_t n) { return (n + L - 1) / L * L; }
-  // Per row: q (padded), o (padded), p (a block), then m, l, alpha, bad.
+  // Per row: q (padded), o (padded), p (a block), then m, l, alpha, bad,
+  // then a straddling block's K and V rows (dense).
   static int64_t RowFloats(const AttentionArgs& a) {
     return PaddedDim(a.head_dim) + PaddedDim(a.v_head_dim) + kDecodeBlock;
   }
   static int64_t WorkspaceFloats(const AttentionArgs& a, int64_t rows) {
-    return rows * RowFloats(a) + 4 * PaddedDim(rows);
+    return rows * RowFloats(a) + 4 * PaddedDim(rows) + kDecodeBlock * (a.head_dim + a.v_head_dim);
   }
 
-  Decode(const AttentionArgs& a, int64_t heads_per_item, float* workspace)
-      : a_(a), dp_(PaddedDim(a.head_dim)), dvp_(PaddedDim(a.v_head_dim)), rows_max_(heads_per_item * a.q_len) {
+  Decode(const AttentionArgs& a, const PastCopy* past, int64_t heads_per_item, float* workspace)
+      : a_(a),
+        past_(past),
+        dp_(PaddedDim(a.head_dim)),
+        dvp_(PaddedDim(a.v_head_dim)),
+        rows_max_(heads_per_item * a.q_len) {
     qw_ = workspace;
     o_ = qw_ + rows_max_ * dp_;
     p_ = o_ + rows_max_ * dvp_;
@@ -618,16 +632,27 @@ class Decode {
     l_ = m_ + PaddedDim(rows_max_);
     alpha_ = l_ + PaddedDim(rows_max_);
     bad_ = alpha_ + PaddedDim(rows_max_);
+    k_straddle_ = bad_ + PaddedDim(rows_max_);
+    v_straddle_ = k_straddle_ + kDecodeBlock * a.head_dim;
   }
 
-  // Query heads [h0, h0 + heads) of batch b (one KV head's).
-  void Run(int64_t b, int64_t h0, int64_t heads) {
+  // Query heads [h0, h0 + heads) of batch b (one KV head's); with `copy`,
+  // the past's rows are copied into K and V too.
+  void Run(int64_t b, int64_t h0, int64_t heads, bool copy) {
     const AttentionArgs& a = a_;
     const int64_t kvh = h0 / (a.heads / a.kv_heads);
     b_ = b, h0_ = h0;
     rows_ = heads * a.q_len;
     k_ = a.k.data + b * a.k.batch_stride + kvh * a.k.head_stride;
     v_ = a.v.data + b * a.v.batch_stride + kvh * a.v.head_stride;
+    k_past_ = v_past_ = nullptr;
+    past_rows_ = 0;
+    if (past_ != nullptr && past_->rows > 0) {
+      past_rows_ = past_->rows;
+      const AttentionOperand &pk = past_->k, &pv = past_->v;
+      if (pk.data != nullptr) k_past_ = pk.data + b * pk.batch_stride + kvh * pk.head_stride;
+      if (pv.data != nullptr) v_past_ = pv.data + b * pv.batch_stride + kvh * pv.head_stride;
+    }
     for (int64_t r = 0; r < rows_; ++r) {
       const float* q =
           a.q.data + b * a.q.batch_stride + (h0 + r / a.q_len) * a.q.head_stride + (r % a.q_len) * a.q.row_stride;
@@ -641,14 +666,66 @@ class Decode {
     std::fill(o_, o_ + rows_ * dvp_, 0.0f);
     for (int64_t j0 = 0; j0 < a.kv_len; j0 += kDecodeBlock) {
       const int64_t keys = std::min(kDecodeBlock, a.kv_len - j0);
+      if (copy && j0 < past_rows_) CopyPast(j0, std::min(j0 + keys, past_rows_));
       Prefetch(j0 + kDecodeBlock);
+      SetBlock(j0, keys);
       for (int64_t r = 0; r < rows_; ++r) ScoresAndSoftmax(r, j0, keys);
-      Pv(j0, keys);
+      Pv(keys);
     }
+    if (copy && past_rows_ > 0) Isa::Fence();  // the streamed rows, before anyone else reads them
     Finish();
   }
 
  private:
+  // Key j's row of K (V): the past's below past_rows_ where it has one.
+  const float* KRow(int64_t j) const {
+    return k_past_ != nullptr && j < past_rows_ ? k_past_ + j * past_->k.row_stride : k_ + j * a_.k.row_stride;
+  }
+  const float* VRow(int64_t j) const {
+    return v_past_ != nullptr && j < past_rows_ ? v_past_ + j * past_->v.row_stride : v_ + j * a_.v.row_stride;
+  }
+
+  // Rows [j0, j1) of the past into K and V (those the PastCopy has).
+  void CopyPast(int64_t j0, int64_t j1) const {
+    for (int64_t j = j0; j < j1; ++j) {
+      if (k_past_ != nullptr) StreamCopy(k_ + j * a_.k.row_stride, k_past_ + j * past_->k.row_stride, a_.head_dim);
+      if (v_past_ != nullptr) StreamCopy(v_ + j * a_.v.row_stride, v_past_ + j * past_->v.row_stride, a_.v_head_dim);
+    }
+  }
+
+  // dst[0, n) = src[0, n): whole vectors at aligned addresses streamed,
+  // the floats before and after them stored plainly.
+  static void StreamCopy(float* dst, const float* src, int64_t n) {
+    constexpr uintptr_t kAlign = L * sizeof(float);
+    int64_t i = 0;
+    for (; i < n && reinterpret_cast<uintptr_t>(dst + i) % kAlign != 0; ++i) dst[i] = src[i];
+    for (; i + L <= n; i += L) Isa::Stream(dst + i, Isa::LoadU(src + i));
+    for (; i < n; ++i) dst[i] = src[i];
+  }
+
+  // Where the block of `keys` keys at j0 is read: K and V in place (the
+  // past's or the caller's), or a block straddling the past's end gathered
+  // into the workspace.
+  void SetBlock(int64_t j0, int64_t keys) {
+    const int64_t j1 = j0 + keys;
+    if (k_past_ == nullptr || j0 >= past_rows_) {
+      k_block_ = k_ + j0 * a_.k.row_stride, k_block_stride_ = a_.k.row_stride;
+    } else if (j1 <= past_rows_) {
+      k_block_ = k_past_ + j0 * past_->k.row_stride, k_block_stride_ = past_->k.row_stride;
+    } else {
+      for (int64_t j = j0; j < j1; ++j) std::copy_n(KRow(j), a_.head_dim, k_straddle_ + (j - j0) * a_.head_dim);
+      k_block_ = k_straddle_, k_block_stride_ = a_.head_dim;
+    }
+    if (v_past_ == nullptr || j0 >= past_rows_) {
+      v_block_ = v_ + j0 * a_.v.row_stride, v_block_stride_ = a_.v.row_stride;
+    } else if (j1 <= past_rows_) {
+      v_block_ = v_past_ + j0 * past_->v.row_stride, v_block_stride_ = past_->v.row_stride;
+    } else {
+      for (int64_t j = j0; j < j1; ++j) std::copy_n(VRow(j), a_.v_head_dim, v_straddle_ + (j - j0) * a_.v_head_dim);
+      v_block_ = v_straddle_, v_block_stride_ = a_.v_head_dim;
+    }
+  }
+
   // Asks for the K and V rows of the block at key j_next into L1 while
   // this block computes.
   void Prefetch(int64_t j_next) const {
@@ -656,9 +733,9 @@ class Decode {
     const int64_t keys = std::min(kDecodeBlock, a_.kv_len - j_next);
     constexpr int64_t kLine = 64 / sizeof(float);
     for (int64_t c = 0; c < keys; ++c) {
-      const float* k = k_ + (j_next + c) * a_.k.row_stride;
+      const float* k = KRow(j_next + c);
       for (int64_t e = 0; e < a_.head_dim; e += kLine) __builtin_prefetch(k + e, 0, 3);
-      const float* v = v_ + (j_next + c) * a_.v.row_stride;
+      const float* v = VRow(j_next + c);
       for (int64_t e = 0; e < a_.v_head_dim; e += kLine) __builtin_prefetch(v + e, 0, 3);
     }
   }
@@ -684,7 +761,7 @@ class Decode {
     for (int64_t c0 = 0; c0 < keys; c0 += L) {
       const int n = static_cast<int>(std::min<int64_t>(L, keys - c0));
       const int64_t j = j0 + c0;
-      const V x = Isa::Mul(Dots(q, k_ + j * a.k.row_stride, n), scale);
+      const V x = Isa::Mul(Dots(q, k_block_ + c0 * k_block_stride_, n), scale);
       V y = x;
       if (mask != nullptr) {
         if (a.mask_col_stride == 0) {
@@ -726,7 +803,7 @@ class Decode {
     return lanes[0];
   }
 
-  // Lane c < n: q · K[c] over the head dim (K's rows k_row_stride apart);
+  // Lane c < n: q · K[c] over the head dim (K's rows the block's stride apart);
   // lanes from n on: 0. Head dims up to kDecodeMaxDotVecs whole vectors (and
   // a partial one) have a fully unrolled kernel, one K row pointer stepping
   // by the row stride; the rest a loop.
@@ -766,7 +843,7 @@ class Decode {
 
   template <int kVecs, bool kTail, bool kWhole>
   V DotsFixed(const float* q, const float* k, int n) const {
-    const int64_t krs = a_.k.row_stride;
+    const int64_t krs = k_block_stride_;
     const int tail = static_cast<int>(a_.head_dim - kVecs * L);
     V acc[L];
 #pragma GCC unroll 16
@@ -784,7 +861,7 @@ class Decode {
   }
 
   V DotsAny(const float* q, const float* k, int n) const {
-    const int64_t d = a_.head_dim, krs = a_.k.row_stride;
+    const int64_t d = a_.head_dim, krs = k_block_stride_;
     const int64_t whole = d / L * L;
     V acc[L];
     for (int c = 0; c < L; ++c) acc[c] = Isa::Zero();
@@ -800,7 +877,7 @@ class Decode {
   }
 
   // o[r] = o[r]·alpha[r] + Σ_c p[r][c] · V[j0 + c] for every row.
-  void Pv(int64_t j0, int64_t keys) {
+  void Pv(int64_t keys) {
     const int64_t vectors = dvp_ / L;
     const int last_lanes = static_cast<int>(a_.v_head_dim - (vectors - 1) * L);
     for (int64_t r0 = 0; r0 < rows_; r0 += kDecodePvRows) {
@@ -811,8 +888,8 @@ class Decode {
         g.p = p_ + r0 * kDecodeBlock;
         g.p_stride = kDecodeBlock;  // here: between rows (keys are adjacent)
         g.alpha = alpha_ + r0;
-        g.v = v_ + j0 * a_.v.row_stride + e0 * L;
-        g.v_stride = a_.v.row_stride;
+        g.v = v_block_ + e0 * L;
+        g.v_stride = v_block_stride_;
         g.keys = keys;
         g.o = o_ + r0 * dvp_ + e0 * L;
         g.o_stride = dvp_;
@@ -895,24 +972,32 @@ class Decode {
   }
 
   const AttentionArgs& a_;
+  const PastCopy* past_;  // or null
   const int64_t dp_, dvp_, rows_max_;
   int64_t b_ = 0, h0_ = 0, rows_ = 0;
-  const float *k_ = nullptr, *v_ = nullptr;
+  float *k_ = nullptr, *v_ = nullptr;  // this (batch, KV head)'s K and V
+  const float *k_past_ = nullptr, *v_past_ = nullptr;  // the past's, or null
+  int64_t past_rows_ = 0;
+  const float *k_block_ = nullptr, *v_block_ = nullptr;  // the block's first key, as SetBlock placed it
+  int64_t k_block_stride_ = 0, v_block_stride_ = 0;
+  float *k_straddle_ = nullptr, *v_straddle_ = nullptr;
   float *qw_, *o_, *p_, *m_, *l_, *alpha_, *bad_;
 };
 
 // Decode items [begin, end): item (b · kv_heads + kvh) · parts + part runs
 // query heads [part · heads_per_item, +heads_per_item) of KV head kvh's
-// group (parts = group / heads_per_item).
+// group (parts = group / heads_per_item). With a PastCopy (or null), part
+// 0 of each KV head copies its past.
 template <class Isa>
-void RunDecodeItems(const AttentionArgs& a, int64_t heads_per_item, int64_t begin, int64_t end) {
+void RunDecodeItems(const AttentionArgs& a, const PastCopy* past, int64_t heads_per_item, int64_t begin,
+                    int64_t end) {
   using D = Decode<Isa>;
   const int64_t group = a.heads / a.kv_heads, parts = group / heads_per_item;
-  D decode(a, heads_per_item, ThreadWorkspace(D::WorkspaceFloats(a, heads_per_item * a.q_len)));
+  D decode(a, past, heads_per_item, ThreadWorkspace(D::WorkspaceFloats(a, heads_per_item * a.q_len)));
   for (int64_t item = begin; item < end; ++item) {
     const int64_t part = item % parts, bkv = item / parts;
     const int64_t b = bkv / a.kv_heads, kvh = bkv % a.kv_heads;
-    decode.Run(b, kvh * group + part * heads_per_item, heads_per_item);
+    decode.Run(b, kvh * group + part * heads_per_item, heads_per_item, past != nullptr && part == 0);
   }
 }
 

@@ -64,9 +64,13 @@ void RunItemsPortable(const AttentionArgs& args, int64_t begin, int64_t end);
 // row (not on the grouping or the thread count).
 inline bool UseDecode(CoreShape core, const AttentionArgs& args) { return args.q_len <= core.decode_max_q_len; }
 
-void RunDecodeItemsAvx512(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end);
-void RunDecodeItemsAvx2(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end);
-void RunDecodeItemsPortable(const AttentionArgs& args, int64_t heads_per_item, int64_t begin, int64_t end);
+// `past` (or null): the PastCopy the items make (part 0 of each KV head).
+void RunDecodeItemsAvx512(const AttentionArgs& args, const PastCopy* past, int64_t heads_per_item, int64_t begin,
+                          int64_t end);
+void RunDecodeItemsAvx2(const AttentionArgs& args, const PastCopy* past, int64_t heads_per_item, int64_t begin,
+                        int64_t end);
+void RunDecodeItemsPortable(const AttentionArgs& args, const PastCopy* past, int64_t heads_per_item, int64_t begin,
+                            int64_t end);
 
 }  // namespace shapeshift::codegen::cpu::attention
 

@@ -375,6 +375,19 @@ TEST_P(ExportedKvPairsTest, EveryPresentIsABindablePair) {
   }
 }
 
+// Under plain semantics the past is copied by the fused attention that
+// reads the present (one pass over the past; cpu::PastCopy), wherever the
+// program has one: every export but BLOOM's and MPT's, whose ALiBi
+// attention runs as GEMMs that read the Concat's copy. The bit-for-bit
+// test below then checks that copy and the attention's reads of the past.
+TEST_P(ExportedKvPairsTest, PlainDecodeCopiesThePastInTheAttentionThatReadsIt) {
+  const bool fused = program_->stats().attention_calls > 0;
+  EXPECT_EQ(fused, std::string(GetParam()).find("bloom") != 0 && std::string(GetParam()).find("mpt") != 0);
+  for (const KvPairInfo& pair : program_->kv_pairs()) {
+    EXPECT_EQ(pair.past_copied_by_attention, fused) << pair.output;
+  }
+}
+
 TEST_P(ExportedKvPairsTest, BoundDecodeAgreesBitForBitWithPlainDecode) {
   const std::vector<Value*>& graph_inputs = model_.graph->inputs();
   ASSERT_EQ(graph_inputs.size(), 6u);  // input_ids, attention_mask, 4 caches
