@@ -174,6 +174,13 @@ TEST(FusedAttentionPastCopyTest, OddHeadDimsAndUnalignedRowsCopyExactly) {
   }
 }
 
+TEST(FusedAttentionPastCopyTest, LongPastsCopyExactly) {
+  // 2 x 4 KV heads x 2100 rows: 33 blocks, the last straddling the past's end.
+  Shape s;
+  s.batch = 2, s.heads = 8, s.kv_heads = 4, s.q_len = 1, s.past = 2100;
+  CheckExact(s);
+}
+
 TEST(FusedAttentionPastCopyTest, TilePathCopiesFirst) {
   // More query rows than the decode path takes: a prefill with a past.
   for (int64_t q_len : {9, 40}) {
