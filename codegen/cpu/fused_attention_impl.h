@@ -596,9 +596,10 @@ class Tile {
 // back (the attention reads the past), and in a decode loop the next step's
 // read of it comes after the weights have passed through every cache. The
 // past is read from memory once, the copy written once, no
-// read-for-ownership. Measured on GPT-2 + past against cached stores:
-// 8x128 cached positions 4.5 vs 5.5 ms of attention per step, 1x512 2.5 vs
-// 3.3; at 8x8 0.8 vs 1.0 (bench/RESULTS.md). A block that straddles the end of the past
+// read-for-ownership. Measured on GPT-2 + past against the same copy with
+// cached stores (medians of 3 alternations, 12 attentions per step): batch
+// 8 x 128 cached positions 4.5 vs 6.4 ms per step, 8 x 32 1.7 vs 2.1, 8 x 8
+// 0.8 vs 1.3 (bench/RESULTS.md). A block that straddles the end of the past
 // is gathered into the workspace (its rows from both sources), so every
 // block is read through one pointer and row stride and the blocks, and
 // with them every sum, are the ones K and V alone would give.
