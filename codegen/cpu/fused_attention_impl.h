@@ -729,22 +729,23 @@ class Decode {
   // past's or the caller's), or a block straddling the past's end gathered
   // into the workspace.
   void SetBlock(int64_t j0, int64_t keys) {
-    const int64_t j1 = j0 + keys;
-    if (k_past_ == nullptr || j0 >= past_rows_) {
-      k_block_ = k_ + j0 * a_.k.row_stride, k_block_stride_ = a_.k.row_stride;
+    Place(k_, a_.k.row_stride, k_past_, k_past_ == nullptr ? 0 : past_->k.row_stride, k_straddle_, a_.head_dim, j0,
+          j0 + keys, k_block_, k_block_stride_);
+    Place(v_, a_.v.row_stride, v_past_, v_past_ == nullptr ? 0 : past_->v.row_stride, v_straddle_, a_.v_head_dim, j0,
+          j0 + keys, v_block_, v_block_stride_);
+  }
+
+  // SetBlock for one of K and V: `whole` the caller's, `past` the past's (or
+  // null), `straddle` the workspace rows.
+  void Place(const float* whole, int64_t whole_stride, const float* past, int64_t past_stride, float* straddle,
+             int64_t d, int64_t j0, int64_t j1, const float*& base, int64_t& stride) const {
+    if (past == nullptr || j0 >= past_rows_) {
+      base = whole + j0 * whole_stride, stride = whole_stride;
     } else if (j1 <= past_rows_) {
-      k_block_ = k_past_ + j0 * past_->k.row_stride, k_block_stride_ = past_->k.row_stride;
+      base = past + j0 * past_stride, stride = past_stride;
     } else {
-      Gather(k_straddle_, k_past_, past_->k.row_stride, k_, a_.k.row_stride, a_.head_dim, j0, j1);
-      k_block_ = k_straddle_, k_block_stride_ = a_.head_dim;
-    }
-    if (v_past_ == nullptr || j0 >= past_rows_) {
-      v_block_ = v_ + j0 * a_.v.row_stride, v_block_stride_ = a_.v.row_stride;
-    } else if (j1 <= past_rows_) {
-      v_block_ = v_past_ + j0 * past_->v.row_stride, v_block_stride_ = past_->v.row_stride;
-    } else {
-      Gather(v_straddle_, v_past_, past_->v.row_stride, v_, a_.v.row_stride, a_.v_head_dim, j0, j1);
-      v_block_ = v_straddle_, v_block_stride_ = a_.v_head_dim;
+      Gather(straddle, past, past_stride, whole, whole_stride, d, j0, j1);
+      base = straddle, stride = d;
     }
   }
 
