@@ -101,6 +101,9 @@ if [ ${#CTEST_FILTER[@]} -eq 0 ]; then
   echo "== redis-server on 127.0.0.1:$REDIS_PORT for the fleet tests (fleet_test: Redis*), stopped at exit"
 fi
 cd "$BUILD_DIR"
+# What the tests write lands in test-tmp/ (tests/support/test_tmpdir.cc):
+# emptied here, so a run starts from nothing and one run's files don't pile up.
+rm -rf test-tmp && mkdir -p test-tmp
 # ctest lists the tests that did not run (GTEST_SKIP: e.g. the AVX-512-only
 # kernel tests on an AVX2 host) after its summary; its summary line is printed
 # once more at the end so that it stays the last line (CI's verdict).
