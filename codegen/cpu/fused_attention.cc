@@ -142,16 +142,37 @@ void RunDecodeItemsPortable(const AttentionArgs& args, const PastCopy* past, int
 
 namespace {
 
-attention::CoreShape ShapeOf(AttentionIsa isa) {
+// A core: its tiling and its two entry points (fused_attention_kernel.h).
+struct Core {
+  attention::CoreShape shape;
+  void (*run)(const AttentionArgs&, int64_t, int64_t);
+  void (*run_decode)(const AttentionArgs&, const PastCopy*, int64_t, int64_t, int64_t);
+};
+
+Core CoreOf(AttentionIsa isa) {
   switch (isa) {
     case AttentionIsa::kAvx512:
-      return attention::kAvx512Shape;
+      return {attention::kAvx512Shape, attention::RunItemsAvx512, attention::RunDecodeItemsAvx512};
     case AttentionIsa::kAvx2:
-      return attention::kAvx2Shape;
+      return {attention::kAvx2Shape, attention::RunItemsAvx2, attention::RunDecodeItemsAvx2};
     case AttentionIsa::kPortable:
       break;
   }
-  return attention::kPortableShape;
+  return {attention::kPortableShape, attention::RunItemsPortable, attention::RunDecodeItemsPortable};
+}
+
+// run(begin, end) over a static split of whole items [0, items) on `team`
+// threads (the calling thread alone for a team of 1): an item's arithmetic
+// does not depend on which thread runs it, so neither does the result.
+template <class F>
+void SplitItems(int team, int64_t items, F run) {
+  if (team <= 1) return run(int64_t{0}, items);
+#pragma omp parallel num_threads(team)
+  {
+    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    const int64_t begin = items * t / n, end = items * (t + 1) / n;
+    if (begin < end) run(begin, end);
+  }
 }
 
 bool IsaSupported(AttentionIsa isa) {
@@ -230,13 +251,8 @@ void CopyPastFirst(const AttentionArgs& a, const PastCopy& past) {
       }
     }
   };
-  const int team = floats < static_cast<double>(kSerialGemmMacs) ? 1 : TeamFor(items);
-  if (team <= 1) return copy(0, items);
-#pragma omp parallel num_threads(team)
-  {
-    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-    copy(items * t / n, items * (t + 1) / n);
-  }
+  // (The attention's fork threshold, in floats copied rather than multiply-adds.)
+  SplitItems(floats < static_cast<double>(kSerialGemmMacs) ? 1 : TeamFor(items), items, copy);
 }
 
 }  // namespace
@@ -278,7 +294,8 @@ absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& given, c
         "FusedAttention: this CPU (or SHAPESHIFT_MAX_CPU_ISA) rules out the ", AttentionIsaName(isa), " core"));
   }
   // Only the decode path copies the past as it reads it.
-  if (past != nullptr && (given.q_len == 0 || !attention::UseDecode(ShapeOf(isa), given))) {
+  const Core core = CoreOf(isa);
+  if (past != nullptr && (given.q_len == 0 || !attention::UseDecode(core.shape, given))) {
     CopyPastFirst(given, *past);
     past = nullptr;
   }
@@ -297,12 +314,7 @@ absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& given, c
     return absl::OkStatus();
   }
   AttentionArgs args = given;
-  const attention::CoreShape shape = ShapeOf(isa);
-  void (*run)(const AttentionArgs&, int64_t, int64_t) = attention::RunItemsPortable;
-  void (*run_decode)(const AttentionArgs&, const PastCopy*, int64_t, int64_t, int64_t) =
-      attention::RunDecodeItemsPortable;
-  if (isa == AttentionIsa::kAvx512) run = attention::RunItemsAvx512, run_decode = attention::RunDecodeItemsAvx512;
-  if (isa == AttentionIsa::kAvx2) run = attention::RunItemsAvx2, run_decode = attention::RunDecodeItemsAvx2;
+  const attention::CoreShape shape = core.shape;
 
   // Multiply-adds, in double (no overflow): below kSerialGemmMacs a fork
   // costs more than a second thread saves.
@@ -323,34 +335,13 @@ absl::Status RunFusedAttentionOn(AttentionIsa isa, const AttentionArgs& given, c
     const int team_max = serial ? 1 : TeamFor(args.batch * args.heads);
     const int64_t heads_per_item = args.batch * args.kv_heads >= team_max ? group : 1;
     const int64_t items = args.batch * args.heads / heads_per_item;
-    const int team = serial ? 1 : TeamFor(items);
-    if (team <= 1) {
-      run_decode(args, past, heads_per_item, 0, items);
-      return absl::OkStatus();
-    }
-#pragma omp parallel num_threads(team)
-    {
-      const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-      const int64_t begin = items * t / n, end = items * (t + 1) / n;
-      if (begin < end) run_decode(args, past, heads_per_item, begin, end);
-    }
+    SplitItems(serial ? 1 : TeamFor(items), items,
+               [&](int64_t begin, int64_t end) { core.run_decode(args, past, heads_per_item, begin, end); });
     return absl::OkStatus();
   }
 
   const int64_t items = args.batch * args.heads * attention::TilesPerHead(shape, args.q_len);
-  const int team = serial ? 1 : TeamFor(items);
-  if (team <= 1) {
-    run(args, 0, items);
-    return absl::OkStatus();
-  }
-  // A static split of whole items: an item's arithmetic does not depend on
-  // which thread runs it, so neither does the result.
-#pragma omp parallel num_threads(team)
-  {
-    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-    const int64_t begin = items * t / n, end = items * (t + 1) / n;
-    if (begin < end) run(args, begin, end);
-  }
+  SplitItems(serial ? 1 : TeamFor(items), items, [&](int64_t begin, int64_t end) { core.run(args, begin, end); });
   return absl::OkStatus();
 }
 
