@@ -146,7 +146,8 @@ namespace {
 // Both TensorFromProto forms: `raw`, when given, makes the tensors stored as
 // raw bytes.
 absl::StatusOr<Tensor> DecodeTensorProto(const onnx::TensorProto& proto, const std::string& base_dir,
-                                         const std::string& what, std::optional<RawTensorMaker> raw_maker) {
+                                         const std::string& what, std::optional<RawTensorMaker> raw_maker,
+                                         const RawBytes* located) {
   std::optional<DType> dtype = DTypeFromOnnx(proto.data_type());
   if (!dtype) {
     const std::string type_name =
@@ -168,15 +169,18 @@ absl::StatusOr<Tensor> DecodeTensorProto(const onnx::TensorProto& proto, const s
   const int64_t declared_bytes = *declared * static_cast<int64_t>(DTypeSize(*dtype));
   RawBytes raw_bytes;
   const RawBytes* raw = nullptr;
-  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+  std::optional<FileDescriptor> closer;  // a file opened here
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL && located != nullptr) {
+    raw = located;
+  } else if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     if (absl::Status s = OpenExternalData(proto, base_dir, what, &raw_bytes); !s.ok()) return s;
+    closer.emplace(raw_bytes.fd);
     raw = &raw_bytes;
   } else if (proto.has_raw_data()) {
     raw_bytes.memory = &proto.raw_data();
     raw_bytes.size = proto.raw_data().size();
     raw = &raw_bytes;
   }
-  FileDescriptor closer(raw_bytes.fd);
   if (raw != nullptr && static_cast<int64_t>(raw->size) != declared_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", raw->size,
                                                    " bytes but its shape and type need ",
@@ -225,12 +229,12 @@ absl::Status RawBytes::ReadInto(void* dst) const {
 
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
                                        const std::string& what) {
-  return DecodeTensorProto(proto, base_dir, what, std::nullopt);
+  return DecodeTensorProto(proto, base_dir, what, std::nullopt, nullptr);
 }
 
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
-                                       const std::string& what, RawTensorMaker raw) {
-  return DecodeTensorProto(proto, base_dir, what, raw);
+                                       const std::string& what, RawTensorMaker raw, const RawBytes* located) {
+  return DecodeTensorProto(proto, base_dir, what, raw, located);
 }
 
 void TensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto) {

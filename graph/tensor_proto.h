@@ -40,10 +40,15 @@ struct RawBytes {
 // large weights straight to a spill file, graph/constant_spill.h, never
 // copying them into the heap); nullopt decodes it into memory as usual —
 // an external one read straight into the tensor's storage.
+// `located`, when given, is where an external tensor's bytes are, found by
+// the caller (an open file and a range: the weights ParseOnnxFile left in the
+// model file); it is used instead of resolving the message's location, and
+// its file is not closed here.
 using RawTensorMaker = absl::FunctionRef<absl::StatusOr<std::optional<Tensor>>(
     DType, const std::vector<int64_t>&, const RawBytes& bytes)>;
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
-                                       const std::string& what, RawTensorMaker raw);
+                                       const std::string& what, RawTensorMaker raw,
+                                       const RawBytes* located = nullptr);
 void TensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto);
 // The same tensor as external data: its type and dims, and `location` /
 // `offset` / `length` (its byte_size) where the caller put its bytes.

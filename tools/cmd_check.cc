@@ -72,14 +72,14 @@ std::optional<ImportedModel> Load(const std::string& path, const std::vector<std
       return std::nullopt;
     }
   }
-  absl::StatusOr<onnx::ModelProto> proto = ParseOnnxFile(path);
-  if (!proto.ok()) {
-    *exit = Fail(kExitUsage, proto.status().message());
+  absl::StatusOr<OnnxFile> file = ParseOnnxFile(path);
+  if (!file.ok()) {
+    *exit = Fail(kExitUsage, file.status().message());
     return std::nullopt;
   }
   // A model that parses but uses ops or shapes shapeshift cannot import is
   // a negative answer, with every unsupported op named.
-  absl::StatusOr<ImportedModel> model = ImportParsedOnnxFile(*proto, path, options);
+  absl::StatusOr<ImportedModel> model = ImportParsedOnnxFile(*file, options);
   if (!model.ok()) {
     const std::string message(model.status().message());
     if (json) {

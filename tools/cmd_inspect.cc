@@ -127,8 +127,9 @@ int RunInspect(const std::vector<std::string>& raw_args) {
   if (!weights_dir.ok()) return UsageError("inspect", kUsage, std::string(weights_dir.status().message()));
   std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(*weights_dir);
   options.spill = spill.get();
-  absl::StatusOr<onnx::ModelProto> proto = ParseOnnxFile(path);
-  if (!proto.ok()) return Fail(kExitUsage, proto.status().message());
+  absl::StatusOr<OnnxFile> file = ParseOnnxFile(path);
+  if (!file.ok()) return Fail(kExitUsage, file.status().message());
+  onnx::ModelProto* proto = file->model.get();
   // Summarized before the import releases the message's weights.
   ModelSummary summary = SummarizeOnnxModel(*proto);
   std::printf("model: %s\n", Escaped(path).c_str());
@@ -137,13 +138,13 @@ int RunInspect(const std::vector<std::string>& raw_args) {
   std::vector<std::string> checker_notes;
   const size_t slash = path.find_last_of('/');
   const std::string model_dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (absl::Status checked = CheckOnnxModel(*proto, path, model_dir, &checker_notes); !checked.ok()) {
+  if (absl::Status checked = CheckOnnxModel(*proto, model_dir, &checker_notes); !checked.ok()) {
     PrintSummary(summary);
     return Fail(absl::IsUnimplemented(checked) ? kExitNegative : kExitUsage, absl::StrCat(path, ": ", checked.message()));
   }
   options.run_checker = false;
   const bool flags_at_fault = DimFlagNamesAreAtFault(*proto, options);
-  absl::StatusOr<ImportedModel> model = ImportParsedOnnxFile(*proto, path, options);
+  absl::StatusOr<ImportedModel> model = ImportParsedOnnxFile(*file, options);
   if (model.ok()) {
     model->notes.insert(model->notes.begin(), checker_notes.begin(), checker_notes.end());
     PrintModel(*model);

@@ -159,7 +159,7 @@ absl::Status ExportOnnxModel(const Graph& graph, const ShapeEnv& env, const Expo
   // import of the result will say again.
   std::vector<std::string> notes;
   const std::string data_dir = options.external_data.has_value() ? options.external_data->dir : "";
-  if (absl::Status s = CheckOnnxModel(*model, "", data_dir, &notes); !s.ok()) {
+  if (absl::Status s = CheckOnnxModel(*model, data_dir, &notes); !s.ok()) {
     return absl::InternalError(absl::StrCat("the exported model: ", s.message()));  // "ONNX checker rejected..."
   }
   return absl::OkStatus();

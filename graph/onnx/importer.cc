@@ -1,5 +1,9 @@
 #include "graph/onnx/importer.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <optional>
 #include <fstream>
@@ -39,14 +43,15 @@ absl::Status Prefixed(const std::string& what, const absl::Status& s) {
 // Builds one model; `what` prefixes every error.
 class Importer {
  public:
-  // `path` is the model file when there is one: the checker then resolves
-  // external data next to it.
-  Importer(onnx::ModelProto& model, const ImportOptions& options, std::string what, std::string path)
-      : model_(model), options_(options), what_(std::move(what)), path_(std::move(path)) {}
+  // `in_file`: the model file the message was read from, whose weights
+  // ParseOnnxFile left in it.
+  Importer(onnx::ModelProto& model, const ImportOptions& options, std::string what,
+           const OnnxFile* in_file = nullptr)
+      : model_(model), options_(options), what_(std::move(what)), in_file_(in_file) {}
 
   absl::StatusOr<ImportedModel> Run() {
     if (options_.run_checker) {
-      absl::Status checked = CheckOnnxModel(model_, path_, options_.base_dir, &result_.notes);
+      absl::Status checked = CheckOnnxModel(model_, options_.base_dir, &result_.notes);
       if (!checked.ok()) return Error(checked);
     }
     absl::StatusOr<int> opset = DefaultOpset();
@@ -100,15 +105,29 @@ class Importer {
   }
 
   absl::Status AddInitializers() {
+    int index = 0;
+    size_t next_in_file = 0;
     for (onnx::TensorProto& init : *model_.mutable_graph()->mutable_initializer()) {
       const std::string what = absl::StrCat("initializer '", init.name(), "'");
-      absl::StatusOr<Tensor> t =
-          options_.spill == nullptr
-              ? TensorFromProto(init, options_.base_dir, what)
-              : TensorFromProto(init, options_.base_dir, what,
-                                [&](DType dtype, const std::vector<int64_t>& shape, const RawBytes& bytes) {
-                                  return SpilledOrInMemory(dtype, shape, bytes, what);
-                                });
+      // Where ParseOnnxFile left this one's bytes: the file it holds open,
+      // not the external data's location (which a symlinked model file, as in
+      // a Hugging Face cache, would resolve outside the model's directory).
+      std::optional<RawBytes> in_file;
+      if (in_file_ != nullptr && next_in_file < in_file_->weights.size() &&
+          in_file_->weights[next_in_file].index == index) {
+        const WeightInFile& weight = in_file_->weights[next_in_file++];
+        if (weight.name == init.name()) {
+          in_file = RawBytes{.fd = in_file_->fd->get(), .offset = weight.offset,
+                             .size = static_cast<size_t>(weight.size), .file = in_file_->path};
+        }
+      }
+      ++index;
+      absl::StatusOr<Tensor> t = TensorFromProto(
+          init, options_.base_dir, what,
+          [&](DType dtype, const std::vector<int64_t>& shape, const RawBytes& bytes) {
+            return SpilledOrInMemory(dtype, shape, bytes, what);
+          },
+          in_file ? &*in_file : nullptr);
       if (!t.ok()) return t.status();
       if (result_.graph->FindValue(init.name()) != nullptr) {
         return absl::InvalidArgumentError(absl::StrCat("initializer '", init.name(), "' is defined twice"));
@@ -132,7 +151,7 @@ class Importer {
   // An external initializer goes file to file (ConstantSpill::SpillFromFile).
   absl::StatusOr<std::optional<Tensor>> SpilledOrInMemory(DType dtype, const std::vector<int64_t>& shape,
                                                           const RawBytes& bytes, const std::string& what) {
-    if (bytes.size < kSpillMinBytes || spill_failed_) return std::nullopt;
+    if (options_.spill == nullptr || bytes.size < kSpillMinBytes || spill_failed_) return std::nullopt;
     absl::StatusOr<Tensor> spilled =
         bytes.memory != nullptr
             ? options_.spill->SpillBytes(dtype, shape, bytes.memory->data(), bytes.size)
@@ -353,7 +372,7 @@ class Importer {
   const ImportOptions& options_;
   bool spill_failed_ = false;  // a spill write failed: the rest stays in memory
   std::string what_;
-  std::string path_;
+  const OnnxFile* in_file_ = nullptr;
   // The dims recorded in the model's metadata (`shapeshift.dim.<name>` =
   // `lo..hi` written by our exporter, or `a+b` written by
   // bench/peers/export_models.py for GPT-2's total_sequence), each overridden
@@ -403,9 +422,9 @@ absl::Status NotAModel(const std::string& what) {
 }
 
 absl::StatusOr<ImportedModel> ImportParsed(onnx::ModelProto& model, const ImportOptions& options,
-                                           const std::string& what, const std::string& path) {
+                                           const std::string& what, const OnnxFile* in_file = nullptr) {
   if (!model.has_graph()) return absl::InvalidArgumentError(absl::StrCat(what, ": the model has no graph"));
-  return Importer(model, options, what, path).Run();
+  return Importer(model, options, what, in_file).Run();
 }
 
 }  // namespace
@@ -414,42 +433,85 @@ absl::StatusOr<ImportedModel> ImportOnnxBytes(const std::string& bytes, const Im
                                               const std::string& what) {
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes)) return NotAModel(what);
-  return ImportParsed(model, options, what, "");
+  return ImportParsed(model, options, what);
 }
 
 absl::StatusOr<ImportedModel> ImportParsedOnnx(onnx::ModelProto& model, const ImportOptions& options,
                                                const std::string& what) {
-  return ImportParsed(model, options, what, "");
+  return ImportParsed(model, options, what);
 }
 
-absl::StatusOr<onnx::ModelProto> ParseOnnxFile(const std::string& path) {
+OnnxFile::OnnxFile() = default;
+OnnxFile::~OnnxFile() = default;
+OnnxFile::OnnxFile(OnnxFile&&) noexcept = default;
+OnnxFile& OnnxFile::operator=(OnnxFile&&) noexcept = default;
+
+namespace {
+
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// The message of the regular file open as `fd`, its large weights left in
+// the file; false where the rewrite declined (weights_left_in_file.h) or the
+// file cannot be mapped.
+bool ParseLeavingWeightsInFile(const std::string& path, std::shared_ptr<const FileDescriptor> fd, OnnxFile* file) {
+  struct stat st {};
+  if (fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return false;
+  const auto size = static_cast<size_t>(st.st_size);
+  void* mapped = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd->get(), 0);
+  if (mapped == MAP_FAILED) return false;
+  const size_t slash = path.find_last_of('/');
+  const std::string location = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::optional<ModelWithoutWeights> lean =
+      LeaveWeightsInFile(std::string_view(static_cast<const char*>(mapped), size), location, kSpillMinBytes);
+  munmap(mapped, size);
+  if (!lean || !file->model->ParseFromString(lean->message)) {
+    file->model->Clear();
+    return false;
+  }
+  file->weights = std::move(lean->weights);
+  file->fd = std::move(fd);
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<OnnxFile> ParseOnnxFile(const std::string& path) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not an ONNX model file"));
   }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the model file"));
-  // Parsed straight from the stream: a 400 MB model is not held twice (file
-  // bytes and message) while its initializers become tensors.
-  onnx::ModelProto model;
-  if (file.peek() == std::ifstream::traits_type::eof() || !model.ParseFromIstream(&file)) return NotAModel(path);
-  return model;
+  OnnxFile file;
+  file.path = path;
+  file.model = std::make_unique<onnx::ModelProto>();
+  // O_NONBLOCK: a FIFO is not waited on here (the stream below reads it).
+  if (const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); fd >= 0) {
+    if (ParseLeavingWeightsInFile(path, std::make_shared<const FileDescriptor>(fd), &file)) return file;
+  }
+  // Otherwise the whole file through the parser: a model without large raw
+  // weights, or bytes the rewrite declined (the parser says what is wrong).
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) return absl::NotFoundError(absl::StrCat(path, ": cannot open the model file"));
+  // Parsed straight from the stream: a model is not held twice (file bytes
+  // and message) while its initializers become tensors.
+  if (stream.peek() == std::ifstream::traits_type::eof() || !file.model->ParseFromIstream(&stream)) {
+    return NotAModel(path);
+  }
+  return file;
 }
 
 absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
-  absl::StatusOr<onnx::ModelProto> model = ParseOnnxFile(path);
-  if (!model.ok()) return model.status();
-  return ImportParsedOnnxFile(*model, path, options);
+  absl::StatusOr<OnnxFile> file = ParseOnnxFile(path);
+  if (!file.ok()) return file.status();
+  return ImportParsedOnnxFile(*file, options);
 }
 
-absl::StatusOr<ImportedModel> ImportParsedOnnxFile(onnx::ModelProto& model, const std::string& path,
-                                                   const ImportOptions& options) {
+absl::StatusOr<ImportedModel> ImportParsedOnnxFile(OnnxFile& file, const ImportOptions& options) {
   ImportOptions with_dir = options;
-  if (with_dir.base_dir.empty()) {
-    size_t slash = path.find_last_of('/');
-    with_dir.base_dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  }
-  return ImportParsed(model, with_dir, path, path);
+  if (with_dir.base_dir.empty()) with_dir.base_dir = DirectoryOf(file.path);
+  return ImportParsed(*file.model, with_dir, file.path, &file);
 }
 
 absl::Status ParseDimFlag(const std::string& flag, ImportOptions* options) {

@@ -34,7 +34,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/file_descriptor.h"
 #include "graph/graph.h"
+#include "graph/onnx/weights_left_in_file.h"
 #include "shapes/shape_env.h"
 
 namespace onnx {
@@ -90,14 +92,30 @@ struct ImportedModel {
 absl::StatusOr<ImportedModel> ImportOnnxFile(const std::string& path,
                                              const ImportOptions& options = {});
 
+// A model file's message as ParseOnnxFile reads it. Its raw initializers of
+// kSpillMinBytes or more are not copied into the message: they stay in the
+// file, described in the message as external data naming that file
+// (graph/onnx/weights_left_in_file.h), and `fd` holds the file open so the
+// import reads each of them from the file it was parsed from (straight into
+// the weights spill or the tensor: never through the message).
+struct OnnxFile {
+  OnnxFile();
+  ~OnnxFile();
+  OnnxFile(OnnxFile&&) noexcept;
+  OnnxFile& operator=(OnnxFile&&) noexcept;
+  std::string path;
+  std::unique_ptr<onnx::ModelProto> model;
+  std::vector<WeightInFile> weights;          // left in the file, in initializer order
+  std::shared_ptr<const FileDescriptor> fd;   // open on `path` while `weights` is not empty
+};
+
 // The two halves of ImportOnnxFile, for callers that read the message before
 // importing it (the CLI reads the dim ranges recorded in its metadata).
-// ImportParsedOnnxFile releases each initializer's data from `model` once it
-// has become a tensor, so the weights are held once, not twice. A path that
-// is a directory is an error saying so (not a parse failure).
-absl::StatusOr<onnx::ModelProto> ParseOnnxFile(const std::string& path);
-absl::StatusOr<ImportedModel> ImportParsedOnnxFile(onnx::ModelProto& model, const std::string& path,
-                                                   const ImportOptions& options = {});
+// ImportParsedOnnxFile releases each initializer's data from the message once
+// it has become a tensor, so the weights are held once, not twice. A path
+// that is a directory is an error saying so (not a parse failure).
+absl::StatusOr<OnnxFile> ParseOnnxFile(const std::string& path);
+absl::StatusOr<ImportedModel> ImportParsedOnnxFile(OnnxFile& file, const ImportOptions& options = {});
 // A message that is not a file of its own (an AOT bundle's model record):
 // external data is resolved in options.base_dir, by the checker as well.
 // `what` names the source in error messages.

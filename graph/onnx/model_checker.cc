@@ -164,30 +164,36 @@ class UncheckedNodes {
   std::set<std::string> ops_;
 };
 
+// check_model's tests of the ModelProto's own fields, in its words.
+void CheckModelFields(const onnx::ModelProto& model) {
+  if (model.ir_version() == 0) fail_check("The model does not have an ir_version set properly.");
+  std::set<std::string> keys;
+  for (const onnx::StringStringEntryProto& entry : model.metadata_props()) {
+    if (!keys.insert(entry.key()).second) fail_check("Your model has duplicate keys in metadata_props.");
+  }
+  if (model.ir_version() >= 3 && model.opset_import_size() == 0) {
+    fail_check("model with IR version >= 3 must specify opset_import for ONNX");
+  }
+  if (model.ir_version() < 3 && model.opset_import_size() > 0) {
+    fail_check("model with IR version < 3 cannot have opset_import specified");
+  }
+}
+
 }  // namespace
 
-absl::Status CheckOnnxModel(onnx::ModelProto& model, const std::string& path, const std::string& model_dir,
-                            std::vector<std::string>* notes) {
+absl::Status CheckOnnxModel(onnx::ModelProto& model, const std::string& model_dir, std::vector<std::string>* notes) {
   const int64_t checker_ir = onnx::Version::IR_VERSION;
   const int checker_opset = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
   const int64_t declared_ir = model.ir_version();
   try {
-    // A message without a file whose weights are external (a bundle's, the
-    // exporter's with a sink) takes the route below, which resolves them in
-    // `model_dir`: the library's check_model(message) knows no directory.
-    const bool external_without_file = path.empty() && UsesExternalData(model);
-    if (declared_ir <= checker_ir && DefaultOpset(model) <= checker_opset && !external_without_file) {
-      // The library's own entry points for models it fully knows (the file
-      // form resolves external data next to the file).
-      // The file form re-reads the file, so it is used only where the
-      // message holds no weights: when some initializer lives in external data
-      // (that form resolves it next to the file). Otherwise a 400 MB model
-      // would be parsed a second time just to be checked.
-      if (path.empty() || !UsesExternalData(model)) {
-        onnx::checker::check_model(model);
-      } else {
-        onnx::checker::check_model(path);
-      }
+    // The library's own entry point for models it fully knows, unless some
+    // weights are external data: check_model(message) knows no directory to
+    // find them in, and its file form would parse the whole file again (for
+    // a model read by ParseOnnxFile, whose large weights are external data in
+    // the model file itself, that is every weight). Those take the route
+    // below, which resolves them in `model_dir`.
+    if (declared_ir <= checker_ir && DefaultOpset(model) <= checker_opset && !UsesExternalData(model)) {
+      onnx::checker::check_model(model);
       return absl::OkStatus();
     }
   } catch (const std::exception& e) {
@@ -205,6 +211,7 @@ absl::Status CheckOnnxModel(onnx::ModelProto& model, const std::string& path, co
   // What check_model does after its version tests, with the context's IR
   // version capped at the newest the checker knows.
   try {
+    CheckModelFields(model);
     UncheckedNodes unchecked(model, checker_opset);
     unchecked_ops = unchecked.ops();
     onnx::checker::CheckerContext context;

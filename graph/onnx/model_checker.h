@@ -27,13 +27,10 @@
 
 namespace shapeshift {
 
-// Checks `model` with onnx::checker. `path` is the model file when there is
-// one (the checker then reads it itself for models it fully knows);
-// `model_dir` is where external data is resolved otherwise. The model is
-// modified only during the call (restored before returning). Appends one
-// sentence per relaxation to `notes`.
-absl::Status CheckOnnxModel(onnx::ModelProto& model, const std::string& path, const std::string& model_dir,
-                            std::vector<std::string>* notes);
+// Checks `model` with onnx::checker; `model_dir` is where its external data
+// are resolved. The model is modified only during the call (restored before
+// returning). Appends one sentence per relaxation to `notes`.
+absl::Status CheckOnnxModel(onnx::ModelProto& model, const std::string& model_dir, std::vector<std::string>* notes);
 
 }  // namespace shapeshift
 

@@ -8,9 +8,9 @@
 namespace shapeshift {
 
 absl::StatusOr<ModelSummary> SummarizeOnnxFile(const std::string& path) {
-  absl::StatusOr<onnx::ModelProto> model = ParseOnnxFile(path);
-  if (!model.ok()) return model.status();
-  return SummarizeOnnxModel(*model);
+  absl::StatusOr<OnnxFile> file = ParseOnnxFile(path);
+  if (!file.ok()) return file.status();
+  return SummarizeOnnxModel(*file->model);
 }
 
 ModelSummary SummarizeOnnxModel(const onnx::ModelProto& model) {

@@ -318,10 +318,12 @@ TEST(ExporterTest, ImportReleasesInitializerDataFromTheMessage) {
   size_t bytes_before = 0;
   for (const onnx::TensorProto& init : proto.graph().initializer()) bytes_before += init.raw_data().size();
   ASSERT_GT(bytes_before, 0u);
-  const std::string path = ::testing::TempDir() + "/release_model.onnx";
-  absl::StatusOr<ImportedModel> imported = ImportParsedOnnxFile(proto, path, {});
+  OnnxFile file;
+  file.path = ::testing::TempDir() + "/release_model.onnx";
+  file.model = std::make_unique<onnx::ModelProto>(std::move(proto));
+  absl::StatusOr<ImportedModel> imported = ImportParsedOnnxFile(file, {});
   ASSERT_TRUE(imported.ok()) << imported.status();
-  for (const onnx::TensorProto& init : proto.graph().initializer()) {
+  for (const onnx::TensorProto& init : file.model->graph().initializer()) {
     EXPECT_TRUE(init.raw_data().empty()) << init.name();
     EXPECT_EQ(init.float_data_size(), 0) << init.name();
     const Value* value = imported->graph->FindValue(init.name());
