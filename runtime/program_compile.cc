@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "graph/constant_spill.h"
 #include "graph/op_table.h"
 #include "passes/pipeline.h"
+#include "runtime/pack_queue.h"
 #include "runtime/packed_weight_cache.h"
 #include "runtime/program_impl.h"
 #include "runtime/tuning/gemm_tuning.h"
@@ -66,6 +69,7 @@ class ProgramBuilder {
       long_rows_on_panels_ = options.long_rows_on_panels;
       packed_weights_ = options.packed_weights;
       if (absl::Status s = PlanShortRequests(options); !s.ok()) return s;
+      pack_queue_ = std::make_unique<PackQueue>(threads_);
       if (!survey_) {
         cpu::CpuBackendOptions backend_options;
         backend_options.vector_width = options.vector_width;
@@ -94,6 +98,8 @@ class ProgramBuilder {
       }
     }
     if (survey_) return absl::OkStatus();
+    if (absl::Status s = CompileKernels(); !s.ok()) return s;
+    if (absl::Status s = FinishPacks(); !s.ok()) return s;
     if (absl::Status s = PlanOutputs(); !s.ok()) return s;
     CheckKvPairReaders();
     DeferPastCopies();
@@ -326,9 +332,10 @@ class ProgramBuilder {
       ++kernel_calls_;
       return impl_.device->Add(call, resolver_);
     }
-    SS_ASSIGN_OR_RETURN(compiled, impl_.kernel_cache->GetOrCompile(call.kernel));
+    // Compiled after every step is added (CompileKernels): by then each
+    // weight's pack is queued, and LLVM works beside the packing.
+    pending_kernels_.emplace_back(impl_.steps.size(), call.kernel);
     KernelStep step;
-    step.kernel = std::move(compiled);
     for (SymExpr e : call.dim_values) {
       SS_ASSIGN_OR_RETURN(slot, Slot(e));
       step.dim_slots.push_back(slot);
@@ -438,22 +445,18 @@ class ProgramBuilder {
       }
       const cpu::PanelRowsMatmul* panel_rows = PanelRowsFor(key, *skinny);
       if (panel_rows != nullptr) record.long_engine = panel_rows->engine();
-      // Every request of this step will read the packed copy: the plain
-      // weights' pages go back to the OS where they lie in a spill file
-      // (graph/constant_spill.h; elsewhere a no-op) — block by block as
-      // PackB finishes reading them, so the plain matrix is never resident
-      // whole beside its packed copy, then the whole range (the pages the
-      // blocks' edges kept). Whatever reads them later (another step, a
-      // later tier's compile) pages them back in.
+      // With the long rows on the panels too, every request of this step
+      // reads the packed copy: the plain weights' pages are given back
+      // (QueuePack), so the plain matrix is never resident whole beside it.
       if (survey_) return absl::OkStatus();
-      std::function<void(const float*, size_t)> release;
-      if (panel_rows != nullptr) release = [](const float* begin, size_t bytes) { ReleaseResidentPages(begin, bytes); };
-      SS_ASSIGN_OR_RETURN(packed, Pack(b, PackingKey(record.engine, key),
-                                       [&] { return skinny->PackB(weights, release); }));
+      const bool release = panel_rows != nullptr;
+      QueuePack(b, PackingKey(record.engine, key), release, [skinny, weights, release] {
+        std::function<void(const float*, size_t)> consumed;
+        if (release) consumed = [](const float* begin, size_t bytes) { ReleaseResidentPages(begin, bytes); };
+        return skinny->PackB(weights, consumed);
+      });
       step.skinny = skinny;
       step.panel_rows = panel_rows;
-      step.packed_b = std::move(packed);
-      if (panel_rows != nullptr) stats_.released_weight_bytes += ReleaseResidentPages(weights, b.constant_bytes);
       ++stats_.skinny_gemms;
       if (record.tuned) ++stats_.tuned_gemms;
     } else {
@@ -471,12 +474,60 @@ class ProgramBuilder {
         impl_.small_rows.push_back(std::move(created));
       }
       if (survey_) return absl::OkStatus();
-      SS_ASSIGN_OR_RETURN(packed, Pack(b, PackingKey(record.engine, key), [&] { return small->PackB(weights); }));
+      QueuePack(b, PackingKey(record.engine, key), /*release=*/false, [small, weights] { return small->PackB(weights); });
       step.small_rows = small;
-      step.packed_b = std::move(packed);
     }
     ++stats_.small_row_gemms;
-    stats_.packed_weight_bytes += step.packed_b.bytes();
+    return absl::OkStatus();
+  }
+
+  // Packs the constant B of the MatmulStep about to be added (the next in
+  // impl_.steps) on the pack queue: `pack` makes the copy, once per session
+  // through the PackedWeightCache. With `release`, every request of the step
+  // reads the packed copy: the plain weights' pages then go back to the OS
+  // where they lie in a spill file (graph/constant_spill.h; elsewhere a
+  // no-op), block by block as `pack` reads them and then the whole range
+  // (the pages the blocks' edges kept). Whatever reads them later (another
+  // step, a later tier's compile) pages them back in.
+  void QueuePack(const BufferSource& b, std::string packing, bool release,
+                 std::function<absl::StatusOr<cpu::PackedWeights>()> pack) {
+    PendingPack& pending = pending_packs_.emplace_back();
+    pending.step = impl_.steps.size();
+    pack_queue_->Add([this, &pending, release, tensor = b.tensor, weights = b.constant, bytes = b.constant_bytes,
+                      packing = std::move(packing), pack = std::move(pack)] {
+      absl::StatusOr<cpu::PackedWeights> packed = Pack(tensor, packing, pack);
+      if (!packed.ok()) return packed.status();
+      pending.packed = *std::move(packed);
+      if (release) pending.released_bytes = ReleaseResidentPages(weights, bytes);
+      return absl::OkStatus();
+    });
+  }
+
+  // Compiles the kernel of each KernelStep (each distinct one once: the
+  // KernelCache), while the pack queue packs on its own thread.
+  absl::Status CompileKernels() {
+    for (const auto& [index, kernel] : pending_kernels_) {
+      absl::StatusOr<std::shared_ptr<const cpu::CompiledKernel>> compiled = impl_.kernel_cache->GetOrCompile(kernel);
+      if (!compiled.ok()) {
+        return absl::Status(compiled.status().code(), absl::StrCat(step_origin_[index], ": ", compiled.status().message()));
+      }
+      std::get<KernelStep>(impl_.steps[index]).kernel = *std::move(compiled);
+    }
+    pending_kernels_.clear();
+    return absl::OkStatus();
+  }
+
+  // Waits for the pack queue and gives each MatmulStep its packed copy.
+  absl::Status FinishPacks() {
+    if (pack_queue_ == nullptr) return absl::OkStatus();
+    if (absl::Status s = pack_queue_->Finish(); !s.ok()) return s;
+    for (PendingPack& pending : pending_packs_) {
+      auto& step = std::get<MatmulStep>(impl_.steps[pending.step]);
+      step.packed_b = std::move(pending.packed);
+      stats_.packed_weight_bytes += step.packed_b.bytes();
+      stats_.released_weight_bytes += pending.released_bytes;
+    }
+    pending_packs_.clear();
     return absl::OkStatus();
   }
 
@@ -507,11 +558,12 @@ class ProgramBuilder {
   // `b`'s packed copy under `packing` (the packer and the GEMM class): the
   // one an earlier Program of the session made, where there is a cache, or a
   // new one from `pack`.
-  absl::StatusOr<cpu::PackedWeights> Pack(const BufferSource& b, const std::string& packing,
+  // On the pack queue's thread: the PackedWeightCache is thread-safe.
+  absl::StatusOr<cpu::PackedWeights> Pack(const Tensor* tensor, const std::string& packing,
                                           absl::FunctionRef<absl::StatusOr<cpu::PackedWeights>()> pack) {
-    if (packed_weights_ == nullptr || b.tensor == nullptr) return pack();
+    if (packed_weights_ == nullptr || tensor == nullptr) return pack();
     bool shared = false;
-    return packed_weights_->GetOrPack(*b.tensor, packing, pack, &shared);
+    return packed_weights_->GetOrPack(*tensor, packing, pack, &shared);
   }
 
   ShortRequestGemm& ShortRequestGemmFor(const cpu::MatmulConfig& config) {
@@ -829,6 +881,16 @@ class ProgramBuilder {
   std::vector<std::string> step_origin_;  // per CPU step: its group and kernel, for why_not
   int64_t kernel_calls_ = 0;  // device kernel and gather steps
   const bool survey_;
+  // A packed copy being made for the MatmulStep at impl_.steps[step]
+  // (pack_queue.h): the queue's job fills it, FinishPacks hands it over.
+  struct PendingPack {
+    size_t step = 0;
+    cpu::PackedWeights packed;
+    int64_t released_bytes = 0;  // plain weight pages given back once it was made
+  };
+  std::deque<PendingPack> pending_packs_;
+  std::vector<std::pair<size_t, codegen::Kernel>> pending_kernels_;  // KernelStep index, its kernel  // a deque: the jobs hold references while more are added
+  std::unique_ptr<PackQueue> pack_queue_;  // after pending_packs_: stopped before they go
 };
 
 passes::PipelineOptions PipelineOptionsFor(const CompileOptions& options) {
