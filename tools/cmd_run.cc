@@ -685,6 +685,7 @@ int RunOneShape(const RunFlags& flags, ImportedModel model) {
 }
 
 int RunTrace(const RunFlags& flags, ImportedModel model) {
+  const double load_us = std::chrono::duration<double, std::micro>(Clock::now() - flags.started).count();
   std::vector<std::string> notes = model.notes;
   notes.insert(notes.end(), flags.tuning_notes.begin(), flags.tuning_notes.end());
   absl::StatusOr<std::vector<Assignment>> trace = MakeTrace(flags.trace, *model.env);
@@ -694,7 +695,7 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
   ReplayOptions options;
   options.seed = flags.seed;
   options.check_every = flags.check_every;
-  options.create_us = prepared->create_us;
+  options.setup_us = load_us + prepared->create_us;
   absl::StatusOr<ReplayResult> result =
       ReplayTrace(*prepared->session, *prepared->reference, prepared->recipes, *trace, options);
   if (!result.ok()) return Fail(kExitUsage, std::string(result.status().message()));
@@ -705,6 +706,7 @@ int RunTrace(const RunFlags& flags, ImportedModel model) {
   setup.cache_dir = flags.cache_dir;
   setup.seed = flags.seed;
   setup.check_every = flags.check_every;
+  setup.load_us = load_us;
   setup.create_us = prepared->create_us;
   nlohmann::ordered_json r = ReplayReportJson(setup, *result);
   r["notes"] = notes;

@@ -97,7 +97,7 @@ absl::StatusOr<ReplayResult> ReplayTrace(runtime::Session& session, const Graph&
     ++result.requests;
     if (i == 0) {
       result.first_request_us = us;
-      result.first_result_us = options.create_us + us;
+      result.first_result_us = options.setup_us + us;
       result.compiles_before_first_result = session.stats().dispatcher.compiles;
     }
     if (!outputs.ok()) {

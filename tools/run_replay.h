@@ -35,10 +35,10 @@ namespace shapeshift::tools {
 struct ReplayOptions {
   uint64_t seed = 1;
   int64_t check_every = 50;  // 0: check nothing (not even each entry's first request)
-  // Wall time already spent creating the session (the ahead-of-time compile
-  // of auto/polymorphic), added to the first request's latency to give the
-  // time to the first result.
-  double create_us = 0;
+  // Wall time already spent before the first request: loading the model and
+  // creating the session (the ahead-of-time compile of auto/polymorphic),
+  // added to the first request's latency to give the time to the first result.
+  double setup_us = 0;
 };
 
 struct ReplayResult {
@@ -65,7 +65,7 @@ struct ReplayResult {
   std::string first_wrong;     // the first wrong request, naming it
   std::vector<double> latency_us;  // per served request, in trace order
   double first_request_us = 0;     // the first request's Run call
-  double first_result_us = 0;      // create_us + first_request_us
+  double first_result_us = 0;      // setup_us + first_request_us
   int64_t compiles_before_first_result = 0;
 };
 

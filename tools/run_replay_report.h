@@ -26,6 +26,7 @@ struct ReplaySetup {
   std::string cache_dir;  // empty: no persistent cache
   uint64_t seed = 1;
   int64_t check_every = 50;
+  double load_us = 0;     // reading and importing the model, before the session
   double create_us = 0;   // session creation (any ahead-of-time compile)
 };
 

@@ -10,7 +10,8 @@ The CLI contract this relies on (issue 7):
     peak_rss_mb, compile_s);
   shapeshift run MODEL.onnx --dim ... --trace file:PATH --json
     replays PATH ('batch=1 sequence=37' per line: the model's dim names) and
-    prints one JSON object with engine_s (session creation + every run),
+    prints one JSON object with engine_s (loading the model, session
+    creation and every run),
     requests_s (every run),
     time_to_first_result_s, compiles, recompiles, per_request {median_ms,
     p99_ms, max_ms} and compile_ms.
