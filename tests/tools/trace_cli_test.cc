@@ -172,9 +172,15 @@ TEST(TraceCliTest, LogNormalTraceIsDeterministicAndServedWithoutMisses) {
                           "engine_s", "requests_s", "time_to_first_result_s", "recompiles", "per_request"}) {
     EXPECT_TRUE(a.contains(key)) << key;
   }
-  // The engine time is session creation plus the runs; requests_s the runs.
+  // The engine time is loading the model, session creation and the runs;
+  // requests_s the runs; the first result counts from the command's start.
   EXPECT_GT(a["requests_s"].get<double>(), 0);
-  EXPECT_GT(a["engine_s"].get<double>(), a["requests_s"].get<double>());
+  EXPECT_GT(a["load_ms"].get<double>(), 0);
+  EXPECT_GT(a["create_ms"].get<double>(), 0);
+  EXPECT_NEAR(a["engine_s"].get<double>(),
+              (a["load_ms"].get<double>() + a["create_ms"].get<double>()) / 1e3 + a["requests_s"].get<double>(), 1e-6);
+  EXPECT_GE(a["first_result_us"].get<double>(),
+            (a["load_ms"].get<double>() + a["create_ms"].get<double>()) * 1e3 + a["first_request_us"].get<double>() - 1);
   EXPECT_NEAR(a["requests_s"].get<double>(), a["mean_us"].get<double>() * 60 / 1e6, 1e-9);
   EXPECT_EQ(a["recompiles"], 0);
   EXPECT_GE(a["per_request"]["max_ms"].get<double>(), a["per_request"]["p99_ms"].get<double>());
