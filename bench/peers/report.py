@@ -190,7 +190,7 @@ class ModelResults:
     def trace_table(self) -> list[str]:
         metrics = [
             ("requests", lambda r: r["trace"]["requests"], 0),
-            ("total engine time s (session creation + every run)", lambda r: r["trace"]["engine_s"], 4),
+            ("total engine time s (loading the model, session creation and every run)", lambda r: r["trace"]["engine_s"], 4),
             ("of it, the runs s", lambda r: r["trace"]["requests_s"], 4),
             ("time to first result s", lambda r: r["trace"]["time_to_first_result_s"], 4),
             ("per-request median ms", lambda r: r["trace"]["per_request"]["median_ms"], 3),
