@@ -1,21 +1,22 @@
 #include "graph/onnx/weights_left_in_file.h"
 
 #include "absl/strings/str_cat.h"
+#include "onnx/onnx_pb.h"
 
 namespace shapeshift {
 namespace {
 
-// Field numbers of onnx.proto (ModelProto, GraphProto, TensorProto,
-// StringStringEntryProto) that the rewrite reads or writes.
-constexpr uint32_t kModelGraph = 7;
-constexpr uint32_t kGraphInitializer = 5;
-constexpr uint32_t kTensorName = 8;
-constexpr uint32_t kTensorRawData = 9;
-constexpr uint32_t kTensorExternalData = 13;
-constexpr uint32_t kTensorDataLocation = 14;
-constexpr uint32_t kEntryKey = 1;
-constexpr uint32_t kEntryValue = 2;
-constexpr uint64_t kDataLocationExternal = 1;
+// The field numbers the rewrite reads or writes, from the generated code of
+// onnx.proto itself.
+constexpr uint32_t kModelGraph = onnx::ModelProto::kGraphFieldNumber;
+constexpr uint32_t kGraphInitializer = onnx::GraphProto::kInitializerFieldNumber;
+constexpr uint32_t kTensorName = onnx::TensorProto::kNameFieldNumber;
+constexpr uint32_t kTensorRawData = onnx::TensorProto::kRawDataFieldNumber;
+constexpr uint32_t kTensorExternalData = onnx::TensorProto::kExternalDataFieldNumber;
+constexpr uint32_t kTensorDataLocation = onnx::TensorProto::kDataLocationFieldNumber;
+constexpr uint32_t kEntryKey = onnx::StringStringEntryProto::kKeyFieldNumber;
+constexpr uint32_t kEntryValue = onnx::StringStringEntryProto::kValueFieldNumber;
+constexpr uint64_t kDataLocationExternal = onnx::TensorProto::EXTERNAL;
 
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
 
