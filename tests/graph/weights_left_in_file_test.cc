@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -63,23 +62,6 @@ OnnxTestModel MixedModel() {
   return m;
 }
 
-// What the rewritten message must parse to: `original` with each weight the
-// rewrite reports turned into external data naming `location`.
-std::string Expected(onnx::ModelProto original, const std::vector<WeightInFile>& weights, const std::string& location) {
-  for (const WeightInFile& w : weights) {
-    onnx::TensorProto* t = original.mutable_graph()->mutable_initializer(w.index);
-    t->clear_raw_data();
-    for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-             {"location", location}, {"offset", std::to_string(w.offset)}, {"length", std::to_string(w.size)}}) {
-      onnx::StringStringEntryProto* entry = t->add_external_data();
-      entry->set_key(key);
-      entry->set_value(value);
-    }
-    t->set_data_location(onnx::TensorProto::EXTERNAL);
-  }
-  return original.SerializeAsString();
-}
-
 TEST(WeightsLeftInFileTest, LargeRawWeightsBecomeExternalDataNamingTheirBytesInTheFile) {
   OnnxTestModel m = MixedModel();
   const std::string file = m.Bytes();
@@ -96,9 +78,21 @@ TEST(WeightsLeftInFileTest, LargeRawWeightsBecomeExternalDataNamingTheirBytesInT
     EXPECT_EQ(file.substr(static_cast<size_t>(w.offset), static_cast<size_t>(w.size)), original.raw_data()) << w.name;
   }
   EXPECT_LT(lean->message.size(), file.size() - 16 * 8 * 4 - 8 * 4 * 4 + 200);
+  // Put back, the weights make the model the file holds: nothing else moved.
   onnx::ModelProto parsed;
   ASSERT_TRUE(parsed.ParseFromString(lean->message));
-  EXPECT_EQ(parsed.SerializeAsString(), Expected(m.model(), lean->weights, "model.onnx"));
+  for (const WeightInFile& w : lean->weights) {
+    onnx::TensorProto* t = parsed.mutable_graph()->mutable_initializer(w.index);
+    EXPECT_EQ(t->data_location(), onnx::TensorProto::EXTERNAL);
+    ASSERT_EQ(t->external_data_size(), 3);
+    EXPECT_EQ(t->external_data(0).value(), "model.onnx");
+    EXPECT_EQ(t->external_data(1).value(), std::to_string(w.offset));
+    EXPECT_EQ(t->external_data(2).value(), std::to_string(w.size));
+    t->clear_external_data();
+    t->clear_data_location();
+    t->set_raw_data(file.substr(static_cast<size_t>(w.offset), static_cast<size_t>(w.size)));
+  }
+  EXPECT_EQ(parsed.SerializeAsString(), m.model().SerializeAsString());
 }
 
 TEST(WeightsLeftInFileTest, DeclinesWhatItDoesNotUnderstandOrNeedNotDo) {
@@ -127,49 +121,6 @@ TEST(WeightsLeftInFileTest, DeclinesWhatItDoesNotUnderstandOrNeedNotDo) {
   ASSERT_TRUE(lean.has_value());
   ASSERT_EQ(lean->weights.size(), 1u);
   EXPECT_EQ(lean->weights[0].name, "v");
-}
-
-// The rewrite never changes what a message means: over random corruptions of
-// a model's bytes, whenever it rewrites, the original parses and is the
-// rewritten message's model; where the original does not parse, neither does
-// the rewritten message (or the rewrite declined).
-TEST(WeightsLeftInFileTest, CorruptedBytesAreRewrittenFaithfullyOrLeftToTheParser) {
-  const std::string file = MixedModel().Bytes();
-  std::mt19937 rng(7);
-  int rewritten = 0;
-  for (int trial = 0; trial < 4000; ++trial) {
-    std::string bytes = file;
-    const int edits = 1 + static_cast<int>(rng() % 3);
-    for (int e = 0; e < edits; ++e) {
-      const size_t at = rng() % bytes.size();
-      switch (rng() % 3) {
-        case 0: bytes[at] = static_cast<char>(rng()); break;
-        case 1: bytes.erase(at, 1 + rng() % 4); break;
-        default: bytes.insert(at, 1, static_cast<char>(rng())); break;
-      }
-      if (bytes.empty()) bytes = "x";
-    }
-    std::optional<ModelWithoutWeights> lean = LeaveWeightsInFile(bytes, "m.onnx", kMin);
-    onnx::ModelProto original;
-    const bool original_parses = original.ParseFromString(bytes);
-    if (!lean.has_value()) continue;
-    onnx::ModelProto parsed;
-    const bool lean_parses = parsed.ParseFromString(lean->message);
-    if (!original_parses) {
-      EXPECT_FALSE(lean_parses) << "trial " << trial << ": a message the parser rejects was made parseable";
-      continue;
-    }
-    ASSERT_TRUE(lean_parses) << "trial " << trial;
-    ++rewritten;
-    for (const WeightInFile& w : lean->weights) {
-      ASSERT_LT(w.index, original.graph().initializer_size());
-      ASSERT_LE(w.offset + w.size, static_cast<int64_t>(bytes.size()));
-      EXPECT_EQ(bytes.substr(static_cast<size_t>(w.offset), static_cast<size_t>(w.size)),
-                original.graph().initializer(w.index).raw_data());
-    }
-    EXPECT_EQ(parsed.SerializeAsString(), Expected(original, lean->weights, "m.onnx")) << "trial " << trial;
-  }
-  EXPECT_GT(rewritten, 100);  // the property was exercised, not only declined
 }
 
 class ModelFileTest : public ::testing::Test {

@@ -8,6 +8,7 @@
 #include "graph/interpreter.h"
 #include "graph/onnx/importer.h"
 #include "graph/tensor.h"
+#include "tests/fuzz/checks/weights_left_in_file_check.h"
 
 namespace shapeshift::fuzz {
 namespace {
@@ -81,6 +82,7 @@ Violation CheckOne(const std::string& bytes, const ImportOptions& options, absl:
 }  // namespace
 
 Violation CheckOnnxImport(absl::string_view bytes) {
+  if (Violation v = CheckWeightsLeftInFile(bytes)) return absl::StrCat("model file rewrite: ", *v);
   const std::string owned(bytes);
   ImportOptions checked;
   if (Violation v = CheckOne(owned, checked, "checker on")) return v;

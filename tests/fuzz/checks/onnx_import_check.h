@@ -10,7 +10,9 @@
 // message; an accepted model whose graph fails Graph::Verify. When a model
 // is accepted, the reference interpreter also runs it on small generated
 // inputs (every dim bound near 2, at most kMaxInterpretInputElements
-// elements per input); its answer may be an error, never a crash.
+// elements per input); its answer may be an error, never a crash. The same
+// bytes as a model file go through the rewrite that leaves its weights in
+// the file (weights_left_in_file_check.h).
 #ifndef SHAPESHIFT_TESTS_FUZZ_CHECKS_ONNX_IMPORT_CHECK_H_
 #define SHAPESHIFT_TESTS_FUZZ_CHECKS_ONNX_IMPORT_CHECK_H_
 
