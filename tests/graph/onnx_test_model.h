@@ -53,6 +53,19 @@ class OnnxTestModel {
     for (float v : values) t->add_float_data(v);
     return *this;
   }
+  // An f32 [rows, cols] initializer stored as raw_data (as exporters write
+  // weights): first, first + 0.25, first + 0.5, ...
+  OnnxTestModel& RawFloatInitializer(const std::string& name, int64_t rows, int64_t cols, float first) {
+    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(rows);
+    t->add_dims(cols);
+    std::vector<float> values(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = first + static_cast<float>(i) * 0.25f;
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+    return *this;
+  }
   // An f32 initializer whose bytes live in the external data file
   // `location` (relative to the model's directory; the caller writes it).
   OnnxTestModel& ExternalFloatInitializer(const std::string& name, const std::vector<int64_t>& dims,
@@ -154,6 +167,28 @@ inline OnnxTestModel AttentionReshapeModel(int opset = 14) {
   OnnxTestModel::AttrInt(cat, "axis", 0);
   m.Node("Reshape", {"x", "target"}, {"y"}, "reshape");
   m.Output("y", onnx::TensorProto::FLOAT, {"", "", "", ""});
+  return m;
+}
+
+// x[n, 16] · w[16, 8] + b[1, 8], · scale, · v[8, 4]: raw weights of 512,
+// 32 and 128 bytes, a typed-field initializer between them, model metadata
+// and a graph doc string after the initializers — for the model-file rewrite
+// (graph/onnx/weights_left_in_file.h), which must keep every byte around them.
+inline OnnxTestModel RawWeightsModel() {
+  OnnxTestModel m(17);
+  m.Input("x", onnx::TensorProto::FLOAT, {"n", "16"});
+  m.RawFloatInitializer("w", 16, 8, 0.5f).RawFloatInitializer("b", 1, 8, -1.0f);
+  m.FloatInitializer("scale", {1}, {2.0f});
+  m.RawFloatInitializer("v", 8, 4, 3.0f);
+  m.Node("MatMul", {"x", "w"}, {"xw"});
+  m.Node("Add", {"xw", "b"}, {"h"});
+  m.Node("Mul", {"h", "scale"}, {"hs"});
+  m.Node("MatMul", {"hs", "v"}, {"y"});
+  m.Output("y", onnx::TensorProto::FLOAT, {"n", "4"});
+  onnx::StringStringEntryProto* meta = m.model().add_metadata_props();
+  meta->set_key("note");
+  meta->set_value("kept");
+  m.model().mutable_graph()->set_doc_string("a graph doc string after the initializers");
   return m;
 }
 

@@ -23,47 +23,10 @@ namespace {
 using ::testing::HasSubstr;
 using testing::OnnxTestModel;
 
-constexpr size_t kMin = 64;  // bytes: the tests' threshold for leaving raw data in the file
-
-std::string RawFloats(size_t count, float first) {
-  std::vector<float> values(count);
-  for (size_t i = 0; i < count; ++i) values[i] = first + static_cast<float>(i) * 0.25f;
-  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-}
-
-onnx::TensorProto* RawInitializer(OnnxTestModel& m, const std::string& name, int64_t rows, int64_t cols, float first) {
-  onnx::TensorProto* t = m.model().mutable_graph()->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_dims(rows);
-  t->add_dims(cols);
-  t->set_raw_data(RawFloats(static_cast<size_t>(rows * cols), first));
-  return t;
-}
-
-// x[n, 16] · w[16, 8] + b, then · v[8, 4]: two raw weights above kMin, a
-// small raw bias below it, a typed-field initializer and metadata around them.
-OnnxTestModel MixedModel() {
-  OnnxTestModel m(17);
-  m.Input("x", onnx::TensorProto::FLOAT, {"n", "16"});
-  RawInitializer(m, "w", 16, 8, 0.5f);
-  RawInitializer(m, "b", 1, 8, -1.0f);  // 32 bytes: stays in the message
-  m.FloatInitializer("scale", {1}, {2.0f});
-  RawInitializer(m, "v", 8, 4, 3.0f);
-  m.Node("MatMul", {"x", "w"}, {"xw"});
-  m.Node("Add", {"xw", "b"}, {"h"});
-  m.Node("Mul", {"h", "scale"}, {"hs"});
-  m.Node("MatMul", {"hs", "v"}, {"y"});
-  m.Output("y", onnx::TensorProto::FLOAT, {"n", "4"});
-  auto* meta = m.model().add_metadata_props();
-  meta->set_key("note");
-  meta->set_value("kept");
-  m.model().mutable_graph()->set_doc_string("a graph doc string after the initializers");
-  return m;
-}
+constexpr size_t kMin = 64;  // bytes: w (512) and v (128) of RawWeightsModel are left in the file, b (32) is not
 
 TEST(WeightsLeftInFileTest, LargeRawWeightsBecomeExternalDataNamingTheirBytesInTheFile) {
-  OnnxTestModel m = MixedModel();
+  OnnxTestModel m = testing::RawWeightsModel();
   const std::string file = m.Bytes();
   std::optional<ModelWithoutWeights> lean = LeaveWeightsInFile(file, "model.onnx", kMin);
   ASSERT_TRUE(lean.has_value());
@@ -96,7 +59,7 @@ TEST(WeightsLeftInFileTest, LargeRawWeightsBecomeExternalDataNamingTheirBytesInT
 }
 
 TEST(WeightsLeftInFileTest, DeclinesWhatItDoesNotUnderstandOrNeedNotDo) {
-  OnnxTestModel m = MixedModel();
+  OnnxTestModel m = testing::RawWeightsModel();
   const std::string file = m.Bytes();
   // Nothing large enough.
   EXPECT_FALSE(LeaveWeightsInFile(file, "m.onnx", size_t{1} << 20).has_value());
@@ -115,7 +78,7 @@ TEST(WeightsLeftInFileTest, DeclinesWhatItDoesNotUnderstandOrNeedNotDo) {
   // A group (wire type 3) at the top level.
   EXPECT_FALSE(LeaveWeightsInFile(std::string("\x0b") + file, "m.onnx", kMin).has_value());
   // A tensor that also says its data are elsewhere is copied as it is.
-  OnnxTestModel odd = MixedModel();
+  OnnxTestModel odd = testing::RawWeightsModel();
   odd.model().mutable_graph()->mutable_initializer(0)->set_data_location(onnx::TensorProto::DEFAULT);
   std::optional<ModelWithoutWeights> lean = LeaveWeightsInFile(odd.Bytes(), "m.onnx", kMin);
   ASSERT_TRUE(lean.has_value());
@@ -136,8 +99,7 @@ class ModelFileTest : public ::testing::Test {
   static OnnxTestModel LargeModel() {
     OnnxTestModel m(17);
     m.Input("x", onnx::TensorProto::FLOAT, {"n", "512"});
-    RawInitializer(m, "w", 512, 1024, -3.0f);
-    RawInitializer(m, "b", 1, 1024, 1.0f);
+    m.RawFloatInitializer("w", 512, 1024, -3.0f).RawFloatInitializer("b", 1, 1024, 1.0f);
     m.Node("MatMul", {"x", "w"}, {"xw"});
     m.Node("Add", {"xw", "b"}, {"y"});
     m.Output("y", onnx::TensorProto::FLOAT, {"n", "1024"});

@@ -21,37 +21,6 @@ namespace {
 
 using testing::OnnxTestModel;
 
-void RawInitializer(OnnxTestModel& m, const std::string& name, int64_t rows, int64_t cols) {
-  onnx::TensorProto* t = m.model().mutable_graph()->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_dims(rows);
-  t->add_dims(cols);
-  std::string bytes(static_cast<size_t>(rows * cols) * sizeof(float), '\0');
-  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 37 + 11);
-  t->set_raw_data(bytes);
-}
-
-// x[n, 8] · w[8, 4] + b[1, 4] → · v[4, 2]: w and v above the check's
-// threshold, the bias too, a typed initializer between them, metadata.
-std::string ModelWithWeights() {
-  OnnxTestModel m(17);
-  m.Input("x", onnx::TensorProto::FLOAT, {"n", "8"});
-  RawInitializer(m, "w", 8, 4);
-  RawInitializer(m, "b", 1, 4);
-  m.FloatInitializer("scale", {1}, {2.0f});
-  RawInitializer(m, "v", 4, 2);
-  m.Node("MatMul", {"x", "w"}, {"xw"});
-  m.Node("Add", {"xw", "b"}, {"h"});
-  m.Node("Mul", {"h", "scale"}, {"hs"});
-  m.Node("MatMul", {"hs", "v"}, {"y"});
-  m.Output("y", onnx::TensorProto::FLOAT, {"n", "2"});
-  auto* meta = m.model().add_metadata_props();
-  meta->set_key("note");
-  meta->set_value("kept");
-  return m.Bytes();
-}
-
 std::string Corrupt(std::string bytes, std::mt19937& rng) {
   const int edits = 1 + static_cast<int>(rng() % 3);
   for (int e = 0; e < edits && !bytes.empty(); ++e) {
@@ -66,7 +35,7 @@ std::string Corrupt(std::string bytes, std::mt19937& rng) {
 }
 
 TEST(WeightsLeftInFileHostileTest, CorruptedModelsAreRewrittenFaithfullyOrLeftToTheParser) {
-  const std::string model = ModelWithWeights();
+  const std::string model = testing::RawWeightsModel().Bytes();
   ASSERT_FALSE(fuzz::CheckWeightsLeftInFile(model).has_value());
   std::mt19937 rng(7);
   int rewritten = 0;
@@ -90,8 +59,7 @@ TEST(WeightsLeftInFileHostileTest, CorruptedModelFilesImportOrFailNamingTheFile)
   const std::string path = (dir / "model.onnx").string();
   OnnxTestModel m(17);
   m.Input("x", onnx::TensorProto::FLOAT, {"n", "512"});
-  RawInitializer(m, "w", 512, 512);
-  RawInitializer(m, "b", 1, 512);
+  m.RawFloatInitializer("w", 512, 512, 0.5f).RawFloatInitializer("b", 1, 512, -1.0f);
   m.Node("MatMul", {"x", "w"}, {"xw"});
   m.Node("Add", {"xw", "b"}, {"y"});
   m.Output("y", onnx::TensorProto::FLOAT, {"n", "512"});
