@@ -494,9 +494,11 @@ class ProgramBuilder {
     PendingPack& pending = pending_packs_.emplace_back();
     pending.step = impl_.steps.size();
     pack_queue_->Add([this, &pending, release, tensor = b.tensor, weights = b.constant, bytes = b.constant_bytes,
-                      packing = std::move(packing), pack = std::move(pack)] {
+                      group = current_group_, packing = std::move(packing), pack = std::move(pack)] {
       absl::StatusOr<cpu::PackedWeights> packed = Pack(tensor, packing, pack);
-      if (!packed.ok()) return packed.status();
+      if (!packed.ok()) {  // named as the step's other errors are (Build's loop)
+        return absl::Status(packed.status().code(), absl::StrCat("group #", group, ": ", packed.status().message()));
+      }
       pending.packed = *std::move(packed);
       if (release) pending.released_bytes = ReleaseResidentPages(weights, bytes);
       return absl::OkStatus();
