@@ -105,9 +105,12 @@ std::string KindDetails(const Group& g) {
       break;
     case GroupKind::kAttention: {
       const AttentionGroup& a = g.attention;
-      auto layout = [](bool seq_major) { return seq_major ? "bshd" : "bhsd"; };
-      parts.push_back(absl::StrCat("q=", layout(a.q_seq_major), " k=", layout(a.k_seq_major), " v=",
-                                   layout(a.v_seq_major), " out=", layout(a.out_seq_major)));
+      auto layout = [](bool seq_major, const AttentionGroup::Source& source = {}) {
+        if (source.value == nullptr) return std::string(seq_major ? "bshd" : "bhsd");
+        return absl::StrCat("bshd in %", source.value->name(), "+", source.offset.ToString());
+      };
+      parts.push_back(absl::StrCat("q=", layout(a.q_seq_major, a.q_source), " k=", layout(a.k_seq_major, a.k_source),
+                                   " v=", layout(a.v_seq_major, a.v_source), " out=", layout(a.out_seq_major)));
       if (a.scale != 1.0f) parts.push_back(absl::StrCat("scale=", a.scale));
       if (a.mask) parts.push_back(absl::StrCat("mask=%", a.mask->name()));
       if (a.causal) {

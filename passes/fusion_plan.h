@@ -204,12 +204,23 @@ struct RotaryGroup {
 // stored [batch, S, heads, d] (the input of an absorbed Transpose perm
 // [0, 2, 1, 3], or the output of one) instead of [batch, heads, S, d].
 struct AttentionGroup {
+  // Where a seq-major Q, K or V is read when it is a Reshape of a slice of
+  // the last axis of a wider tensor (a fused QKV projection's output,
+  // [b, S, W], columns [offset, offset + h·d)): in place, positions W apart,
+  // with the Slice and the Reshape merged into the attention. `value` null:
+  // the operand itself, dense.
+  struct Source {
+    Value* value = nullptr;  // [b, S, W]
+    SymExpr offset;          // elements from the start of `value`
+  };
+
   Value* q = nullptr;     // [b, h, S, d] or [b, S, h, d]
   Value* k = nullptr;     // [b, h, T, d] or [b, T, h, d] (keys as rows: the Q·Kᵀ matmul's transpose_b)
   Value* v = nullptr;     // [b, h, T, dv] or [b, T, h, dv]
   Value* mask = nullptr;  // additive, broadcasts to [b, h, S, T]; or null
   Value* out = nullptr;   // [b, h, S, dv] or [b, S, h, dv]
   bool q_seq_major = false, k_seq_major = false, v_seq_major = false, out_seq_major = false;
+  Source q_source, k_source, v_source;  // seq-major operands only
   float scale = 1.0f;     // the matmul's scale times the softmax's
   bool causal = false;    // CausalSoftmax: not allowed(i, j) adds fill instead of the mask
   int64_t window = 0;

@@ -85,6 +85,7 @@ std::vector<SymExpr> SizesOf(const passes::Group& group, const codegen::lower::L
     for (const auto* strides : {&a->q_strides, &a->k_strides, &a->v_strides, &a->out_strides, &a->mask_strides}) {
       sizes.insert(sizes.end(), strides->begin(), strides->end());
     }
+    sizes.insert(sizes.end(), {a->q_offset, a->k_offset, a->v_offset});
   }
   return sizes;
 }

@@ -722,7 +722,8 @@ class ProgramBuilder {
     step.q = q, step.k = k, step.v = v, step.mask = mask, step.out = out;
     for (auto [expr, slot] : {std::pair{call.batch, &step.batch}, std::pair{call.heads, &step.heads},
                               std::pair{call.kv_heads, &step.kv_heads}, std::pair{call.q_len, &step.q_len},
-                              std::pair{call.kv_len, &step.kv_len}}) {
+                              std::pair{call.kv_len, &step.kv_len}, std::pair{call.q_offset, &step.q_offset},
+                              std::pair{call.k_offset, &step.k_offset}, std::pair{call.v_offset, &step.v_offset}}) {
       SS_ASSIGN_OR_RETURN(s, Slot(expr));
       *slot = s;
     }

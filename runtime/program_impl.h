@@ -113,6 +113,7 @@ struct AttentionStep {
   int q = -1, k = -1, v = -1, mask = -1, out = -1;  // buffers; mask -1 absent
   int batch = -1, heads = -1, kv_heads = -1, q_len = -1, kv_len = -1;  // tape slots
   std::array<int, 3> q_strides{}, k_strides{}, v_strides{}, out_strides{}, mask_strides{};  // tape slots
+  int q_offset = -1, k_offset = -1, v_offset = -1;  // tape slots: elements into q's, k's and v's buffers
   int64_t head_dim = 0, v_head_dim = 0, mask_col_stride = 1;
   float scale = 1.0f;
   bool causal = false;

@@ -169,6 +169,9 @@ absl::Status RunStep(const AttentionStep& step, void* const* buffers, const int6
   args.q = operand(step.q, step.q_strides);
   args.k = operand(step.k, step.k_strides);
   args.v = operand(step.v, step.v_strides);
+  args.q.data += slots[step.q_offset];
+  args.k.data += slots[step.k_offset];
+  args.v.data += slots[step.v_offset];
   // A bound present holds `capacity` positions per head.
   if (step.k_kv_pair >= 0 && capacity[step.k_kv_pair] >= 0) {
     args.k.head_stride = capacity[step.k_kv_pair] * args.head_dim;

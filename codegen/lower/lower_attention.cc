@@ -27,6 +27,15 @@ Layout LayoutOf(const GraphValue* v, bool seq_major) {
   return l;
 }
 
+// A seq-major operand read in place from `source` [b, S, W]: its rows W apart.
+void ReadFrom(const passes::AttentionGroup::Source& source, Layout& l, const GraphValue*& buffer, SymExpr& offset) {
+  if (source.value == nullptr) return;
+  const std::vector<SymExpr>& w = source.value->type().shape;
+  l.strides = {w[1] * w[2], l.strides[1], w[2]};
+  buffer = source.value;
+  offset = source.offset;
+}
+
 }  // namespace
 
 absl::StatusOr<AttentionCall> LowerAttention(const passes::Group& g) {
@@ -44,11 +53,20 @@ absl::StatusOr<AttentionCall> LowerAttention(const passes::Group& g) {
   if (a.mask != nullptr && (a.mask->type().dtype != DType::kF32 || a.mask->type().rank() > 4)) {
     return error("an attention's mask must be f32 of rank <= 4");
   }
+  for (auto [source, seq_major] : {std::pair{&a.q_source, a.q_seq_major}, std::pair{&a.k_source, a.k_seq_major},
+                                   std::pair{&a.v_source, a.v_seq_major}}) {
+    if (source->value != nullptr && (!seq_major || source->value->type().rank() != 3)) {
+      return error("an attention operand read in place from a wider tensor must be seq-major, from a rank-3 tensor");
+    }
+  }
   AttentionCall call;
   call.q = a.q, call.k = a.k, call.v = a.v, call.mask = a.mask, call.out = a.out;
-  const Layout q = LayoutOf(a.q, a.q_seq_major);
-  const Layout k = LayoutOf(a.k, a.k_seq_major);
-  const Layout v = LayoutOf(a.v, a.v_seq_major);
+  Layout q = LayoutOf(a.q, a.q_seq_major);
+  Layout k = LayoutOf(a.k, a.k_seq_major);
+  Layout v = LayoutOf(a.v, a.v_seq_major);
+  ReadFrom(a.q_source, q, call.q, call.q_offset);
+  ReadFrom(a.k_source, k, call.k, call.k_offset);
+  ReadFrom(a.v_source, v, call.v, call.v_offset);
   const Layout o = LayoutOf(a.out, a.out_seq_major);
   std::optional<int64_t> d = a.q->type().shape[3].AsConst();
   std::optional<int64_t> dv = a.v->type().shape[3].AsConst();

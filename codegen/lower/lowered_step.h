@@ -105,6 +105,10 @@ struct AttentionCall {
   SymExpr batch = 1, heads = 1, kv_heads = 1, q_len = 1, kv_len = 1;
   int64_t head_dim = 0, v_head_dim = 0;
   std::array<SymExpr, 3> q_strides, k_strides, v_strides, out_strides, mask_strides;
+  // Elements from the start of q's, k's and v's buffers to their first
+  // element (nonzero where an operand is read in place from a wider tensor:
+  // passes/fusion_plan.h AttentionGroup::Source).
+  SymExpr q_offset, k_offset, v_offset;
   bool k_seq_major = false, v_seq_major = false;  // K, V stored [b, T, h, d] (else [b, h, T, d])
   int64_t mask_col_stride = 1;
   float scale = 1.0f;

@@ -129,6 +129,47 @@ Value* OnlyReaderView(Grouping& g, const Value* v, int* view) {
   return IsReshapeView(g, *view) && user->input(0) == v ? user->output(0) : nullptr;
 }
 
+// `value` (a seq-major operand [b, S, h, d] read only by group `reader`) as
+// the Reshape of a slice of a wider tensor's last axis — [b, S, W] →
+// Slice [:, :, c : c + h·d] → Reshape [b, S, h, d], each result read only
+// by the next, c a constant — so the attention can read its rows in place,
+// W apart. The source and the view and slice groups (to merge), or false.
+bool SliceSourceOf(Grouping& g, const Value* value, int reader, const Node& at, AttentionGroup::Source* source,
+                   int* view, int* slice) {
+  *view = ProducerGroup(g, value);
+  if (!IsReshapeView(g, *view) || Result(g, *view) != value || !g.ReadOnlyBy(value, reader)) return false;
+  const Value* sliced = g.group(*view).nodes[0]->input(0);
+  *slice = ProducerGroup(g, sliced);
+  if (*slice < 0) return false;
+  const Group& group = g.group(*slice);
+  if (group.kind != GroupKind::kSlice || group.nodes.size() != 1 || Result(g, *slice) != sliced ||
+      !g.ReadOnlyBy(sliced, *view)) {
+    return false;
+  }
+  Value* wide = group.nodes[0]->input(0);
+  const std::vector<SymExpr>& ws = wide->type().shape;
+  const std::vector<SymExpr>& xs = sliced->type().shape;
+  const std::vector<SymExpr>& vs = value->type().shape;
+  const SliceGroup& fields = group.slice;
+  if (ws.size() != 3 || xs.size() != 3 || vs.size() != 4 || wide->type().dtype != DType::kF32 ||
+      fields.starts.size() != 3 || fields.steps != std::vector<int64_t>{1, 1, 1} ||
+      fields.starts[0].AsConst() != 0 || fields.starts[1].AsConst() != 0 || !fields.starts[2].AsConst()) {
+    return false;
+  }
+  // The slice keeps every batch and position and h·d columns; the view only
+  // splits those columns into heads.
+  std::optional<int64_t> columns = xs[2].AsConst(), heads = vs[2].AsConst(), dim = vs[3].AsConst();
+  const Provenance why{"fusion", at.name(), "an attention operand is a slice of a wider tensor's columns"};
+  if (!columns || !heads || !dim || *heads * *dim != *columns || !DimsEqual(g.env(), xs[0], ws[0], why) ||
+      !DimsEqual(g.env(), xs[1], ws[1], why) || !DimsEqual(g.env(), vs[0], xs[0], why) ||
+      !DimsEqual(g.env(), vs[1], xs[1], why)) {
+    return false;
+  }
+  source->value = wide;
+  source->offset = fields.starts[2];
+  return true;
+}
+
 bool TryMerge(Grouping& g, int sid, int64_t max_head_dim) {
   const Group& softmax = g.group(sid);
   if (!PlainSoftmax(softmax)) return false;
@@ -228,20 +269,29 @@ bool TryMerge(Grouping& g, int sid, int64_t max_head_dim) {
   merged.push_back(m1);
   if (nan_group >= 0) merged.push_back(nan_group);
   merged.push_back(m2);
-  // Q and K may be one value (X·Xᵀ): both then read the one absorbed transpose's input.
-  auto absorb_input = [&](Value*& value, bool& seq_major, int reader) {
-    if (int t = AbsorbableInputTranspose(g, value, reader); t >= 0) {
-      if (std::find(merged.begin(), merged.end(), t) == merged.end()) merged.push_back(t);
-      value = g.group(t).nodes[0]->input(0);
-      seq_major = true;
+  // Q and K may be one value (X·Xᵀ): both then read the one absorbed
+  // transpose's input (and slice).
+  auto merge = [&](int gid) {
+    if (std::find(merged.begin(), merged.end(), gid) == merged.end()) merged.push_back(gid);
+  };
+  auto absorb_input = [&](Value*& value, bool& seq_major, AttentionGroup::Source& source, int reader) {
+    const int t = AbsorbableInputTranspose(g, value, reader);
+    if (t < 0) return;
+    merge(t);
+    value = g.group(t).nodes[0]->input(0);
+    seq_major = true;
+    int view = -1, slice = -1;
+    if (SliceSourceOf(g, value, t, *softmax_node, &source, &view, &slice)) {
+      merge(view);
+      merge(slice);
     }
   };
   a.q = q;
   a.k = k;
   a.v = v;
-  absorb_input(a.q, a.q_seq_major, q_reader);
-  absorb_input(a.k, a.k_seq_major, m1);
-  absorb_input(a.v, a.v_seq_major, m2);
+  absorb_input(a.q, a.q_seq_major, a.q_source, q_reader);
+  absorb_input(a.k, a.k_seq_major, a.k_source, m1);
+  absorb_input(a.v, a.v_seq_major, a.v_source, m2);
   a.out = out;
   if (int t = AbsorbableOutputTranspose(g, a.out); t >= 0) {
     merged.push_back(t);

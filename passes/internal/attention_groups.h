@@ -28,7 +28,12 @@
 // head h / R) is the one the views encode.
 // A Transpose perm [0, 2, 1, 3] group feeding Q, K or V (read only by the
 // matmul) or reading the output (its only reader) joins too: the kernel
-// reads and writes those tensors through strides.
+// reads and writes those tensors through strides. Such a Q, K or V that is
+// the Reshape [b, S, h, d] of a Slice of a wider tensor's last axis (GPT-2's
+// fused QKV projection split three ways: [b, S, 3·h·d] → columns
+// [c, c + h·d)), each read only by the next, brings the Reshape and the
+// Slice along: the kernel reads the wide tensor in place
+// (AttentionGroup::Source), and the slice is never copied.
 #ifndef SHAPESHIFT_PASSES_INTERNAL_ATTENTION_GROUPS_H_
 #define SHAPESHIFT_PASSES_INTERNAL_ATTENTION_GROUPS_H_
 

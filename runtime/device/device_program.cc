@@ -225,7 +225,8 @@ absl::Status DeviceProgram::Add(const lower::AttentionCall& call, const StepReso
   }
   for (auto [expr, slot] : {std::pair{call.batch, &step.batch}, std::pair{call.heads, &step.heads},
                             std::pair{call.kv_heads, &step.kv_heads}, std::pair{call.q_len, &step.q_len},
-                            std::pair{call.kv_len, &step.kv_len}}) {
+                            std::pair{call.kv_len, &step.kv_len}, std::pair{call.q_offset, &step.q_offset},
+                            std::pair{call.k_offset, &step.k_offset}, std::pair{call.v_offset, &step.v_offset}}) {
     SS_ASSIGN_OR_RETURN(s, resolve.slot(expr));
     *slot = s;
   }

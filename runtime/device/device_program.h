@@ -132,6 +132,7 @@ class DeviceProgram {
     int q = -1, k = -1, v = -1, mask = -1, out = -1;  // buffers; mask -1 absent
     int batch = -1, heads = -1, kv_heads = -1, q_len = -1, kv_len = -1;  // slots
     std::array<int, 3> q_strides{}, k_strides{}, v_strides{}, out_strides{}, mask_strides{};  // slots
+    int q_offset = -1, k_offset = -1, v_offset = -1;  // slots: elements into q's, k's and v's buffers
     codegen::AttentionArgs fixed;  // head dims, mask column stride, flags, scale, fill
     std::string node_name;
     int params = -1;  // 5 pointers, then codegen::cuda::kAttentionDimWords dims

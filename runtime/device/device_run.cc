@@ -155,6 +155,10 @@ codegen::AttentionArgs DeviceRun::ArgsOf(const DeviceProgram::AttentionStep& a, 
     operand->head_stride = size((*slots)[1]);
     operand->row_stride = size((*slots)[2]);
   }
+  // Offsets are constants (a slice's start: passes/internal/attention_groups.cc), placed or not.
+  args.q.data += Actual(a.q_offset);
+  args.k.data += Actual(a.k_offset);
+  args.v.data += Actual(a.v_offset);
   return args;
 }
 

@@ -53,8 +53,11 @@ int CountKind(const FusionPlan& plan, GroupKind kind) {
 }
 
 // Each layer's attention, with every head transpose around it, is one group
-// that reads Q, K, V as [b, S, h, d] and writes [b, S, h, d].
-void ExpectEveryLayerFused(const std::string& name, int layers, bool causal) {
+// that reads Q, K, V as [b, S, h, d] and writes [b, S, h, d]. With
+// `fused_qkv` (GPT-2's one projection split three ways), Q, K and V are read
+// in place from the projection's [b, S, 3·h·d] output, at its columns 0,
+// h·d and 2·h·d: the split's slices and their views are in the group too.
+void ExpectEveryLayerFused(const std::string& name, int layers, bool causal, bool fused_qkv = false) {
   SCOPED_TRACE(name);
   Planned p = Plan(name, true);
   std::vector<const Group*> attention = Attentions(p.result.fusion);
@@ -68,17 +71,34 @@ void ExpectEveryLayerFused(const std::string& name, int layers, bool causal) {
     EXPECT_FLOAT_EQ(a.scale, 0.25f) << g->ToString();  // 1/sqrt(16): the tiny models' head dim
     ASSERT_EQ(g->outputs.size(), 1u);
     EXPECT_EQ(g->outputs[0], a.out);
-    // Only the softmax's inputs, Q, K, V and constants come in: no scores.
+    // Only the softmax's inputs, Q, K, V (or the tensor they are read from)
+    // and constants come in: no scores.
     for (const Value* in : g->inputs) {
-      EXPECT_TRUE(in == a.q || in == a.k || in == a.v || in == a.mask || in->is_constant()) << in->name();
+      const bool operand = fused_qkv ? in == a.q_source.value : in == a.q || in == a.k || in == a.v;
+      EXPECT_TRUE(operand || in == a.mask || in->is_constant()) << in->name();
+    }
+    if (fused_qkv) {
+      ASSERT_NE(a.q_source.value, nullptr) << g->ToString();
+      EXPECT_EQ(a.k_source.value, a.q_source.value);
+      EXPECT_EQ(a.v_source.value, a.q_source.value);
+      const int64_t width = a.q->type().shape[2].AsConst().value() * a.q->type().shape[3].AsConst().value();
+      EXPECT_EQ(a.q_source.value->type().shape[2].AsConst(), std::optional<int64_t>(3 * width));
+      EXPECT_EQ(a.q_source.offset.AsConst(), std::optional<int64_t>(0));
+      EXPECT_EQ(a.k_source.offset.AsConst(), std::optional<int64_t>(width));
+      EXPECT_EQ(a.v_source.offset.AsConst(), std::optional<int64_t>(2 * width));
+    } else {
+      EXPECT_EQ(a.q_source.value, nullptr);
+      EXPECT_EQ(a.k_source.value, nullptr);
+      EXPECT_EQ(a.v_source.value, nullptr);
     }
   }
   // Nothing of the attention is left outside: no softmax, no batched matmul.
   EXPECT_EQ(CountKind(p.result.fusion, GroupKind::kSoftmax), 0) << p.result.fusion.ToString();
   Planned unfused = Plan(name, false);
   EXPECT_TRUE(Attentions(unfused.result.fusion).empty());
-  // Per layer: 2 matmuls, a softmax, the NaN Where and 4 transposes become 1 group.
-  EXPECT_EQ(unfused.result.fusion.groups.size(), p.result.fusion.groups.size() + 7 * layers);
+  // Per layer: 2 matmuls, a softmax, the NaN Where and 4 transposes become
+  // 1 group (and with fused_qkv, 3 slices and 3 views too).
+  EXPECT_EQ(unfused.result.fusion.groups.size(), p.result.fusion.groups.size() + (fused_qkv ? 13 : 7) * layers);
   // The [b, h, S, S] scores, probabilities and NaN-free copy leave the arena.
   const Assignment at = {{"batch", 2}, {"sequence", 200}};
   absl::StatusOr<int64_t> fused_bytes = p.result.memory.arena_bytes.Evaluate(at);
@@ -93,8 +113,8 @@ TEST(AttentionFusionTest, BertEncodersFuseEveryLayer) {
 }
 
 TEST(AttentionFusionTest, Gpt2PrefillFusesItsCausalAttention) {
-  ExpectEveryLayerFused("gpt2-torchscript", 2, /*causal=*/true);
-  ExpectEveryLayerFused("gpt2-dynamo", 2, /*causal=*/true);
+  ExpectEveryLayerFused("gpt2-torchscript", 2, /*causal=*/true, /*fused_qkv=*/true);
+  ExpectEveryLayerFused("gpt2-dynamo", 2, /*causal=*/true, /*fused_qkv=*/true);
   Planned p = Plan("gpt2-dynamo", true);
   for (const Group* g : Attentions(p.result.fusion)) {
     EXPECT_FLOAT_EQ(g->attention.fill, -3.40282347e38f) << g->ToString();

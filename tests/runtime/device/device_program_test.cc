@@ -4,6 +4,7 @@
 // a GPU run does except the driver and cuBLASLt calls themselves — against
 // the CPU Program and the interpreter. Without a GPU, Device::kCuda with no
 // injected device is a clear error.
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <vector>
@@ -221,6 +222,40 @@ TEST(DeviceProgramTest, Gpt2DecodeWithKvCacheMatchesTheCpu) {
   }
   DeviceStats s = *gpu->program()->device_stats();
   EXPECT_GE(s.graph_replays, 2);  // 5..8 and 33..64 for batch 2
+}
+
+// GPT-2's attention reads Q, K and V in place from its fused projection's
+// [b, S, 3·hidden] output (AttentionGroup::Source: each operand's first
+// column an offset into that buffer), prefill and decode, both exporters,
+// against ONNX Runtime's outputs in the committed test data sets.
+TEST(DeviceProgramTest, Gpt2ReadsItsFusedProjectionInPlaceAndMatchesOnnxRuntime) {
+  for (const char* name : {"gpt2-torchscript", "gpt2-dynamo", "gpt2-past-torchscript", "gpt2-past-dynamo"}) {
+    SCOPED_TRACE(name);
+    auto device = std::make_shared<codegen::cuda::testing::EmulatedDevice>(
+        codegen::cuda::testing::EmulatedDeviceOptions{.reverse_threads = true});
+    absl::StatusOr<std::unique_ptr<Session>> gpu =
+        Session::Create(ModelSource::OnnxFile(shapeshift::testing::ExportPath(name)), Cuda(device));
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    EXPECT_EQ((*gpu)->stats().program.attention_calls, 2);
+    const std::string dir = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/" + name + "/";
+    int sets = 0;
+    for (int set = 0; set < 4; ++set) {
+      const std::string set_dir = dir + "test_data_set_" + std::to_string(set) + "/";
+      if (!std::filesystem::exists(set_dir)) continue;
+      SCOPED_TRACE(set_dir);
+      std::vector<Tensor> in = shapeshift::testing::ReadNumbered(set_dir, "input");
+      std::vector<Tensor> want = shapeshift::testing::ReadNumbered(set_dir, "output");
+      ASSERT_FALSE(in.empty());
+      absl::StatusOr<std::vector<Tensor>> got = (*gpu)->Run(in);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->size(), want.size());
+      for (size_t o = 0; o < got->size(); ++o) {
+        EXPECT_TRUE(TensorsClose((*got)[o], want[o], 1e-4, 1e-4)) << "output " << o;
+      }
+      ++sets;
+    }
+    EXPECT_EQ(sets, 3);
+  }
 }
 
 // A grouped-query RoPE decoder (the tiny Llama with past, dynamo export): its
