@@ -2,7 +2,17 @@
 
 #include <nanobind/nanobind.h>
 
+#include <regex>
+
 namespace shapeshift::python {
+
+std::string InPythonTerms(const std::string& message) {
+  // graph/shape_inference.cc's advice: `--dim NAME=LO..HI` (LO and HI numbers
+  // or `lo`/`hi`), and `--dim ranges`.
+  static const std::regex kDim(R"(--dim ([^ =]+)=(\w+)\.\.(\w+))");
+  static const std::regex kRanges(R"(--dim ranges)");
+  return std::regex_replace(std::regex_replace(message, kDim, "dims={'$1': ($2, $3)}"), kRanges, "dims ranges");
+}
 
 void ThrowAs(PyObject* type, const std::string& message) {
   PyErr_SetString(type, message.c_str());
@@ -26,7 +36,7 @@ void ThrowStatus(const absl::Status& status) {
     default:
       break;
   }
-  ThrowAs(type, std::string(status.message()));
+  ThrowAs(type, InPythonTerms(std::string(status.message())));
 }
 
 }  // namespace shapeshift::python

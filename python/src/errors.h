@@ -10,6 +10,11 @@
 //
 // A request whose only fault is an input's element type is a TypeError
 // (the caller decides: ThrowStatusAs).
+//
+// One thing in a message is the CLI's and is said the Python way: the
+// importer's advice to declare a dim's range, `declare --dim seq=1..32`,
+// reads `declare dims={'seq': (1, 32)}` (InPythonTerms; the session's notes
+// too).
 #ifndef SHAPESHIFT_PYTHON_SRC_ERRORS_H_
 #define SHAPESHIFT_PYTHON_SRC_ERRORS_H_
 
@@ -25,6 +30,9 @@ namespace shapeshift::python {
 [[noreturn]] void ThrowStatus(const absl::Status& status);
 // Raises `type` (a PyExc_*) with `message`.
 [[noreturn]] void ThrowAs(PyObject* type, const std::string& message);
+// `message` with the CLI's `--dim NAME=LO..HI` advice as the session's
+// `dims=` argument.
+std::string InPythonTerms(const std::string& message);
 
 }  // namespace shapeshift::python
 

@@ -66,7 +66,7 @@ std::unique_ptr<Model> Model::Load(const std::string& source, bool is_bytes, con
   }
   for (const Value* v : imported.graph->inputs()) model->inputs_.push_back({v->name(), v->type()});
   for (const Value* v : imported.graph->outputs()) model->outputs_.push_back({v->name(), v->type()});
-  model->notes_ = imported.notes;
+  for (const std::string& note : imported.notes) model->notes_.push_back(InPythonTerms(note));
   absl::StatusOr<std::unique_ptr<runtime::Session>> created;
   {
     nb::gil_scoped_release release;

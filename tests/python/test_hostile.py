@@ -59,8 +59,12 @@ def test_dim_past_what_the_model_allows(tiny_bert):
     lo, hi = map(int, tiny_bert.prove()["domain"]["sequence"].split(".."))
     assert (lo, hi) != (1, 65536)
     assert any("sequence" in note for note in tiny_bert.notes)
-    with pytest.raises(ValueError, match=r"\(sequence\) = %d is outside the declared range 1\.\.%d" % (hi + 1, hi)):
+    with pytest.raises(ValueError, match=r"\(sequence\) = %d is outside the declared range 1\.\.%d" % (hi + 1, hi)) as raised:
         tiny_bert.run(None, bert_feed(1, hi + 1))
+    # The advice is in the session's terms, not the CLI's.
+    assert "declare dims={'sequence': (lo, hi)} to choose a range" in str(raised.value)
+    assert "--dim" not in str(raised.value)
+    assert not any("--dim" in note for note in tiny_bert.notes)
 
 
 def test_inputs_that_disagree_on_a_dim(tiny_bert):
