@@ -115,6 +115,33 @@ TEST(DispatcherPersistTest, EachDeviceHasItsOwnManifest) {
   EXPECT_EQ(ManifestKey(*model.graph, *model.env, cpu, SpecializationPolicy::kAuto, {}), cpu_key);
 }
 
+// The key reads every byte of every constant: one flipped bit anywhere in
+// the largest weight — in each of the hash's interleaved lanes, in the
+// words past its last whole block, in the bytes past its last word —
+// gives another key; the same bytes give the same key.
+TEST(DispatcherPersistTest, TheKeyChangesWithAnyByteOfAnyConstant) {
+  testing::BuiltModel model = testing::MiniEncoder(64);
+  const std::string key = ManifestKey(*model.graph, *model.env, {}, SpecializationPolicy::kAuto, {});
+  EXPECT_EQ(ManifestKey(*model.graph, *model.env, {}, SpecializationPolicy::kAuto, {}), key);
+  Value* largest = nullptr;
+  for (Value* c : model.graph->constants()) {
+    if (largest == nullptr || c->constant()->byte_size() > largest->constant()->byte_size()) largest = c;
+  }
+  ASSERT_NE(largest, nullptr);
+  const size_t size = largest->constant()->byte_size();
+  ASSERT_GT(size, 64u);
+  for (size_t at : {size_t{0}, size_t{9}, size_t{18}, size_t{27}, size / 2, size - 9, size - 1}) {
+    SCOPED_TRACE(at);
+    Tensor changed = largest->constant()->Clone();
+    static_cast<unsigned char*>(changed.mutable_raw())[at] ^= 0x10;
+    Tensor original = *largest->constant();
+    ASSERT_TRUE(model.graph->ReplaceConstant(largest, std::move(changed)).ok());
+    EXPECT_NE(ManifestKey(*model.graph, *model.env, {}, SpecializationPolicy::kAuto, {}), key);
+    ASSERT_TRUE(model.graph->ReplaceConstant(largest, std::move(original)).ok());
+    EXPECT_EQ(ManifestKey(*model.graph, *model.env, {}, SpecializationPolicy::kAuto, {}), key);
+  }
+}
+
 TEST(DispatcherPersistTest, ACorruptedManifestIsReportedIgnoredAndRebuilt) {
   const std::string dir = FreshDir("corrupt");
   std::ostringstream warnings;
