@@ -10,6 +10,7 @@
 #include "examples/models/bert.h"
 #include "examples/models/gpt2.h"
 #include "examples/models/model_builder.h"
+#include "runtime/import_to_compile.h"
 
 namespace shapeshift::tools {
 namespace {
@@ -68,11 +69,11 @@ absl::StatusOr<ImportedModel> LoadBuiltin(const std::string& arg, const std::str
 }
 
 absl::StatusOr<ImportedModel> LoadOnnx(const std::string& path, const std::map<std::string, DimRange>& dims,
-                                       ConstantSpill* spill) {
+                                       ConstantSpill* spill, bool packs) {
   ImportOptions options;  // the importer adds the dims recorded in the model's metadata
   options.dim_ranges = dims;
   options.spill = spill;
-  return ImportOnnxFile(path, options);
+  return runtime::ImportOnnxFileToCompile(path, options, packs);
 }
 
 bool LooksLikeMask(const std::string& name) {
@@ -183,11 +184,11 @@ absl::StatusOr<std::map<std::string, DimRange>> ParseDimFlags(const std::vector<
 }
 
 absl::StatusOr<ImportedModel> LoadModel(const std::string& model_arg, const std::map<std::string, DimRange>& dims,
-                                        ConstantSpill* spill) {
+                                        ConstantSpill* spill, bool packs) {
   if (absl::StartsWith(model_arg, kBuiltinPrefix)) {
     return LoadBuiltin(model_arg, model_arg.substr(sizeof(kBuiltinPrefix) - 1), dims);
   }
-  return LoadOnnx(model_arg, dims, spill);
+  return LoadOnnx(model_arg, dims, spill, packs);
 }
 
 std::vector<InputRecipe> InputRecipes(const Graph& graph) {

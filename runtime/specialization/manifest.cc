@@ -1,8 +1,11 @@
 #include "runtime/specialization/manifest.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "graph/constant_spill.h"
@@ -27,27 +30,26 @@ constexpr int kManifestFormat = 1;
 class StableHash {
  public:
   void Add(absl::string_view bytes) {
-    constexpr size_t kBlock = 8 * kLanes;
-    size_t i = 0;
-    // The lanes in locals: kept in state_, each step would store and reload
-    // them (the bytes may alias it), a store-forwarding delay per multiply.
-    uint64_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
-    for (; i + kBlock <= bytes.size(); i += kBlock) {
-      uint64_t words[kLanes];
-      std::memcpy(words, bytes.data() + i, kBlock);
-      a = (a ^ words[0]) * kPrime;
-      b = (b ^ words[1]) * kPrime;
-      c = (c ^ words[2]) * kPrime;
-      d = (d ^ words[3]) * kPrime;
+    const size_t blocks = bytes.size() / kBlock * kBlock;
+    MixBlocks(bytes.data(), blocks);
+    Finish(bytes.substr(blocks), bytes.size());
+  }
+  // The same as Add of the `size` bytes that `read(offset, dst, n)` reads,
+  // a chunk at a time; false when a read fails.
+  bool AddRead(size_t size, absl::FunctionRef<bool(int64_t offset, void* dst, size_t n)> read) {
+    constexpr size_t kChunk = size_t{1} << 20;  // a multiple of kBlock
+    std::vector<char> buffer(std::min(size, kChunk));
+    size_t off = 0;
+    for (; size - off > kChunk; off += kChunk) {
+      if (!read(static_cast<int64_t>(off), buffer.data(), kChunk)) return false;
+      MixBlocks(buffer.data(), kChunk);
     }
-    state_[0] = a, state_[1] = b, state_[2] = c, state_[3] = d;
-    for (; i + 8 <= bytes.size(); i += 8) {
-      uint64_t word;
-      std::memcpy(&word, bytes.data() + i, 8);
-      Mix(0, word);
-    }
-    for (; i < bytes.size(); ++i) Mix(0, static_cast<unsigned char>(bytes[i]));
-    Add(static_cast<uint64_t>(bytes.size()));
+    const size_t rest = size - off;
+    if (rest > 0 && !read(static_cast<int64_t>(off), buffer.data(), rest)) return false;
+    const size_t blocks = rest / kBlock * kBlock;
+    MixBlocks(buffer.data(), blocks);
+    Finish(absl::string_view(buffer.data() + blocks, rest - blocks), size);
+    return true;
   }
   void Add(uint64_t v) {
     for (int i = 0; i < 8; ++i) Mix(0, (v >> (8 * i)) & 0xff);
@@ -59,9 +61,37 @@ class StableHash {
   }
 
  private:
-  static constexpr int kLanes = 4;  // Add's unrolled loop names each
+  static constexpr int kLanes = 4;  // MixBlocks' unrolled loop names each
+  static constexpr size_t kBlock = 8 * kLanes;
   static constexpr uint64_t kPrime = 0x100000001b3ULL;
   void Mix(int lane, uint64_t word) { state_[lane] = (state_[lane] ^ word) * kPrime; }
+  // `n` bytes, a multiple of kBlock: word i to lane i mod 4.
+  void MixBlocks(const char* data, size_t n) {
+    // The lanes in locals: kept in state_, each step would store and reload
+    // them (the bytes may alias it), a store-forwarding delay per multiply.
+    uint64_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
+    for (size_t i = 0; i < n; i += kBlock) {
+      uint64_t words[kLanes];
+      std::memcpy(words, data + i, kBlock);
+      a = (a ^ words[0]) * kPrime;
+      b = (b ^ words[1]) * kPrime;
+      c = (c ^ words[2]) * kPrime;
+      d = (d ^ words[3]) * kPrime;
+    }
+    state_[0] = a, state_[1] = b, state_[2] = c, state_[3] = d;
+  }
+  // The bytes after the last whole block (words, then bytes, to lane 0),
+  // then the field's size.
+  void Finish(absl::string_view tail, size_t size) {
+    size_t i = 0;
+    for (; i + 8 <= tail.size(); i += 8) {
+      uint64_t word;
+      std::memcpy(&word, tail.data() + i, 8);
+      Mix(0, word);
+    }
+    for (; i < tail.size(); ++i) Mix(0, static_cast<unsigned char>(tail[i]));
+    Add(static_cast<uint64_t>(size));
+  }
 
   uint64_t state_[kLanes] = {0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL ^ 1, 0xcbf29ce484222325ULL ^ 2,
                              0xcbf29ce484222325ULL ^ 3};
@@ -79,10 +109,22 @@ std::string ManifestKey(const Graph& graph, const ShapeEnv& env, const CompileOp
   h.Add(graph.ToString());
   for (const Value* c : graph.constants()) {
     h.Add(c->name());
-    h.Add(absl::string_view(static_cast<const char*>(c->constant()->raw()), c->constant()->byte_size()));
-    // Hashing read every page: a spilled constant's go back (a no-op for
-    // weights in memory), or the key would make the whole model resident.
-    ReleaseResidentPages(c->constant()->raw(), c->constant()->byte_size());
+    const void* data = c->constant()->raw();
+    const size_t size = c->constant()->byte_size();
+    // A spilled constant is read from its file (pread), not through the
+    // mapping: none of its pages becomes resident for the key (the compile's
+    // packing is about to need the memory). Where a read fails, through the
+    // mapping, whose pages then go back.
+    const SpilledRange range = SpilledRangeOf(data, size);
+    if (range) {
+      StableHash copy = h;
+      if (copy.AddRead(size, [&](int64_t offset, void* dst, size_t n) { return ReadSpilled(range, offset, dst, n); })) {
+        h = copy;
+        continue;
+      }
+    }
+    h.Add(absl::string_view(static_cast<const char*>(data), size));
+    ReleaseResidentPages(data, size);
   }
   for (const SymbolInfo& s : env.symbols()) {
     h.Add(absl::StrCat(s.name, "=", s.min, "..", s.max));
