@@ -14,7 +14,6 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "codegen/cpu/packed_weights.h"
 #include "codegen/cpu/parallel_run.h"
 #include "codegen/lower/lower_group.h"
 #include "graph/constant_spill.h"
@@ -931,12 +930,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Compile(Graph& graph, ShapeEnv
   auto impl = std::make_unique<Impl>();
   ProgramStats stats;
   ProgramBuilder builder(graph, env, pipeline, impl.get(), &stats);
-  const absl::Status built = builder.Build(options);
-  // The pages reserved for this model's packed copies that none took
-  // (runtime/import_to_compile.h): a first compile has made its copies, and
-  // later ones share them.
-  cpu::ReleaseUnclaimedPackedPages();
-  if (!built.ok()) return built;
+  if (absl::Status s = builder.Build(options); !s.ok()) return s;
   std::unique_ptr<Program> program(new Program(std::move(impl)));
   stats.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   program->stats_ = stats;

@@ -5,7 +5,6 @@
 #include "graph/interpreter.h"
 #include "graph/onnx/importer.h"
 #include "runtime/dim_ranges.h"
-#include "runtime/import_to_compile.h"
 
 namespace shapeshift::runtime {
 
@@ -94,10 +93,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(ModelSource model, cons
     ImportOptions import;
     import.dim_ranges = options.compile.dims;
     if (spill.ok()) import.spill = spill->get();
-    absl::StatusOr<ImportedModel> imported =
-        model.kind_ == ModelSource::Kind::kOnnxFile
-            ? ImportOnnxFileToCompile(model.text_, import, CompilePacksWeights(options.compile))
-            : ImportOnnxBytes(model.text_, import, model.name_);
+    absl::StatusOr<ImportedModel> imported = model.kind_ == ModelSource::Kind::kOnnxFile
+                                                 ? ImportOnnxFile(model.text_, import)
+                                                 : ImportOnnxBytes(model.text_, import, model.name_);
     if (!imported.ok()) return imported.status();
     for (const auto& [name, range] : options.compile.dims) {
       if (!imported->env->HasSymbol(name)) return UnknownDimError(name, *imported->env);

@@ -41,7 +41,6 @@
 #include "absl/strings/str_split.h"
 #include "graph/constant_spill.h"
 #include "nlohmann/json.hpp"
-#include "runtime/import_to_compile.h"
 #include "runtime/kv_cache.h"
 #include "runtime/session.h"
 #include "runtime/specialization/policy.h"
@@ -334,8 +333,7 @@ int Generate(const std::vector<std::string>& raw) {
   const GenerateFlags& flags = *parsed;
   // The weights go straight from the file to the spill, as for run.
   std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(flags.weights_dir);
-  absl::StatusOr<ImportedModel> model =
-      LoadModel(flags.model, flags.dims, spill.get(), runtime::CompilePacksWeights(runtime::CompileOptions{}));
+  absl::StatusOr<ImportedModel> model = LoadModel(flags.model, flags.dims, spill.get());
   if (!model.ok()) return UsageError(kName, nullptr, std::string(model.status().message()));
   const std::vector<InputRecipe> recipes = InputRecipes(*model->graph);
   // This machine's GEMM choices, measured on the model's first run here.

@@ -746,8 +746,7 @@ int Run(const std::vector<std::string>& raw_args) {
     // the heap); a directory that cannot take them leaves that to the
     // session, which keeps them in memory and says why.
     std::unique_ptr<ConstantSpill> spill = OpenSpillIfAny(flags->weights_dir);
-    model = LoadModel(flags->model, flags->dims, spill.get(),
-                      flags->pack_small_row_gemms && flags->device.device == runtime::Device::kCpu);
+    model = LoadModel(flags->model, flags->dims, spill.get());
     if (model.ok() && flags->tuning == nullptr && flags->pack_small_row_gemms &&
         flags->device.device == runtime::Device::kCpu) {
       CachedTuning cached = TuningFromCacheDir(flags->cache_dir, flags->model, *model, flags->tune_budget_s,

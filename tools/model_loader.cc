@@ -10,7 +10,6 @@
 #include "examples/models/bert.h"
 #include "examples/models/gpt2.h"
 #include "examples/models/model_builder.h"
-#include "runtime/import_to_compile.h"
 
 namespace shapeshift::tools {
 namespace {
@@ -69,11 +68,11 @@ absl::StatusOr<ImportedModel> LoadBuiltin(const std::string& arg, const std::str
 }
 
 absl::StatusOr<ImportedModel> LoadOnnx(const std::string& path, const std::map<std::string, DimRange>& dims,
-                                       ConstantSpill* spill, bool packs) {
+                                       ConstantSpill* spill) {
   ImportOptions options;  // the importer adds the dims recorded in the model's metadata
   options.dim_ranges = dims;
   options.spill = spill;
-  return runtime::ImportOnnxFileToCompile(path, options, packs);
+  return ImportOnnxFile(path, options);
 }
 
 bool LooksLikeMask(const std::string& name) {
@@ -184,11 +183,11 @@ absl::StatusOr<std::map<std::string, DimRange>> ParseDimFlags(const std::vector<
 }
 
 absl::StatusOr<ImportedModel> LoadModel(const std::string& model_arg, const std::map<std::string, DimRange>& dims,
-                                        ConstantSpill* spill, bool packs) {
+                                        ConstantSpill* spill) {
   if (absl::StartsWith(model_arg, kBuiltinPrefix)) {
     return LoadBuiltin(model_arg, model_arg.substr(sizeof(kBuiltinPrefix) - 1), dims);
   }
-  return LoadOnnx(model_arg, dims, spill, packs);
+  return LoadOnnx(model_arg, dims, spill);
 }
 
 std::vector<InputRecipe> InputRecipes(const Graph& graph) {

@@ -41,12 +41,9 @@ absl::StatusOr<std::map<std::string, DimRange>> ParseDimFlags(const std::vector<
 // result's env holds every symbol with its final range. Errors name the
 // argument (unknown built-in, unreadable file, unknown dim name). With
 // `spill`, an ONNX file's large initializers go straight to it
-// (ImportOptions::spill); built-in models are made in memory. With `packs`
-// (a CPU compile that packs weights follows: runtime::CompilePacksWeights),
-// an ONNX file's packed copies get their pages faulted in while it imports
-// (runtime/import_to_compile.h).
+// (ImportOptions::spill); built-in models are made in memory.
 absl::StatusOr<ImportedModel> LoadModel(const std::string& model_arg, const std::map<std::string, DimRange>& dims,
-                                        ConstantSpill* spill = nullptr, bool packs = false);
+                                        ConstantSpill* spill = nullptr);
 
 // What one graph input is fed with.
 struct InputRecipe {

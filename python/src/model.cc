@@ -8,7 +8,6 @@
 #include "graph/constant_spill.h"
 #include "graph/graph.h"
 #include "python/src/errors.h"
-#include "runtime/import_to_compile.h"
 #include "python/src/tensors.h"
 #include "runtime/compile_options.h"
 #include "tools/lazy_tuning.h"
@@ -59,8 +58,7 @@ std::unique_ptr<Model> Model::Load(const std::string& source, bool is_bytes, con
   absl::StatusOr<ImportedModel> result;
   {
     nb::gil_scoped_release release;  // a large model's import and compile take a while
-    result = is_bytes ? ImportOnnxBytes(source, import, model->name_)
-                      : runtime::ImportOnnxFileToCompile(source, import, runtime::CompilePacksWeights(session.compile));
+    result = is_bytes ? ImportOnnxBytes(source, import, model->name_) : ImportOnnxFile(source, import);
   }
   ImportedModel imported = OrRaise(std::move(result));
   for (const auto& [name, range] : options.dims) {

@@ -13,7 +13,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "codegen/cpu/packed_weights.h"
 #include "codegen/cpu/cache_sizes.h"
 #include "codegen/cpu/panel_rows_matmul.h"
 
@@ -415,9 +414,6 @@ absl::StatusOr<TuneReport> TuneGemms(absl::Span<const cpu::MatmulConfig> configs
   }
   const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   TeamScope team(threads);
-  // Pages being faulted in for a compile to come (runtime/import_to_compile.h)
-  // would share the cores with the measurements.
-  cpu::WaitForPackedPages();
   const double start = Now();
   Deadline deadline(options.budget_s);
   TuneReport report;
