@@ -224,6 +224,30 @@ TEST(DeviceProgramTest, Gpt2DecodeWithKvCacheMatchesTheCpu) {
   EXPECT_GE(s.graph_replays, 2);  // 5..8 and 33..64 for batch 2
 }
 
+// Runs every committed test data set of export `name` (test_data_set_K,
+// ONNX Runtime's outputs) through `session`; how many there were.
+int ExpectDataSetsMatch(Session& session, const std::string& name) {
+  const std::string dir = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/" + name + "/";
+  int sets = 0;
+  for (int set = 0; set < 4; ++set) {
+    const std::string set_dir = dir + "test_data_set_" + std::to_string(set) + "/";
+    if (!std::filesystem::exists(set_dir)) continue;
+    SCOPED_TRACE(set_dir);
+    std::vector<Tensor> in = shapeshift::testing::ReadNumbered(set_dir, "input");
+    std::vector<Tensor> want = shapeshift::testing::ReadNumbered(set_dir, "output");
+    EXPECT_FALSE(in.empty());
+    absl::StatusOr<std::vector<Tensor>> got = session.Run(in);
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (!got.ok()) continue;
+    EXPECT_EQ(got->size(), want.size());
+    for (size_t o = 0; o < got->size() && o < want.size(); ++o) {
+      EXPECT_TRUE(TensorsClose((*got)[o], want[o], 1e-4, 1e-4)) << "output " << o;
+    }
+    ++sets;
+  }
+  return sets;
+}
+
 // GPT-2's attention reads Q, K and V in place from its fused projection's
 // [b, S, 3·hidden] output (AttentionGroup::Source: each operand's first
 // column an offset into that buffer), prefill and decode, both exporters,
@@ -237,24 +261,7 @@ TEST(DeviceProgramTest, Gpt2ReadsItsFusedProjectionInPlaceAndMatchesOnnxRuntime)
         Session::Create(ModelSource::OnnxFile(shapeshift::testing::ExportPath(name)), Cuda(device));
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     EXPECT_EQ((*gpu)->stats().program.attention_calls, 2);
-    const std::string dir = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/" + name + "/";
-    int sets = 0;
-    for (int set = 0; set < 4; ++set) {
-      const std::string set_dir = dir + "test_data_set_" + std::to_string(set) + "/";
-      if (!std::filesystem::exists(set_dir)) continue;
-      SCOPED_TRACE(set_dir);
-      std::vector<Tensor> in = shapeshift::testing::ReadNumbered(set_dir, "input");
-      std::vector<Tensor> want = shapeshift::testing::ReadNumbered(set_dir, "output");
-      ASSERT_FALSE(in.empty());
-      absl::StatusOr<std::vector<Tensor>> got = (*gpu)->Run(in);
-      ASSERT_TRUE(got.ok()) << got.status();
-      ASSERT_EQ(got->size(), want.size());
-      for (size_t o = 0; o < got->size(); ++o) {
-        EXPECT_TRUE(TensorsClose((*got)[o], want[o], 1e-4, 1e-4)) << "output " << o;
-      }
-      ++sets;
-    }
-    EXPECT_EQ(sets, 3);
+    EXPECT_EQ(ExpectDataSetsMatch(**gpu, name), 3);
   }
 }
 
@@ -268,18 +275,7 @@ TEST(DeviceProgramTest, GroupedQueryLlamaWithPastMatchesOnnxRuntime) {
   absl::StatusOr<std::unique_ptr<Session>> gpu =
       Session::Create(ModelSource::OnnxFile(shapeshift::testing::ExportPath("llama-past-dynamo")), Cuda(device));
   ASSERT_TRUE(gpu.ok()) << gpu.status();
-  const std::string dir = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/llama-past-dynamo/";
-  for (int set = 0; set < 4; ++set) {
-    SCOPED_TRACE(absl::StrCat("test_data_set_", set));
-    const std::string set_dir = dir + "test_data_set_" + std::to_string(set) + "/";
-    std::vector<Tensor> in = shapeshift::testing::ReadNumbered(set_dir, "input");
-    std::vector<Tensor> want = shapeshift::testing::ReadNumbered(set_dir, "output");
-    ASSERT_FALSE(in.empty());
-    absl::StatusOr<std::vector<Tensor>> got = (*gpu)->Run(in);
-    ASSERT_TRUE(got.ok()) << got.status();
-    ASSERT_EQ(got->size(), want.size());
-    for (size_t o = 0; o < got->size(); ++o) EXPECT_TRUE(TensorsClose((*got)[o], want[o], 1e-4, 1e-4)) << "output " << o;
-  }
+  EXPECT_EQ(ExpectDataSetsMatch(**gpu, "llama-past-dynamo"), 4);
   EXPECT_EQ((*gpu)->stats().compiles, 1);
 }
 
