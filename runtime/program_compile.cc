@@ -46,6 +46,34 @@ absl::Status CheckCudaColumn(const passes::Group& group) {
   return absl::OkStatus();
 }
 
+// `count` floats of zeros to be read, without memory: a read-only anonymous
+// mapping, every page of which reads as the kernel's one zero page (a vector
+// of GPT-2's LM head, 154 MB, was zeroed page by page on the compiling thread
+// and counted in the peak RSS, to be read once by a warm-up and freed); a
+// vector where the mapping cannot be had.
+class ReadOnlyZeros {
+ public:
+  explicit ReadOnlyZeros(int64_t count) : bytes_(static_cast<size_t>(count) * sizeof(float)) {
+    void* mapped = bytes_ > 0 ? mmap(nullptr, bytes_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    if (mapped != MAP_FAILED) {
+      mapped_ = static_cast<const float*>(mapped);
+    } else {
+      fallback_.resize(static_cast<size_t>(count));
+    }
+  }
+  ~ReadOnlyZeros() {
+    if (mapped_ != nullptr) munmap(const_cast<float*>(mapped_), bytes_);
+  }
+  ReadOnlyZeros(const ReadOnlyZeros&) = delete;
+  ReadOnlyZeros& operator=(const ReadOnlyZeros&) = delete;
+  const float* data() const { return mapped_ != nullptr ? mapped_ : fallback_.data(); }
+
+ private:
+  size_t bytes_ = 0;
+  const float* mapped_ = nullptr;
+  std::vector<float> fallback_;
+};
+
 class ProgramBuilder {
  public:
   // A survey (Program::SurveyShortRequestGemms) lowers every group and
@@ -615,21 +643,10 @@ class ProgramBuilder {
     shape.b_batch_stride = shape.k * shape.n;
     std::vector<float> a(shape.batch * shape.m * shape.k);
     std::vector<float> bias(shape.n), c(shape.batch * shape.m * shape.n);
-    // B, read only, is zeros without memory: a read-only anonymous mapping,
-    // every page of which reads as the kernel's one zero page. (A vector of
-    // GPT-2's LM head, 154 MB, was zeroed page by page on the compiling
-    // thread, and counted in the peak RSS, to be read once and freed.)
-    const size_t b_bytes = static_cast<size_t>(shape.batch * shape.k * shape.n) * sizeof(float);
-    void* zeros = mmap(nullptr, b_bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    std::vector<float> b_fallback;
-    if (zeros == MAP_FAILED) {
-      zeros = nullptr;
-      b_fallback.resize(b_bytes / sizeof(float));
-    }
-    const std::unique_ptr<void, std::function<void(void*)>> unmap(zeros, [b_bytes](void* p) { munmap(p, b_bytes); });
+    const ReadOnlyZeros b(shape.batch * shape.k * shape.n);
     cpu::MatmulOperands ops;
     ops.a = a.data();
-    ops.b = zeros != nullptr ? static_cast<const float*>(zeros) : b_fallback.data();
+    ops.b = b.data();
     ops.bias = cfg.bias ? bias.data() : nullptr;
     ops.residual = cfg.residual ? c.data() : nullptr;
     ops.c = c.data();

@@ -29,11 +29,7 @@ constexpr int kManifestFormat = 1;
 // guards stay right.
 class StableHash {
  public:
-  void Add(absl::string_view bytes) {
-    const size_t blocks = bytes.size() / kBlock * kBlock;
-    MixBlocks(bytes.data(), blocks);
-    Finish(bytes.substr(blocks), bytes.size());
-  }
+  void Add(absl::string_view bytes) { AddLast(bytes, bytes.size()); }
   // The same as Add of the `size` bytes that `read(offset, dst, n)` reads,
   // a chunk at a time; false when a read fails.
   bool AddRead(size_t size, absl::FunctionRef<bool(int64_t offset, void* dst, size_t n)> read) {
@@ -46,9 +42,7 @@ class StableHash {
     }
     const size_t rest = size - off;
     if (rest > 0 && !read(static_cast<int64_t>(off), buffer.data(), rest)) return false;
-    const size_t blocks = rest / kBlock * kBlock;
-    MixBlocks(buffer.data(), blocks);
-    Finish(absl::string_view(buffer.data() + blocks, rest - blocks), size);
+    AddLast(absl::string_view(buffer.data(), rest), size);
     return true;
   }
   void Add(uint64_t v) {
@@ -80,9 +74,12 @@ class StableHash {
     }
     state_[0] = a, state_[1] = b, state_[2] = c, state_[3] = d;
   }
-  // The bytes after the last whole block (words, then bytes, to lane 0),
-  // then the field's size.
-  void Finish(absl::string_view tail, size_t size) {
+  // A field's last bytes (all of them, for Add): its whole blocks, then the
+  // bytes after them (words, then bytes, to lane 0), then the field's size.
+  void AddLast(absl::string_view last, size_t size) {
+    const size_t blocks = last.size() / kBlock * kBlock;
+    MixBlocks(last.data(), blocks);
+    const absl::string_view tail = last.substr(blocks);
     size_t i = 0;
     for (; i + 8 <= tail.size(); i += 8) {
       uint64_t word;
