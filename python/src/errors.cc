@@ -11,7 +11,14 @@ std::string InPythonTerms(const std::string& message) {
   // or `lo`/`hi`), and `--dim ranges`.
   static const std::regex kDim(R"(--dim ([^ =]+)=(\w+)\.\.(\w+))");
   static const std::regex kRanges(R"(--dim ranges)");
-  return std::regex_replace(std::regex_replace(message, kDim, "dims={'$1': ($2, $3)}"), kRanges, "dims ranges");
+  // The device layer's `--device cuda` / `--device cpu` (runtime/device,
+  // codegen/cuda): in a session the device is the providers list.
+  static const std::regex kCuda(R"(--device cuda)");
+  static const std::regex kCpu(R"(--device cpu)");
+  std::string text = std::regex_replace(message, kDim, "dims={'$1': ($2, $3)}");
+  text = std::regex_replace(text, kRanges, "dims ranges");
+  text = std::regex_replace(text, kCuda, "providers=['CUDAExecutionProvider']");
+  return std::regex_replace(text, kCpu, "providers=['CPUExecutionProvider']");
 }
 
 void ThrowAs(PyObject* type, const std::string& message) {

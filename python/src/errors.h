@@ -14,7 +14,8 @@
 // One thing in a message is the CLI's and is said the Python way: the
 // importer's advice to declare a dim's range, `declare --dim seq=1..32`,
 // reads `declare dims={'seq': (1, 32)}` (InPythonTerms; the session's notes
-// too).
+// too), and the device error's `--device cuda` / `--device cpu` read
+// `providers=['CUDAExecutionProvider']` / `providers=['CPUExecutionProvider']`.
 #ifndef SHAPESHIFT_PYTHON_SRC_ERRORS_H_
 #define SHAPESHIFT_PYTHON_SRC_ERRORS_H_
 
@@ -31,7 +32,7 @@ namespace shapeshift::python {
 // Raises `type` (a PyExc_*) with `message`.
 [[noreturn]] void ThrowAs(PyObject* type, const std::string& message);
 // `message` with the CLI's `--dim NAME=LO..HI` advice as the session's
-// `dims=` argument.
+// `dims=` argument and `--device cuda|cpu` as its `providers=` list.
 std::string InPythonTerms(const std::string& message);
 
 }  // namespace shapeshift::python
