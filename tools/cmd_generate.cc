@@ -18,9 +18,9 @@
 // (all ones over past + new positions), `position_ids` if present (past +
 // 0..seq-1), and each past input of the Program's KV pairs; any other input is
 // an error naming it. The prompt's ids are deterministic (--seed). The
-// prefill's past is empty, so the past dim's range must include 0: exports
-// declare 1..65536 by default, and `--dim past_sequence=0..N` says
-// otherwise (the error names the dim).
+// prefill's past is empty, so the past dim's range must include 0: a cache
+// dim's default range does (graph/onnx/cache_dims.h); a declared one without
+// 0 (`--dim past_sequence=1..N`) is exit 2 naming the dim.
 //
 // Prints the prefill time, per-step latency (median, p90, max), decode
 // tokens/s (batch × steps / their total time), compiles, cache growths and
@@ -69,9 +69,10 @@ constexpr char kUsage[] =
     "  32), each feeding the argmax of the last position's logits. The caches stay in place, in buffers\n"
     "  growing by powers of two (runtime/kv_cache.h); --plain-kv feeds each step's present outputs back as\n"
     "  its past inputs instead (ONNX's plain semantics: a copy of every cache per step). The prefill's past\n"
-    "  is empty, so the past dim must admit 0: --dim past_sequence=0..N. Prints the prefill time, per-step\n"
-    "  latency (median, p90, max), decode tokens/s, compiles, cache growths and the first row's generated\n"
-    "  ids (--json: one object); --repeats R generates R times from fresh caches (the prefill's median and\n"
+    "  is empty: a cache dim's default range starts at 0; a declared one must too (--dim past_sequence=0..N).\n"
+    "  Prints the prefill time, per-step latency (median, p90, max), decode tokens/s, compiles, cache\n"
+    "  growths and the first row's generated ids (--json: one object); --repeats R generates R times from\n"
+    "  fresh caches (the prefill's median and\n"
     "  every step pooled). --policy, --no-fused-attention, --cache-dir/--no-cache, --weights-dir/\n"
     "  --weights-in-memory, --tune-budget-s (a model's first run here measures its GEMMs: default 10 s, 0 off):\n"
     "  as for run.\n"

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
 #include "graph/constant_spill.h"
+#include "graph/onnx/cache_dims.h"
 #include "graph/onnx/exporter.h"
 #include "graph/onnx/model_checker.h"
 #include "graph/onnx/node_attributes.h"
@@ -63,16 +64,70 @@ class Importer {
     result_.env = std::make_unique<ShapeEnv>();
     result_.graph = std::make_unique<Graph>(*opset);
     using Step = absl::Status (Importer::*)();
-    for (Step step : {&Importer::CollectRecordedDims, &Importer::CheckSupportedOps, &Importer::AddInitializers, &Importer::AddInputs,
-                      &Importer::CheckDimFlags, &Importer::AddNodes, &Importer::AddOutputs}) {
+    for (Step step : {&Importer::CollectRecordedDims, &Importer::CheckSupportedOps, &Importer::AddInitializers}) {
       if (absl::Status s = (this->*step)(); !s.ok()) return Error(s);
     }
-    if (absl::Status s = result_.graph->Verify(); !s.ok()) return Error(s);
+    cache_dims_ = CacheLengthDims(model_.graph());
+    initializers_ = result_.graph->constants().size();
+    const size_t notes_before_inputs = result_.notes.size();
+    absl::Status typed = AddTypedGraph();
+    if (!typed.ok() && !empty_caches_.empty()) {
+      // A node needs a cache dim positive (cache_dims.h): the usual lower
+      // bound, and the reason in a note.
+      const std::vector<std::string> empty_caches = std::move(empty_caches_);
+      RestartTypedGraph(notes_before_inputs);
+      use_cache_defaults_ = false;
+      typed = AddTypedGraph();
+      if (typed.ok()) {
+        for (const std::string& name : empty_caches) {
+          result_.notes.push_back(absl::StrCat("dim '", name, "' keeps the default lower bound ", kDefaultDimMin,
+                                               " though input '", cache_dims_.at(name).input,
+                                               "' is a cache (empty at a first step): with ", name,
+                                               " = 0 the import fails: ", typed_error_message_));
+        }
+      }
+    }
+    if (!typed.ok()) return Error(typed);
+    for (const std::string& name : empty_caches_) {
+      const CacheDimSource& source = cache_dims_.at(name);
+      result_.notes.push_back(absl::StrCat("dim '", name, "' starts at 0: input '", source.input,
+                                           "' is a cache that node '", source.node, "' (Concat) appends to, ",
+                                           "empty at a generation's first step"));
+    }
     return std::move(result_);
   }
 
  private:
   absl::Status Error(const absl::Status& s) const { return Prefixed(what_, s); }
+
+  // The inputs, nodes and outputs over the constants: everything that
+  // depends on the dims' ranges.
+  absl::Status AddTypedGraph() {
+    using Step = absl::Status (Importer::*)();
+    for (Step step : {&Importer::AddInputs, &Importer::CheckDimFlags, &Importer::AddNodes, &Importer::AddOutputs}) {
+      if (absl::Status s = (this->*step)(); !s.ok()) {
+        typed_error_message_ = std::string(s.message());
+        return s;
+      }
+    }
+    return result_.graph->Verify();
+  }
+
+  // Back to the state before AddTypedGraph: a new graph holding the same
+  // initializers (the tensors are shared, nothing is read again; Constant
+  // nodes' values are added again with their nodes), a new env, and the
+  // notes taken before the inputs.
+  void RestartTypedGraph(size_t notes_before_inputs) {
+    auto graph = std::make_unique<Graph>(result_.graph->opset());
+    const std::vector<Value*> constants = result_.graph->constants();
+    for (size_t i = 0; i < initializers_; ++i) graph->AddConstant(constants[i]->name(), *constants[i]->constant());
+    result_.graph = std::move(graph);
+    result_.env = std::make_unique<ShapeEnv>();
+    result_.notes.resize(notes_before_inputs);
+    narrowing_ = DomainNarrowing();
+    sum_dims_used_.clear();
+    inferred_over_.clear();
+  }
 
   absl::StatusOr<int> DefaultOpset() const {
     for (const onnx::OperatorSetIdProto& id : model_.opset_import()) {
@@ -200,6 +255,10 @@ class Importer {
     info.name = name;
     auto it = dim_ranges_.find(name);
     info.min = it != dim_ranges_.end() ? it->second.min : kDefaultDimMin;
+    if (it == dim_ranges_.end() && use_cache_defaults_ && cache_dims_.contains(name)) {
+      info.min = 0;  // a cache's length: empty at a generation's first step (cache_dims.h)
+      empty_caches_.push_back(name);
+    }
     info.max = it != dim_ranges_.end() ? it->second.max : kDefaultDimMax;
     absl::StatusOr<SymExpr> s = env.DeclareSymbol(info);
     if (!s.ok()) return Prefixed(absl::StrCat("dim '", name, "' of input '", input, "'"), s.status());
@@ -408,6 +467,14 @@ class Importer {
   std::map<std::string, DimRange> dim_ranges_;
   std::map<std::string, std::vector<std::string>> dim_sums_;
   absl::flat_hash_set<std::string> sum_dims_used_;  // dim_sums_ names some input has
+  // The inputs' cache-length dims (cache_dims.h); undeclared ones default to
+  // 0..kDefaultDimMax while use_cache_defaults_, and are listed in
+  // empty_caches_ when they do.
+  std::map<std::string, CacheDimSource> cache_dims_;
+  bool use_cache_defaults_ = true;
+  std::vector<std::string> empty_caches_;
+  std::string typed_error_message_;  // AddTypedGraph's last error
+  size_t initializers_ = 0;          // the graph's first constants: the initializers
   // Which named input dims have declared ranges; shape inference narrows
   // the others where the model implies a limit (shape_inference.h).
   DomainNarrowing narrowing_;

@@ -12,7 +12,10 @@
 // metadata (`shapeshift.dim.<name>` = `lo..hi`, exporter.h), and otherwise
 // defaults to [kDefaultDimMin, kDefaultDimMax] =
 // [1, 65536] (dims of size 0 are rare in serving and a positive lower bound
-// lets broadcasting and Reshape questions be proven). Where the model itself
+// lets broadcasting and Reshape questions be proven) — except a KV cache's
+// length, which defaults to [0, 65536] (empty at a generation's first step;
+// cache_dims.h), or [1, 65536] with a note where a node needs it positive.
+// Where the model itself
 // only works on part of that default (a position table of 512 rows), shape
 // inference narrows the undeclared dim to the widest range it can prove the
 // model valid on, and says so in ImportedModel::notes; a declared range is

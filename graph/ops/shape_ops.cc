@@ -4,7 +4,8 @@
 // vector is still a shape vector), which is what lets a Reshape target
 // built from Shape→Gather→Unsqueeze→Concat stay symbolic.
 //
-// Reshape with -1: the inferred dim is total / known. When the division is
+// Reshape with -1: the inferred dim is total / known, known proven >= 1 (0
+// leaves it undefined). When the division is
 // evident from the factors (`64*b*s / (b*s)`) it is exact; otherwise it is
 // FloorDiv(total, known) and the env is asked whether `known` divides
 // `total` (a guard when specialized; an error when undecidable or false).
@@ -22,6 +23,13 @@ void SetReshaped(InferenceContext& ctx, std::vector<SymExpr> shape) {
 }
 
 absl::StatusOr<SymExpr> InferMinusOne(InferenceContext& ctx, SymExpr total, SymExpr known) {
+  // ONNX leaves the -1 undefined when the other dims hold no element (ONNX
+  // Runtime refuses it); and total / known is only a quotient for known > 0.
+  // Dims start at 1 unless declared or a cache (graph/onnx/cache_dims.h).
+  if (!ctx.CanProve(Predicate::Ge(known, 1))) {
+    return ctx.Error(absl::StrCat("cannot infer the -1 dim: the other dims' product ", known.ToString(),
+                                  " may be 0"));
+  }
   if (std::optional<SymExpr> q = ExactQuotient(total, known)) return *q;
   Predicate divides = known.IsConst() && *known.AsConst() > 0
                           ? Predicate::Divisible(total, *known.AsConst())

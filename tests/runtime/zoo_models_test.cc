@@ -9,6 +9,9 @@
 //   - compile exactly once and never miss,
 //   - reproduce every stored data set (ONNX Runtime's outputs) within
 //     kMaxAbsDiff, and
+//   - for past models, serve a first step with an empty cache (past_sequence
+//     = 0) on the prompts of the no-past sibling's data sets, with that
+//     sibling's ONNX Runtime logits, and
 //   - serve 20 requests of 20 different lengths (batch 1..3, padded masks,
 //     prefills and decode steps for past models, independent decoder lengths
 //     for seq2seq), each matching the reference interpreter on the imported
@@ -228,6 +231,50 @@ std::string RecordedError(const std::string& name) {
   return "";
 }
 
+// A past export's first generation step: an empty cache (past_sequence = 0,
+// the importer's default lower bound for a cache dim, graph/onnx/cache_dims.h)
+// and the prompt of its no-past sibling's data sets 0 and 1 (1 x 5, 2 x 37
+// padded; the same weights, bench/peers/export_models.py). The logits must be
+// ONNX Runtime's for the sibling, every output the interpreter's. Returns the
+// requests made.
+int ExpectEmptyCachePrefillsMatchTheSibling(const std::string& name, const Graph& reference, Session& session) {
+  const size_t past = name.find("-past");
+  const std::string sibling = ModelDir(name.substr(0, past) + name.substr(past + 5));
+  int requests = 0;
+  for (int set : {0, 1}) {
+    const std::string set_dir = sibling + "test_data_set_" + std::to_string(set) + "/";
+    std::vector<Tensor> prompt = ReadNumbered(set_dir, "input");     // input_ids, attention_mask
+    std::vector<Tensor> expected = ReadNumbered(set_dir, "output");  // logits
+    EXPECT_EQ(prompt.size(), 2u) << set_dir;
+    EXPECT_EQ(expected.size(), 1u) << set_dir;
+    if (prompt.size() != 2 || expected.empty()) return requests;
+    const Assignment dims = {{"batch", prompt[0].shape()[0]}, {"sequence", prompt[0].shape()[1]}, {"past_sequence", 0}};
+    std::vector<Tensor> inputs;
+    for (const Value* input : reference.inputs()) {
+      if (input->name() == "input_ids" || input->name() == "attention_mask") {
+        inputs.push_back(input->name() == "input_ids" ? prompt[0] : prompt[1]);
+        continue;
+      }
+      absl::StatusOr<std::vector<int64_t>> shape = input->type().Evaluate(dims);
+      EXPECT_TRUE(shape.ok()) << input->name() << ": " << shape.status();
+      if (!shape.ok()) return requests;
+      inputs.push_back(Tensor::FromVector<float>(DType::kF32, *shape, {}));  // [batch, heads, 0, head_dim]
+    }
+    absl::StatusOr<std::vector<Tensor>> got = session.Run(inputs);
+    ++requests;
+    EXPECT_TRUE(got.ok()) << name << ", empty cache, " << set_dir << ": " << got.status();
+    if (!got.ok()) continue;
+    const double vs_ort = MaxAbsDiff((*got)[0], expected[0]);
+    EXPECT_LE(vs_ort, kMaxAbsDiff) << name << ", empty cache: logits against ONNX Runtime on " << set_dir;
+    absl::StatusOr<std::vector<Tensor>> want = Interpret(reference, inputs);
+    EXPECT_TRUE(want.ok()) << want.status();
+    if (want.ok()) EXPECT_LE(MaxAbsDiff(*got, *want), kMaxAbsDiff) << name << ", empty cache, against the interpreter";
+    std::printf("%s, empty cache, prompt of %s: logits max abs diff vs ONNX Runtime %.3g\n", name.c_str(),
+                set_dir.c_str(), vs_ort);
+  }
+  return requests;
+}
+
 // Every check of the file's header on one export directory.
 void ExpectOneCompileServesEveryShape(const std::string& name) {
   const std::string dir = ModelDir(name);
@@ -259,6 +306,7 @@ void ExpectOneCompileServesEveryShape(const std::string& name) {
     std::printf("%s: max abs diff vs ONNX Runtime %.3g\n", set_dir.c_str(), diff);
   }
   EXPECT_GE(sets, 3) << "the data sets of " << dir << " are missing";
+  const int empty_cache_requests = with_past ? ExpectEmptyCachePrefillsMatchTheSibling(name, *reference->graph, **session) : 0;
 
   uint32_t seed = 100;
   double worst = 0;
@@ -279,7 +327,7 @@ void ExpectOneCompileServesEveryShape(const std::string& name) {
   SessionStats stats = (*session)->stats();
   EXPECT_EQ(stats.dispatcher.compiles, 1) << "one compile must serve every shape";
   EXPECT_EQ(stats.dispatcher.misses, 0);
-  EXPECT_EQ(stats.requests, sets + kLengths);
+  EXPECT_EQ(stats.requests, sets + empty_cache_requests + kLengths);
 }
 
 class ZooModelTest : public ::testing::TestWithParam<const char*> {};

@@ -96,11 +96,11 @@ TEST(GenerateCliTest, GreedyTokensAreTheInterpretersAndBoundEqualsPlain) {
 }
 
 // A batch of prompts, generated twice from fresh caches (--repeats); 60 + 9
-// positions outgrow the first capacity (64) once per generation.
+// positions outgrow the first capacity (64) once per generation. No --dim:
+// the cache dim's default range starts at 0 (graph/onnx/cache_dims.h).
 TEST(GenerateCliTest, BatchedCachesGrowOnceWithoutRecompiling) {
   int exit_code = -1;
-  nlohmann::json r = Generate(Model("llama-past-torchscript") + " --prompt 3x60 --steps 10 --repeats 2 --dim past_sequence=0..128",
-                              &exit_code);
+  nlohmann::json r = Generate(Model("llama-past-torchscript") + " --prompt 3x60 --steps 10 --repeats 2", &exit_code);
   ASSERT_EQ(exit_code, 0) << r.dump();
   EXPECT_EQ(r["batch"], 3);
   EXPECT_EQ(r["repeats"], 2);
@@ -119,7 +119,7 @@ TEST(GenerateCliTest, InputsThatDoNotFitExitTwoSayingWhy) {
   const std::string llama = Model("llama-past-dynamo");
   for (const Case& c : std::vector<Case>{
            {Model("bert-base-torchscript"), "no KV caches"},
-           {llama, "past_sequence=0..N"},  // the declared past range starts at 1
+           {llama + " --dim past_sequence=1..64", "past_sequence=0..N"},  // a declared past range without 0
            {llama + " --prompt 0x5", "--prompt"},
            {llama + " --prompt 1x3 --prompt-ids 1,2", "(expected 3)"},
            {llama + " --prompt 1x2 --prompt-ids 1,100000 --dim past_sequence=0..8", "outside the vocabulary"},

@@ -180,8 +180,8 @@ TEST(ImportNarrowingCliTest, ProveCertifiesOnlyThePairsAPastModelServes) {
   Outputs r = RunCli("prove " + Gpt2PastExport() + " --no-cache");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("covered\n"));
-  EXPECT_THAT(r.out, HasSubstr("sequence=1..1023"));
-  EXPECT_THAT(r.out, HasSubstr("past_sequence=1..1023"));
+  EXPECT_THAT(r.out, HasSubstr(" sequence=1..1024"));
+  EXPECT_THAT(r.out, HasSubstr(" past_sequence=0..1023"));
   EXPECT_THAT(r.out, HasSubstr(" where past_sequence + sequence <= 1024\n"));
   EXPECT_THAT(r.out, HasSubstr("note: dims 'past_sequence' and 'sequence' limited to past_sequence + sequence <= "
                                "1024: node '"));
@@ -196,7 +196,8 @@ TEST(ImportNarrowingCliTest, CheckAndInspectShowTheRelation) {
   Outputs check = RunCli("check " + Gpt2PastExport());
   EXPECT_THAT(check.out, HasSubstr("  where past_sequence + sequence <= 1024\n"));
   Outputs inspect = RunCli("inspect " + Gpt2PastExport());
-  EXPECT_THAT(inspect.out, HasSubstr("  past_sequence in [1, 1023]\n"));
+  EXPECT_THAT(inspect.out, HasSubstr("  past_sequence in [0, 1023]\n"));
+  EXPECT_THAT(inspect.out, HasSubstr("  dim 'past_sequence' starts at 0: input 'past_key_values.0."));
   EXPECT_THAT(inspect.out, HasSubstr("  where past_sequence + sequence <= 1024\n"));
 }
 
@@ -210,6 +211,10 @@ TEST(ImportNarrowingCliTest, ARequestOutsideTheRelationIsRefusedAndTheLastPairIs
   Outputs last = RunCli("run " + Gpt2PastExport() + Gpt2PastInputs(1000, 24) + " --check --json --no-cache");
   ASSERT_EQ(last.exit_code, 0) << last.out << last.err;
   EXPECT_TRUE(nlohmann::json::parse(last.out)["check_passed"].get<bool>());
+  // The other corner: the whole table as a prompt, the cache empty.
+  Outputs prompt = RunCli("run " + Gpt2PastExport() + Gpt2PastInputs(0, 1024) + " --check --json --no-cache");
+  ASSERT_EQ(prompt.exit_code, 0) << prompt.out << prompt.err;
+  EXPECT_TRUE(nlohmann::json::parse(prompt.out)["check_passed"].get<bool>());
 }
 
 TEST(ImportNarrowingCliTest, FuzzServesInsideTheRelationAndRefusesOutsideIt) {
