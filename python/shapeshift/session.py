@@ -1,8 +1,9 @@
 """The ONNX-Runtime-compatible session over shapeshift._core.Model.
 
 Only what ORT's Python API means is mapped here (names, output selection,
-providers, options); every check of a request's tensors, every message and
-every report text comes from the C++ library.
+providers, options, nested lists as inputs); every check of a request's
+tensors, every message and every report text comes from the C++ library, but
+for a list's conversion to an array (`_from_list`).
 """
 
 from __future__ import annotations
@@ -12,11 +13,53 @@ import json
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from shapeshift import _core
 
 _CPU = "CPUExecutionProvider"
 _CUDA = "CUDAExecutionProvider"
 _DEVICES = {_CPU: "cpu", _CUDA: "cuda"}
+
+
+# The element types a Python list converts to, and which kinds of numpy array
+# (np.asarray of the list) convert to each without changing a value's meaning:
+# an integer input takes integers, a float input numbers (rounded to its
+# precision, as any float conversion), a bool input bools.
+_LIST_TYPES = {
+    "tensor(int64)": (np.int64, "iu"),
+    "tensor(int32)": (np.int32, "iu"),
+    "tensor(float)": (np.float32, "iuf"),
+    "tensor(double)": (np.float64, "iuf"),
+    "tensor(float16)": (np.float16, "iuf"),
+    "tensor(bool)": (np.bool_, "b"),
+}
+
+
+def _from_list(arg: "NodeArg", value: list | tuple) -> Any:
+    """A (nested) list for `arg` as an array of its element type, as ONNX Runtime
+    converts lists; unlike ORT, a value the conversion would change (1.7 for an
+    integer input, 2**40 for an int32 one) is an error naming the input, never a
+    silently different request. Other element types: left to the C++ checks."""
+    if arg.type not in _LIST_TYPES:
+        return value
+    dtype, kinds = _LIST_TYPES[arg.type]
+    try:
+        given = np.asarray(value)
+    except ValueError as e:  # ragged nesting
+        raise ValueError(f"run: input {arg.name!r}: the list is not a rectangular array ({e})") from None
+    if given.dtype == object:
+        raise ValueError(
+            f"run: input {arg.name!r}: the list is not a rectangular array of numbers that fit 64 bits"
+        )
+    if given.size and given.dtype.kind not in kinds:
+        raise TypeError(
+            f"run: input {arg.name!r} is {arg.type}: a list of {given.dtype} values would change in conversion"
+        )
+    converted = given.astype(dtype)
+    if given.size and given.dtype.kind in "iu" and not np.array_equal(converted, given):
+        raise ValueError(f"run: input {arg.name!r}: a list value does not fit {arg.type}")
+    return converted
 
 
 class GraphOptimizationLevel(enum.IntEnum):
@@ -212,6 +255,9 @@ class InferenceSession:
             raise TypeError(f"run: input_feed must map input names to arrays, got {type(input_feed).__name__}") from None
         if len(input_feed) != len(arrays):
             self._raise_bad_feed(input_feed)
+        arrays = [
+            _from_list(arg, a) if isinstance(a, (list, tuple)) else a for arg, a in zip(self._inputs, arrays)
+        ]
         outputs = self._model.run(arrays)
         if not output_names:
             return outputs
