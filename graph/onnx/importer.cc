@@ -18,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "graph/constant_spill.h"
 #include "graph/onnx/cache_dims.h"
+#include "graph/onnx/contrib_ops.h"
 #include "graph/onnx/exporter.h"
 #include "graph/onnx/model_checker.h"
 #include "graph/onnx/node_attributes.h"
@@ -63,6 +64,7 @@ class Importer {
                                     model_.producer_version());
     result_.env = std::make_unique<ShapeEnv>();
     result_.graph = std::make_unique<Graph>(*opset);
+    ExpandOnnxRuntimeFusedOps();
     using Step = absl::Status (Importer::*)();
     for (Step step : {&Importer::CollectRecordedDims, &Importer::CheckSupportedOps, &Importer::AddInitializers}) {
       if (absl::Status s = (this->*step)(); !s.ok()) return Error(s);
@@ -140,6 +142,17 @@ class Importer {
       return static_cast<int>(id.version());
     }
     return absl::InvalidArgumentError("the model imports no default-domain (ai.onnx) opset");
+  }
+
+  // ONNX Runtime's fused ops (contrib_ops.h) as the default-domain ops they
+  // fuse, with a note saying which.
+  void ExpandOnnxRuntimeFusedOps() {
+    std::map<std::string, int> expanded = ExpandContribOps(*model_.mutable_graph());
+    if (expanded.empty()) return;
+    std::vector<std::string> counts;
+    for (const auto& [op, count] : expanded) counts.push_back(absl::StrCat(count, " ", op));
+    result_.notes.push_back(absl::StrCat("ONNX Runtime's fused ops expanded into the default-domain ops they fuse ",
+                                         "(com.microsoft: ", absl::StrJoin(counts, ", "), ")"));
   }
 
   // Every unsupported op, listed once in a single error.

@@ -22,7 +22,8 @@
 // never narrowed (the error names the range that works). Why that is sound:
 // graph/README.md.
 //
-// The importer runs the ONNX checker, converts initializers (inline and
+// The importer runs the ONNX checker, expands ONNX Runtime's fused ops
+// (contrib_ops.h), converts initializers (inline and
 // external data, relative to the model's directory), runs symbolic shape
 // inference node by node, and reports every unsupported op (op type, node
 // name, opset) in one error — never a crash, never a partial graph.

@@ -1,6 +1,7 @@
 #include "graph/onnx/model_summary.h"
 
 #include "absl/strings/str_cat.h"
+#include "graph/onnx/contrib_ops.h"
 #include "graph/onnx/importer.h"
 #include "graph/op_table.h"
 #include "onnx/onnx_pb.h"
@@ -23,7 +24,7 @@ ModelSummary SummarizeOnnxModel(const onnx::ModelProto& model) {
     bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
     std::string op = default_domain ? node.op_type() : absl::StrCat(node.domain(), "::", node.op_type());
     ++summary.op_histogram[op];
-    if (!default_domain || FindOp(node.op_type()) == nullptr) {
+    if (default_domain ? FindOp(node.op_type()) == nullptr : !IsExpandableContribOp(node)) {
       summary.unsupported.push_back({op, node.name(), summary.opset});
     }
   }

@@ -83,6 +83,11 @@ constexpr const char* kZooExports[] = {
     // over the sequence axis (ReduceSum over axis 1: the columns form, the
     // masked product as its prologue) and L2 normalization.
     "sentence-bert-torchscript", "sentence-bert-dynamo",
+    // ONNX Runtime's transformer optimizer's output for the tiny BERT and
+    // GPT-2 (bench/peers/optimize_for_ort.py): com.microsoft
+    // SkipLayerNormalization, BiasGelu, FastGelu, expanded at import
+    // (graph/onnx/contrib_ops.h); the data sets are ORT's for that graph.
+    "bert-base-torchscript-ort-optimized", "gpt2-torchscript-ort-optimized",
 };
 
 // Exports that fail today, with the error each gives (the Session's status,
