@@ -147,7 +147,7 @@ class Importer {
   // ONNX Runtime's fused ops (contrib_ops.h) as the default-domain ops they
   // fuse, with a note saying which.
   void ExpandOnnxRuntimeFusedOps() {
-    std::map<std::string, int> expanded = ExpandContribOps(*model_.mutable_graph());
+    std::map<std::string, int> expanded = ExpandContribOps(*model_.mutable_graph(), result_.opset);
     if (expanded.empty()) return;
     std::vector<std::string> counts;
     for (const auto& [op, count] : expanded) counts.push_back(absl::StrCat(count, " ", op));

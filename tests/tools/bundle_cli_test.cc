@@ -108,6 +108,25 @@ TEST(BundleCliTest, ADecoderWithPastCompilesServesAndProvesFromABundle) {
   EXPECT_THAT(prove.output, HasSubstr("covered\n"));
 }
 
+// A model ONNX Runtime's optimizer rewrote (com.microsoft fused ops, expanded
+// at import: graph/onnx/contrib_ops.h) is written into the bundle as a valid
+// model of its own opset, and served from it.
+TEST(BundleCliTest, AnOnnxRuntimeOptimizedModelCompilesIntoABundle) {
+  for (const char* name : {"gpt2-torchscript-ort-optimized", "bert-base-torchscript-ort-optimized"}) {
+    const std::string model = std::string(SHAPESHIFT_SOURCE_DIR) + "/tests/data/models/" + name + "/";
+    const std::string bundle = ProcessTempPath(std::string(name) + ".ssb");
+    shapeshift::testing::CliResult compiled =
+        RunShapeshift("compile " + model + "model.onnx --dim batch=1..2 --no-cache -o " + bundle, "2>&1");
+    ASSERT_EQ(compiled.exit_code, 0) << name << "\n" << compiled.output;
+    shapeshift::testing::CliResult run = RunShapeshift(
+        "run " + bundle + " --inputs-from " + model + "test_data_set_1 --check --json --repeats 1 --no-cache");
+    ASSERT_EQ(run.exit_code, 0) << name << "\n" << run.output;
+    nlohmann::json j = nlohmann::json::parse(run.output);
+    EXPECT_EQ(j["compiles"], 0) << name;
+    EXPECT_TRUE(j["check_passed"].get<bool>()) << name;
+  }
+}
+
 // The compiler identity is a digest of the code generator's sources, not of
 // one binary: a bundle the CLI compiled loads, with 0 compiles, in this test
 // binary (as it does in the Python module) — built from the same tree.
