@@ -17,19 +17,6 @@ constexpr float kSkipLayerNormEpsilon = 1e-12f;
 bool HasInput(const onnx::NodeProto& node, int i) { return node.input_size() > i && !node.input(i).empty(); }
 bool HasOutput(const onnx::NodeProto& node, int i) { return node.output_size() > i && !node.output(i).empty(); }
 
-bool IsExpandable(const onnx::NodeProto& node) {
-  if (node.domain() != kDomain) return false;
-  const std::string& op = node.op_type();
-  if (op == "Gelu") return node.input_size() == 1 && node.output_size() == 1;
-  if (op == "BiasGelu") return HasInput(node, 0) && HasInput(node, 1) && node.input_size() == 2 && node.output_size() == 1;
-  if (op == "FastGelu") return HasInput(node, 0) && node.input_size() <= 2 && node.output_size() == 1;
-  if (op == "SkipLayerNormalization") {
-    // mean and inv_std_var (outputs 1, 2) have no default-domain form here.
-    return HasInput(node, 0) && HasInput(node, 1) && HasInput(node, 2) && node.input_size() <= 5 &&
-           HasOutput(node, 0) && !HasOutput(node, 1) && !HasOutput(node, 2) && node.output_size() <= 4;
-  }
-  return false;
-}
 
 // Fresh value names and the f32 scalar constants the expansions use (one
 // initializer per value, shared by every expansion of the graph).
@@ -178,17 +165,29 @@ void Expand(const onnx::NodeProto& node, int opset, Expansion& e) {
 
 }  // namespace
 
-bool IsExpandableContribOp(const onnx::NodeProto& node) { return IsExpandable(node); }
+bool IsExpandableContribOp(const onnx::NodeProto& node) {
+  if (node.domain() != kDomain) return false;
+  const std::string& op = node.op_type();
+  if (op == "Gelu") return node.input_size() == 1 && node.output_size() == 1;
+  if (op == "BiasGelu") return HasInput(node, 0) && HasInput(node, 1) && node.input_size() == 2 && node.output_size() == 1;
+  if (op == "FastGelu") return HasInput(node, 0) && node.input_size() <= 2 && node.output_size() == 1;
+  if (op == "SkipLayerNormalization") {
+    // mean and inv_std_var (outputs 1, 2) have no default-domain form here.
+    return HasInput(node, 0) && HasInput(node, 1) && HasInput(node, 2) && node.input_size() <= 5 &&
+           HasOutput(node, 0) && !HasOutput(node, 1) && !HasOutput(node, 2) && node.output_size() <= 4;
+  }
+  return false;
+}
 
 std::map<std::string, int> ExpandContribOps(onnx::GraphProto& graph, int opset) {
   std::map<std::string, int> expanded;
   bool any = false;
-  for (const onnx::NodeProto& node : graph.node()) any |= IsExpandable(node);
+  for (const onnx::NodeProto& node : graph.node()) any |= IsExpandableContribOp(node);
   if (!any) return expanded;
   Names names(graph);
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   for (onnx::NodeProto& node : *graph.mutable_node()) {
-    if (!IsExpandable(node)) {
+    if (!IsExpandableContribOp(node)) {
       *nodes.Add() = std::move(node);
       continue;
     }
