@@ -17,7 +17,6 @@ constexpr float kSkipLayerNormEpsilon = 1e-12f;
 bool HasInput(const onnx::NodeProto& node, int i) { return node.input_size() > i && !node.input(i).empty(); }
 bool HasOutput(const onnx::NodeProto& node, int i) { return node.output_size() > i && !node.output(i).empty(); }
 
-
 // Fresh value names and the f32 scalar constants the expansions use (one
 // initializer per value, shared by every expansion of the graph).
 class Names {

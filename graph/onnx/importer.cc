@@ -76,6 +76,7 @@ class Importer {
     if (!typed.ok() && !empty_caches_.empty()) {
       // A node needs a cache dim positive (cache_dims.h): the usual lower
       // bound, and the reason in a note.
+      const std::string with_empty_caches(typed.message());
       const std::vector<std::string> empty_caches = std::move(empty_caches_);
       RestartTypedGraph(notes_before_inputs);
       use_cache_defaults_ = false;
@@ -85,7 +86,7 @@ class Importer {
           result_.notes.push_back(absl::StrCat("dim '", name, "' keeps the default lower bound ", kDefaultDimMin,
                                                " though input '", cache_dims_.at(name).input,
                                                "' is a cache (empty at a first step): with ", name,
-                                               " = 0 the import fails: ", typed_error_message_));
+                                               " = 0 the import fails: ", with_empty_caches));
         }
       }
     }
@@ -107,10 +108,7 @@ class Importer {
   absl::Status AddTypedGraph() {
     using Step = absl::Status (Importer::*)();
     for (Step step : {&Importer::AddInputs, &Importer::CheckDimFlags, &Importer::AddNodes, &Importer::AddOutputs}) {
-      if (absl::Status s = (this->*step)(); !s.ok()) {
-        typed_error_message_ = std::string(s.message());
-        return s;
-      }
+      if (absl::Status s = (this->*step)(); !s.ok()) return s;
     }
     return result_.graph->Verify();
   }
@@ -486,8 +484,7 @@ class Importer {
   std::map<std::string, CacheDimSource> cache_dims_;
   bool use_cache_defaults_ = true;
   std::vector<std::string> empty_caches_;
-  std::string typed_error_message_;  // AddTypedGraph's last error
-  size_t initializers_ = 0;          // the graph's first constants: the initializers
+  size_t initializers_ = 0;  // the graph's first constants: the initializers
   // Which named input dims have declared ranges; shape inference narrows
   // the others where the model implies a limit (shape_inference.h).
   DomainNarrowing narrowing_;
